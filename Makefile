@@ -1,0 +1,39 @@
+# Clipforge: `make run` and `make test` do everything on a fresh Debian machine.
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/clipforge/target
+export CMAKE_PARALLEL ?= $(shell nproc)
+CARGO ?= cargo
+CARGO_FLAGS ?= --release --locked
+BIN := $(CARGO_TARGET_DIR)/release/clipforge
+
+.PHONY: setup setup-test build clip run openapi test bench-pipeline fmt
+
+setup:
+	@bash scripts/setup.sh
+
+setup-test:
+	@bash scripts/setup.sh --test
+
+build: setup
+	$(CARGO) build $(CARGO_FLAGS) --workspace --bins
+
+# Runs the pipeline on a file or URL without a server: make clip IN=video.mp4 [OUT=clips]
+clip: build
+	$(BIN) clip "$(IN)" --out "$(or $(OUT),clips)"
+
+# Starts the service with the embedded defaults (sled + local storage, one
+# node, port 8080): PORT=0 picks a free port.
+run: build
+	$(BIN) serve --port $(or $(PORT),8080)
+
+openapi: build
+	$(BIN) openapi openapi/openapi.json
+
+test: setup-test
+	$(CARGO) test $(CARGO_FLAGS) --workspace --no-fail-fast -- --test-threads=2
+
+bench-pipeline: setup-test
+	bash scripts/bench-pipeline.sh
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,732 @@
+//! Sign-up, sign-in, sessions, password changes and the profile.
+//!
+//! Passwords are hashed with argon2id (the crate's defaults: 19 MiB, two
+//! passes) into PHC strings. Session tokens are 32 random bytes in base64url;
+//! only their SHA-256 (hex) is stored, and they expire 30 days after
+//! sign-in.
+
+use std::sync::OnceLock;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use super::clock::DAY_MS;
+use super::error::{AccountError, Result};
+use super::model::{Account, Plan, SessionInfo, StoredAccount, StoredSession};
+use super::store::{
+    user_key, user_prefix, Batch, EMAILS, SESSIONS, TEMPLATES, USERS, USER_SESSIONS,
+};
+use super::templates::StoredTemplate;
+use super::{new_id, Accounts};
+use crate::storage::kv::StorageError;
+
+/// How long a session lasts after sign-in.
+pub const SESSION_TTL_MS: i64 = 30 * DAY_MS;
+
+const PASSWORD_CHARS: (usize, usize) = (8, 128);
+const NAME_MAX_CHARS: usize = 100;
+const EMAIL_MAX_LEN: usize = 254;
+const AVATAR_KEY_MAX_LEN: usize = 1024;
+
+/// Trims and lower-cases an email address and checks its shape.
+pub fn normalize_email(raw: &str) -> Result<String> {
+    let email = raw.trim().to_lowercase();
+    let invalid = || AccountError::InvalidInput("email: not a valid email address".to_string());
+    if email.len() > EMAIL_MAX_LEN || email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid());
+    }
+    let (local, domain) = email.split_once('@').ok_or_else(invalid)?;
+    let domain_ok = domain.contains('.')
+        && !domain.contains('@')
+        && domain
+            .split('.')
+            .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
+    if local.is_empty() || local.len() > 64 || !domain_ok {
+        return Err(invalid());
+    }
+    Ok(email)
+}
+
+fn validate_password(password: &str) -> Result<()> {
+    let (min, max) = PASSWORD_CHARS;
+    let chars = password.chars().count();
+    if chars < min {
+        return Err(AccountError::InvalidInput(format!(
+            "password: must be at least {min} characters"
+        )));
+    }
+    if chars > max {
+        return Err(AccountError::InvalidInput(format!(
+            "password: must be at most {max} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// The trimmed name, 1–100 characters without control characters.
+fn validate_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > NAME_MAX_CHARS || name.chars().any(char::is_control) {
+        return Err(AccountError::InvalidInput(format!(
+            "name: must be 1 to {NAME_MAX_CHARS} characters"
+        )));
+    }
+    Ok(name.to_string())
+}
+
+fn hash_password(password: &str) -> Result<String> {
+    let mut salt = [0u8; 16];
+    rand::rng().fill_bytes(&mut salt);
+    let salt = SaltString::encode_b64(&salt)
+        .map_err(|e| AccountError::Internal(format!("encoding a password salt: {e}")))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| AccountError::Internal(format!("hashing a password: {e}")))
+}
+
+/// Whether `password` matches the PHC string `stored`.
+fn verify_password(stored: &str, password: &str) -> Result<bool> {
+    let hash = PasswordHash::new(stored)
+        .map_err(|e| StorageError::Corrupt(format!("stored password hash: {e}")))?;
+    match Argon2::default().verify_password(password.as_bytes(), &hash) {
+        Ok(()) => Ok(true),
+        Err(argon2::password_hash::Error::Password) => Ok(false),
+        Err(e) => Err(AccountError::Internal(format!("verifying a password: {e}"))),
+    }
+}
+
+/// Spends the time of a real verification when the email is unknown, so
+/// response times do not tell which emails have accounts.
+fn verify_against_dummy(password: &str) -> Result<()> {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    let dummy = match DUMMY.get() {
+        Some(hash) => hash,
+        None => {
+            let hash = hash_password("clipforge dummy password")?;
+            DUMMY.get_or_init(|| hash)
+        }
+    };
+    verify_password(dummy, password).map(drop)
+}
+
+/// A new session token: 32 random bytes, base64url without padding.
+fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The key a token's session is stored under: its SHA-256 in hex.
+pub(crate) fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+impl Accounts {
+    /// Creates an account on the free plan with its first credit cycle, its
+    /// default caption template and a session, in one write. Returns the
+    /// account and the session token.
+    pub fn sign_up(&self, email: &str, password: &str, name: &str) -> Result<(Account, String)> {
+        let email = normalize_email(email)?;
+        validate_password(password)?;
+        let name = validate_name(name)?;
+        let password_hash = hash_password(password)?;
+
+        let _guard = self.lock(&format!("email:{email}"));
+        if self.kv.get(EMAILS, email.as_bytes())?.is_some() {
+            return Err(AccountError::Conflict(
+                "email: an account with this email already exists".to_string(),
+            ));
+        }
+        let now = self.now();
+        let user_id = new_id();
+        let template = StoredTemplate::initial_default(now);
+        let account = StoredAccount {
+            id: user_id.clone(),
+            email: email.clone(),
+            name,
+            password_hash,
+            avatar_key: None,
+            plan: Plan::Free,
+            entitlements: Vec::new(),
+            bonuses_granted: Vec::new(),
+            default_template_id: template.id.clone(),
+            created_at: now,
+            updated_at: now,
+        };
+        let mut batch = Batch::new();
+        batch.put(USERS, user_id.as_bytes(), &account)?;
+        batch.put(EMAILS, email.as_bytes(), &user_id)?;
+        batch.put(TEMPLATES, user_key(&user_id, &template.id), &template)?;
+        self.open_first_cycle(&mut batch, &user_id, now)?;
+        let token = add_session(&mut batch, &user_id, now)?;
+        self.commit(batch)?;
+        Ok((Account::from(&account), token))
+    }
+
+    /// Checks the credentials and opens a session. `client_key` identifies
+    /// the client for the rate limit (its IP address; empty if unknown).
+    pub fn sign_in(
+        &self,
+        email: &str,
+        password: &str,
+        client_key: &str,
+    ) -> Result<(Account, String)> {
+        let now = self.now();
+        // Malformed addresses are limited like any other and then fail as
+        // unknown ones.
+        let email = email.trim().to_lowercase();
+        if email.len() > EMAIL_MAX_LEN {
+            // Cannot be an account's; not worth a rate-limit entry.
+            return Err(AccountError::InvalidCredentials);
+        }
+        self.limiter.attempt(&email, client_key, now)?;
+
+        let user_id: Option<String> = self.read(EMAILS, email.as_bytes())?;
+        let Some(user_id) = user_id else {
+            verify_against_dummy(password)?;
+            return Err(AccountError::InvalidCredentials);
+        };
+        let verified = self.stored_account(&user_id)?;
+        if !verify_password(&verified.password_hash, password)? {
+            return Err(AccountError::InvalidCredentials);
+        }
+
+        let _guard = self.lock(&user_id);
+        let account = self.stored_account(&user_id)?;
+        if account.password_hash != verified.password_hash {
+            // Changed since it was verified: the password given is stale.
+            return Err(AccountError::InvalidCredentials);
+        }
+        let mut batch = Batch::new();
+        self.drop_expired_sessions(&mut batch, &user_id, now)?;
+        let token = add_session(&mut batch, &user_id, now)?;
+        self.commit(batch)?;
+        self.limiter.succeeded(&email, client_key, now);
+        Ok((Account::from(&account), token))
+    }
+
+    /// The account and session of `token`; `None` for unknown or expired
+    /// tokens (an expired session is deleted).
+    pub fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
+        let hash = token_hash(token);
+        let Some(session) = self.read::<StoredSession>(SESSIONS, hash.as_bytes())? else {
+            return Ok(None);
+        };
+        let account: Option<StoredAccount> = self.read(USERS, session.user_id.as_bytes())?;
+        match account {
+            Some(account) if session.expires_at > self.now() => {
+                Ok(Some((Account::from(&account), SessionInfo::from(&session))))
+            }
+            _ => {
+                self.delete_session(&session.user_id, &hash)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Ends the session of `token`; unknown tokens are ignored.
+    pub fn sign_out(&self, token: &str) -> Result<()> {
+        let hash = token_hash(token);
+        if let Some(session) = self.read::<StoredSession>(SESSIONS, hash.as_bytes())? {
+            self.delete_session(&session.user_id, &hash)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the password of `user_id`, whose session is `current_token`.
+    /// With `revoke_other_sessions`, every other session of the user ends in
+    /// the same write. Wrong current passwords count against the email's
+    /// sign-in limit.
+    pub fn change_password(
+        &self,
+        user_id: &str,
+        current_token: &str,
+        current_password: &str,
+        new_password: &str,
+        revoke_other_sessions: bool,
+    ) -> Result<()> {
+        validate_password(new_password)?;
+        let now = self.now();
+        let current_hash = token_hash(current_token);
+        let session: Option<StoredSession> = self.read(SESSIONS, current_hash.as_bytes())?;
+        if !session.is_some_and(|s| s.user_id == user_id && s.expires_at > now) {
+            return Err(AccountError::Unauthorized);
+        }
+        let verified = self.stored_account(user_id)?;
+        self.limiter.attempt(&verified.email, "", now)?;
+        if !verify_password(&verified.password_hash, current_password)? {
+            return Err(AccountError::InvalidCredentials);
+        }
+        let new_hash = hash_password(new_password)?;
+
+        let _guard = self.lock(user_id);
+        let mut account = self.stored_account(user_id)?;
+        if account.password_hash != verified.password_hash {
+            return Err(AccountError::InvalidCredentials);
+        }
+        account.password_hash = new_hash;
+        account.updated_at = now;
+        let mut batch = Batch::new();
+        batch.put(USERS, user_id.as_bytes(), &account)?;
+        if revoke_other_sessions {
+            for hash in self.session_hashes(user_id)? {
+                if hash != current_hash {
+                    delete_session_ops(&mut batch, user_id, &hash);
+                }
+            }
+        }
+        self.commit(batch)?;
+        self.limiter.succeeded(&account.email, "", now);
+        Ok(())
+    }
+
+    /// The account of `user_id`.
+    pub fn get_account(&self, user_id: &str) -> Result<Account> {
+        Ok(Account::from(&self.stored_account(user_id)?))
+    }
+
+    /// Sets the display name (trimmed, 1–100 characters).
+    pub fn update_profile(&self, user_id: &str, name: &str) -> Result<Account> {
+        let name = validate_name(name)?;
+        let _guard = self.lock(user_id);
+        let mut account = self.stored_account(user_id)?;
+        account.name = name;
+        account.updated_at = self.now();
+        let mut batch = Batch::new();
+        batch.put(USERS, user_id.as_bytes(), &account)?;
+        self.commit(batch)?;
+        Ok(Account::from(&account))
+    }
+
+    /// Sets or clears the avatar's object key. Returns the previous key, whose
+    /// object the caller deletes once this has succeeded.
+    pub fn set_avatar(&self, user_id: &str, avatar_key: Option<String>) -> Result<Option<String>> {
+        if let Some(key) = &avatar_key {
+            if key.is_empty() || key.len() > AVATAR_KEY_MAX_LEN {
+                return Err(AccountError::InvalidInput(format!(
+                    "avatar: the object key must be 1 to {AVATAR_KEY_MAX_LEN} bytes"
+                )));
+            }
+        }
+        let _guard = self.lock(user_id);
+        let mut account = self.stored_account(user_id)?;
+        let previous = std::mem::replace(&mut account.avatar_key, avatar_key);
+        account.updated_at = self.now();
+        let mut batch = Batch::new();
+        batch.put(USERS, user_id.as_bytes(), &account)?;
+        self.commit(batch)?;
+        Ok(previous)
+    }
+
+    /// The token hashes of every session of `user_id`, from the index.
+    fn session_hashes(&self, user_id: &str) -> Result<Vec<String>> {
+        let prefix = user_prefix(user_id);
+        Ok(self
+            .kv
+            .scan_prefix(USER_SESSIONS, &prefix)?
+            .into_iter()
+            .map(|(key, _)| String::from_utf8_lossy(&key[prefix.len()..]).into_owned())
+            .collect())
+    }
+
+    /// Adds deletions of the user's expired sessions to `batch`.
+    fn drop_expired_sessions(&self, batch: &mut Batch, user_id: &str, now: i64) -> Result<()> {
+        for hash in self.session_hashes(user_id)? {
+            let session: Option<StoredSession> = self.read(SESSIONS, hash.as_bytes())?;
+            if session.is_none_or(|s| s.expires_at <= now) {
+                delete_session_ops(batch, user_id, &hash);
+            }
+        }
+        Ok(())
+    }
+
+    fn delete_session(&self, user_id: &str, hash: &str) -> Result<()> {
+        let mut batch = Batch::new();
+        delete_session_ops(&mut batch, user_id, hash);
+        self.commit(batch)
+    }
+}
+
+/// Adds a new session of `user_id` to `batch` and returns its token.
+fn add_session(batch: &mut Batch, user_id: &str, now: i64) -> Result<String> {
+    let token = new_token();
+    let hash = token_hash(&token);
+    let session = StoredSession {
+        id: new_id(),
+        user_id: user_id.to_string(),
+        created_at: now,
+        expires_at: now.saturating_add(SESSION_TTL_MS),
+    };
+    batch.put(SESSIONS, hash.as_bytes(), &session)?;
+    batch.put(USER_SESSIONS, user_key(user_id, &hash), &())?;
+    Ok(token)
+}
+
+fn delete_session_ops(batch: &mut Batch, user_id: &str, hash: &str) {
+    batch.delete(SESSIONS, hash.as_bytes());
+    batch.delete(USER_SESSIONS, user_key(user_id, hash));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::testutil::{Fixture, TREES};
+    use crate::storage::kv::KvStore;
+
+    #[test]
+    fn sign_up_creates_account_template_credits_and_session() {
+        let fx = Fixture::new();
+        let (account, token) = fx
+            .accounts
+            .sign_up("  Ana.Lima@Example.COM ", "correct horse", "  Ana Lima ")
+            .expect("sign up");
+        assert_eq!(account.email, "ana.lima@example.com");
+        assert_eq!(account.name, "Ana Lima");
+        assert_eq!(account.plan, Plan::Free);
+        assert_eq!(token.len(), 43, "32 bytes in unpadded base64url");
+
+        let (session_account, info) = fx.accounts.session(&token).expect("read").expect("session");
+        assert_eq!(session_account, account);
+        assert_eq!(info.user_id, account.id);
+        assert_eq!(info.expires_at, "2026-12-21T23:50:06.123Z");
+
+        let templates = fx.accounts.list_templates(&account.id).expect("templates");
+        assert_eq!(templates.len(), 1);
+        assert!(templates[0].is_default);
+        assert_eq!(templates[0].name, "Default");
+        assert_eq!(templates[0].id, account.default_template_id);
+
+        let balance = fx.accounts.balance(&account.id).expect("balance");
+        assert_eq!((balance.credits, balance.total_credits), (60, 60));
+        let ledger = fx.accounts.ledger(&account.id, 1, 20).expect("ledger");
+        assert_eq!(ledger.total, 1);
+    }
+
+    #[test]
+    fn sign_up_validates_and_refuses_taken_emails() {
+        let fx = Fixture::new();
+        let field_of = |result: Result<(Account, String)>| match result {
+            Err(AccountError::InvalidInput(message)) => {
+                message.split(':').next().unwrap_or_default().to_string()
+            }
+            other => panic!("expected InvalidInput, got {other:?}"),
+        };
+        let accounts = &fx.accounts;
+        for bad in [
+            "",
+            "no-at-sign",
+            "a@b",
+            "a@.com",
+            "a b@x.com",
+            "@x.com",
+            "a@x..com",
+        ] {
+            assert_eq!(
+                field_of(accounts.sign_up(bad, "correct horse", "A")),
+                "email",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            field_of(accounts.sign_up("a@x.com", "short", "A")),
+            "password"
+        );
+        assert_eq!(
+            field_of(accounts.sign_up("a@x.com", "correct horse", "  ")),
+            "name"
+        );
+        let long_name = "n".repeat(101);
+        assert_eq!(
+            field_of(accounts.sign_up("a@x.com", "correct horse", &long_name)),
+            "name"
+        );
+        assert!(
+            fx.dump().iter().all(|(_, entries)| entries.is_empty()),
+            "nothing stored"
+        );
+
+        fx.user("ana");
+        let err = accounts
+            .sign_up("ANA@example.com", "another pass", "Other Ana")
+            .expect_err("taken");
+        assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+        assert_eq!(err.status(), 409);
+    }
+
+    #[test]
+    fn sign_in_checks_the_password_and_sign_out_ends_the_session() {
+        let fx = Fixture::new();
+        let (account, first) = fx.user("ana");
+        let err = fx
+            .accounts
+            .sign_in("ana@example.com", "wrong horse", "10.0.0.1")
+            .expect_err("wrong password");
+        assert!(matches!(err, AccountError::InvalidCredentials), "{err:?}");
+        let err = fx
+            .accounts
+            .sign_in("nobody@example.com", "correct horse", "10.0.0.1")
+            .expect_err("unknown email");
+        assert!(matches!(err, AccountError::InvalidCredentials), "{err:?}");
+
+        let (signed_in, second) = fx
+            .accounts
+            .sign_in(" ANA@example.com", "correct horse", "10.0.0.1")
+            .expect("sign in");
+        assert_eq!(signed_in.id, account.id);
+        assert_ne!(first, second);
+        fx.accounts.sign_out(&second).expect("sign out");
+        assert_eq!(fx.accounts.session(&second).expect("read"), None);
+        fx.accounts
+            .sign_out(&second)
+            .expect("signing out twice is fine");
+        assert!(
+            fx.accounts.session(&first).expect("read").is_some(),
+            "other session kept"
+        );
+        assert_eq!(fx.accounts.session("not a token").expect("read"), None);
+    }
+
+    #[test]
+    fn sign_in_failures_are_rate_limited() {
+        let fx = Fixture::new();
+        fx.user("ana");
+        let sign_in =
+            |password: &str, client: &str| fx.accounts.sign_in("ana@example.com", password, client);
+        // Failures below the limit are forgiven by a success.
+        for _ in 0..4 {
+            sign_in("wrong horse", "10.0.0.1").expect_err("wrong");
+        }
+        sign_in("correct horse", "10.0.0.1").expect("success resets");
+        for _ in 0..5 {
+            let err = sign_in("wrong horse", "10.0.0.2").expect_err("wrong");
+            assert!(matches!(err, AccountError::InvalidCredentials), "{err:?}");
+        }
+        // Now even the right password from another address is refused.
+        match sign_in("correct horse", "10.0.0.3") {
+            Err(AccountError::RateLimited { retry_after_secs }) => {
+                assert!((1..=900).contains(&retry_after_secs), "{retry_after_secs}")
+            }
+            other => panic!("expected RateLimited, got {other:?}"),
+        }
+        fx.advance(15 * 60 * 1000);
+        sign_in("correct horse", "10.0.0.3").expect("window passed");
+    }
+
+    #[test]
+    fn tokens_are_stored_only_as_hashes() {
+        let fx = Fixture::new();
+        let (account, token) = fx.user("ana");
+        let (_, second) = fx
+            .accounts
+            .sign_in("ana@example.com", "correct horse", "")
+            .expect("sign in");
+        for raw in [&token, &second] {
+            for (tree, entries) in fx.dump() {
+                for (key, value) in entries {
+                    let contains = |hay: &[u8]| hay.windows(raw.len()).any(|w| w == raw.as_bytes());
+                    assert!(
+                        !contains(&key) && !contains(&value),
+                        "raw token in tree {tree}"
+                    );
+                }
+            }
+        }
+        let stored = fx.kv.scan_prefix(SESSIONS, b"").expect("scan");
+        let keys: Vec<&[u8]> = stored.iter().map(|(k, _)| k.as_slice()).collect();
+        assert!(keys.contains(&token_hash(&token).as_bytes()));
+        assert!(keys.contains(&token_hash(&second).as_bytes()));
+        assert_eq!(token_hash(&token).len(), 64);
+        let stored_user = fx.accounts.stored_account(&account.id).expect("account");
+        assert!(
+            stored_user.password_hash.starts_with("$argon2id$"),
+            "PHC string"
+        );
+        assert!(!stored_user.password_hash.contains("correct horse"));
+        assert!(TREES.contains(&SESSIONS));
+    }
+
+    #[test]
+    fn sessions_expire_after_30_days() {
+        let fx = Fixture::new();
+        let (_, token) = fx.user("ana");
+        fx.advance(SESSION_TTL_MS - 1);
+        assert!(fx.accounts.session(&token).expect("read").is_some());
+        fx.advance(1);
+        assert_eq!(fx.accounts.session(&token).expect("read"), None);
+        assert!(fx.kv.scan_prefix(SESSIONS, b"").expect("scan").is_empty());
+        assert!(fx
+            .kv
+            .scan_prefix(USER_SESSIONS, b"")
+            .expect("scan")
+            .is_empty());
+    }
+
+    #[test]
+    fn change_password_revokes_other_sessions_only_when_asked() {
+        let fx = Fixture::new();
+        let (account, current) = fx.user("ana");
+        let sign_in = |password: &str| fx.accounts.sign_in("ana@example.com", password, "");
+        let (_, other) = sign_in("correct horse").expect("sign in");
+        let id = account.id.as_str();
+
+        let err = fx
+            .accounts
+            .change_password(id, &current, "wrong horse", "new horse 1", true)
+            .expect_err("wrong current password");
+        assert!(matches!(err, AccountError::InvalidCredentials), "{err:?}");
+        let (bob, bob_token) = fx.user("bob");
+        let err = fx
+            .accounts
+            .change_password(id, &bob_token, "correct horse", "new horse 1", true)
+            .expect_err("another user's session");
+        assert!(matches!(err, AccountError::Unauthorized), "{err:?}");
+
+        fx.accounts
+            .change_password(id, &current, "correct horse", "new horse 1", false)
+            .expect("change, keep sessions");
+        assert!(fx.accounts.session(&other).expect("read").is_some());
+        assert!(matches!(
+            sign_in("correct horse"),
+            Err(AccountError::InvalidCredentials)
+        ));
+        let (_, third) = sign_in("new horse 1").expect("new password");
+
+        fx.accounts
+            .change_password(id, &current, "new horse 1", "new horse 2", true)
+            .expect("change, revoke others");
+        assert!(
+            fx.accounts.session(&current).expect("read").is_some(),
+            "current kept"
+        );
+        assert_eq!(fx.accounts.session(&other).expect("read"), None);
+        assert_eq!(fx.accounts.session(&third).expect("read"), None);
+        assert!(
+            fx.accounts.session(&bob_token).expect("read").is_some(),
+            "bob untouched"
+        );
+        assert_eq!(fx.accounts.get_account(&bob.id).expect("bob").name, "bob");
+        sign_in("new horse 2").expect("newest password");
+    }
+
+    #[test]
+    fn profile_and_avatar() {
+        let fx = Fixture::new();
+        let (account, _) = fx.user("ana");
+        let updated = fx
+            .accounts
+            .update_profile(&account.id, " Ana Maria ")
+            .expect("update");
+        assert_eq!(updated.name, "Ana Maria");
+        assert!(matches!(
+            fx.accounts.update_profile(&account.id, ""),
+            Err(AccountError::InvalidInput(_))
+        ));
+        let first = "avatars/a/1.png".to_string();
+        assert_eq!(
+            fx.accounts
+                .set_avatar(&account.id, Some(first.clone()))
+                .expect("set"),
+            None
+        );
+        let second = Some("avatars/a/2.png".to_string());
+        assert_eq!(
+            fx.accounts
+                .set_avatar(&account.id, second.clone())
+                .expect("set"),
+            Some(first)
+        );
+        assert_eq!(
+            fx.accounts.set_avatar(&account.id, None).expect("clear"),
+            second
+        );
+        let view = fx
+            .accounts
+            .get_account(&account.id)
+            .expect("get")
+            .view(None);
+        let json = serde_json::to_value(&view).expect("json");
+        assert_eq!(json["name"], "Ana Maria");
+        assert_eq!(json["createdAt"], "2026-11-21T23:50:06.123Z");
+        assert!(json["image"].is_null());
+        assert!(matches!(
+            fx.accounts.get_account("no-such-user"),
+            Err(AccountError::NotFound("account"))
+        ));
+    }
+
+    #[test]
+    fn failed_writes_leave_nothing_behind() {
+        let fx = Fixture::new();
+        let (account, token) = fx.user("ana");
+        let before = fx.dump();
+        fx.fail_writes(true);
+        let result = fx
+            .accounts
+            .sign_up("bob@example.com", "correct horse", "Bob");
+        assert!(
+            matches!(result, Err(AccountError::Storage(_))),
+            "{result:?}"
+        );
+        assert!(fx
+            .accounts
+            .change_password(&account.id, &token, "correct horse", "new horse 1", true)
+            .is_err());
+        assert_eq!(fx.dump(), before);
+        fx.fail_writes(false);
+        fx.user("bob");
+    }
+
+    #[test]
+    fn data_survives_a_sled_reopen() {
+        use crate::storage::kv::SledStore;
+        use std::sync::Arc;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        let (user_id, token) = {
+            let kv = Arc::new(SledStore::open(&path).expect("open"));
+            let accounts = Accounts::new(kv, Default::default());
+            let (account, token) = accounts
+                .sign_up("ana@example.com", "correct horse", "Ana")
+                .expect("sign up");
+            accounts.reserve(&account.id, "p1", 25).expect("reserve");
+            accounts
+                .notify(
+                    &account.id,
+                    crate::accounts::NotificationKind::ProjectCompleted,
+                    "Done",
+                    "3 clips",
+                )
+                .expect("notify");
+            (account.id, token)
+        };
+        let kv = Arc::new(SledStore::open(&path).expect("reopen"));
+        let accounts = Accounts::new(kv, Default::default());
+        let (account, _) = accounts.session(&token).expect("read").expect("session");
+        assert_eq!(account.id, user_id);
+        let balance = accounts.balance(&user_id).expect("balance");
+        assert_eq!((balance.credits, balance.reserved), (35, 25));
+        accounts.charge(&user_id, "p1", 20).expect("charge");
+        assert_eq!(accounts.balance(&user_id).expect("balance").credits, 40);
+        assert_eq!(
+            accounts.list_templates(&user_id).expect("templates").len(),
+            1
+        );
+        assert_eq!(
+            accounts
+                .notifications(&user_id)
+                .expect("notifications")
+                .len(),
+            1
+        );
+        accounts
+            .sign_in("ana@example.com", "correct horse", "127.0.0.1")
+            .expect("sign in after reopen");
+    }
+}

@@ -1,0 +1,781 @@
+//! Credits: monthly cycles, per-project reservations and an append-only
+//! ledger.
+//!
+//! A cycle lasts [`CYCLE_MS`] (30 days) from its start and renews lazily, on
+//! the first credit operation after its end: the cycle's credits reset to the
+//! plan's (unused ones do not roll over) while outstanding reservations stay
+//! reserved. The state kept beside the ledger holds the cycle's total, what
+//! was charged in it and what is reserved, so the balance is read in O(1):
+//! `available = total - spent - reserved`.
+//!
+//! A project reserves its estimate at creation ([`Accounts::reserve`]); on
+//! completion the reservation becomes a charge of the minutes actually
+//! processed ([`Accounts::charge`], never more than reserved); on failure or
+//! cancellation it is released ([`Accounts::release`]). Both settle a
+//! reservation once; repeating them does nothing.
+//!
+//! Unlimited plans (enterprise) never run short; their reservations and
+//! charges are still recorded, and their balance reads `unlimited: true`
+//! with `credits` and `totalCredits` 0.
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::{iso8601, DAY_MS};
+use super::error::{AccountError, Result};
+use super::model::{Plan, StoredAccount};
+use super::notifications::NotificationKind;
+use super::store::{user_key, Batch, CREDITS, LEDGER, RESERVATIONS};
+use super::Accounts;
+use crate::storage::kv::StorageError;
+
+/// Length of a credit cycle.
+pub const CYCLE_MS: i64 = 30 * DAY_MS;
+/// A charge that leaves at most this share of the cycle's credits (percent)
+/// sends the cycle's one `credits_low` notification.
+const LOW_CREDITS_PERCENT: u64 = 10;
+const MAX_LEDGER_PAGE: u64 = 100;
+const PROJECT_ID_MAX_LEN: usize = 128;
+
+/// Credits for `seconds` of processed video: one per started minute.
+pub fn credits_for_seconds(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        // Saturating float-to-int conversion; any realistic length fits.
+        (seconds / 60.0).ceil() as u64
+    } else {
+        0
+    }
+}
+
+/// What a ledger entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerKind {
+    /// Credits of a cycle started by sign-up or a plan change.
+    Grant,
+    /// Credits of a cycle started by renewal.
+    Renew,
+    /// A plan's welcome bonus.
+    Bonus,
+    /// Credits set aside for a project.
+    Reserve,
+    /// Credits a project used.
+    Charge,
+    /// Reserved credits given back.
+    Release,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LedgerEntry {
+    pub kind: LedgerKind,
+    pub amount: u64,
+    pub project_id: Option<String>,
+    pub note: String,
+    /// Credits available after this entry (0 on unlimited plans).
+    pub balance_after: u64,
+    pub at: i64,
+}
+
+/// A ledger entry as the API shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntryView {
+    #[serde(rename = "type")]
+    pub kind: LedgerKind,
+    pub amount: u64,
+    pub project_id: Option<String>,
+    pub note: String,
+    pub balance_after: u64,
+    pub created_at: String,
+}
+
+/// One page of the ledger, newest entry first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerPage {
+    pub entries: Vec<LedgerEntryView>,
+    pub total: u64,
+    pub page: u64,
+    pub limit: u64,
+}
+
+/// The credit state of an account, stored under its id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CreditState {
+    pub cycle_start: i64,
+    pub cycle_end: i64,
+    /// Credits of the cycle (monthly credits, plus a welcome bonus).
+    pub cycle_total: u64,
+    /// Charged in the cycle.
+    pub spent: u64,
+    /// Held by unsettled reservations, whatever cycle made them.
+    pub reserved: u64,
+    /// Whether the cycle's `credits_low` notification went out.
+    pub low_notified: bool,
+    /// Number of ledger entries; the next one's sequence number.
+    pub ledger_len: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum ReservationState {
+    Reserved,
+    Charged { used: u64 },
+    Released,
+}
+
+/// A project's reservation, kept after settling so that settling twice is a
+/// no-op.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Reservation {
+    pub amount: u64,
+    pub state: ReservationState,
+    pub created_at: i64,
+    pub settled_at: Option<i64>,
+}
+
+/// The credit balance (contract 2.6) with the cycle's dates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreditBalance {
+    pub plan: Plan,
+    /// Available in the current cycle after reservations (0 when unlimited).
+    pub credits: u64,
+    /// The cycle's total (0 when unlimited).
+    pub total_credits: u64,
+    /// Held by projects still processing.
+    pub reserved: u64,
+    pub unlimited: bool,
+    pub cycle_started_at: String,
+    pub renews_at: String,
+}
+
+/// The credit state of one account being changed, with the ledger entries to
+/// append; written by [`Book::write`] into the operation's batch.
+pub(crate) struct Book {
+    pub user_id: String,
+    pub plan: Plan,
+    pub unlimited: bool,
+    pub state: CreditState,
+    entries: Vec<(u64, LedgerEntry)>,
+}
+
+impl Book {
+    pub(crate) fn available(&self) -> u64 {
+        if self.unlimited {
+            return 0;
+        }
+        let state = &self.state;
+        state
+            .cycle_total
+            .saturating_sub(state.spent.saturating_add(state.reserved))
+    }
+
+    /// Appends a ledger entry; `balance_after` is the balance at this point.
+    pub(crate) fn record(
+        &mut self,
+        kind: LedgerKind,
+        amount: u64,
+        project_id: Option<&str>,
+        note: String,
+        now: i64,
+    ) {
+        let entry = LedgerEntry {
+            kind,
+            amount,
+            project_id: project_id.map(str::to_string),
+            note,
+            balance_after: self.available(),
+            at: now,
+        };
+        self.entries.push((self.state.ledger_len, entry));
+        self.state.ledger_len += 1;
+    }
+
+    /// Whether anything changed that must be written.
+    pub(crate) fn changed(&self) -> bool {
+        !self.entries.is_empty()
+    }
+
+    /// Starts a new cycle at `now` with `total` credits.
+    pub(crate) fn start_cycle(&mut self, total: u64, spent: u64, now: i64) {
+        let state = &mut self.state;
+        state.cycle_start = now;
+        state.cycle_end = now.saturating_add(CYCLE_MS);
+        state.cycle_total = total;
+        state.spent = spent;
+        state.low_notified = false;
+    }
+
+    pub(crate) fn write(self, batch: &mut Batch) -> Result<()> {
+        batch.put(CREDITS, self.user_id.as_bytes(), &self.state)?;
+        for (seq, entry) in &self.entries {
+            batch.put(LEDGER, ledger_key(&self.user_id, *seq), entry)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn balance(&self) -> CreditBalance {
+        CreditBalance {
+            plan: self.plan,
+            credits: self.available(),
+            total_credits: if self.unlimited {
+                0
+            } else {
+                self.state.cycle_total
+            },
+            reserved: self.state.reserved,
+            unlimited: self.unlimited,
+            cycle_started_at: iso8601(self.state.cycle_start),
+            renews_at: iso8601(self.state.cycle_end),
+        }
+    }
+}
+
+fn ledger_key(user_id: &str, seq: u64) -> Vec<u8> {
+    user_key(user_id, &format!("{seq:016x}"))
+}
+
+fn validate_project_id(project_id: &str) -> Result<()> {
+    if project_id.is_empty()
+        || project_id.len() > PROJECT_ID_MAX_LEN
+        || project_id.chars().any(|c| c.is_control() || c == '/')
+    {
+        return Err(AccountError::InvalidInput(
+            "projectId: not a valid project id".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+impl Accounts {
+    /// Adds the credit state and first cycle of a new free account.
+    pub(crate) fn open_first_cycle(
+        &self,
+        batch: &mut Batch,
+        user_id: &str,
+        now: i64,
+    ) -> Result<()> {
+        let limits = self.plans.get(Plan::Free);
+        let mut book = Book {
+            user_id: user_id.to_string(),
+            plan: Plan::Free,
+            unlimited: limits.unlimited_credits(),
+            state: CreditState {
+                cycle_start: now,
+                cycle_end: now,
+                cycle_total: 0,
+                spent: 0,
+                reserved: 0,
+                low_notified: false,
+                ledger_len: 0,
+            },
+            entries: Vec::new(),
+        };
+        let total = limits.monthly_credits.unwrap_or(0);
+        book.start_cycle(total, 0, now);
+        book.record(LedgerKind::Grant, total, None, "free plan".to_string(), now);
+        book.write(batch)
+    }
+
+    /// The credit state of `account`, renewed if its cycle has ended. The
+    /// caller holds the user's lock.
+    pub(crate) fn book(&self, account: &StoredAccount, now: i64) -> Result<Book> {
+        let state: CreditState = self.read(CREDITS, account.id.as_bytes())?.ok_or_else(|| {
+            StorageError::Corrupt(format!("account {} has no credit state", account.id))
+        })?;
+        let limits = self.plans.get(account.plan);
+        let mut book = Book {
+            user_id: account.id.clone(),
+            plan: account.plan,
+            unlimited: limits.unlimited_credits(),
+            state,
+            entries: Vec::new(),
+        };
+        if now >= book.state.cycle_end {
+            // Whole cycles since the last start, so renewals keep the anchor.
+            let cycles = (now - book.state.cycle_start).div_euclid(CYCLE_MS).max(1);
+            let start = book
+                .state
+                .cycle_start
+                .saturating_add(cycles.saturating_mul(CYCLE_MS));
+            let total = limits.monthly_credits.unwrap_or(0);
+            book.start_cycle(total, 0, start);
+            let note = format!("{} plan: new cycle", account.plan);
+            book.record(LedgerKind::Renew, total, None, note, now);
+        }
+        Ok(book)
+    }
+
+    /// The balance of the current cycle (renewing it if due).
+    pub fn balance(&self, user_id: &str) -> Result<CreditBalance> {
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let book = self.book(&account, self.now())?;
+        let balance = book.balance();
+        if book.changed() {
+            let mut batch = Batch::new();
+            book.write(&mut batch)?;
+            self.commit(batch)?;
+        }
+        Ok(balance)
+    }
+
+    /// Reserves `amount` credits for `project_id`, or fails with
+    /// [`AccountError::InsufficientCredits`] and changes nothing. Reserving
+    /// the same amount again for the same project is a no-op.
+    pub fn reserve(&self, user_id: &str, project_id: &str, amount: u64) -> Result<()> {
+        validate_project_id(project_id)?;
+        if amount == 0 {
+            return Err(AccountError::InvalidInput(
+                "credits: a reservation must be at least 1 credit".to_string(),
+            ));
+        }
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let now = self.now();
+        let key = user_key(user_id, project_id);
+        if let Some(existing) = self.read::<Reservation>(RESERVATIONS, &key)? {
+            return if existing.state == ReservationState::Reserved && existing.amount == amount {
+                Ok(())
+            } else {
+                Err(AccountError::Conflict(format!(
+                    "credits were already reserved for project {project_id}"
+                )))
+            };
+        }
+        let mut book = self.book(&account, now)?;
+        let available = book.available();
+        if !book.unlimited && available < amount {
+            return Err(AccountError::InsufficientCredits {
+                needed: amount,
+                available,
+            });
+        }
+        book.state.reserved = book.state.reserved.saturating_add(amount);
+        book.record(
+            LedgerKind::Reserve,
+            amount,
+            Some(project_id),
+            String::new(),
+            now,
+        );
+        let reservation = Reservation {
+            amount,
+            state: ReservationState::Reserved,
+            created_at: now,
+            settled_at: None,
+        };
+        let mut batch = Batch::new();
+        batch.put(RESERVATIONS, key, &reservation)?;
+        book.write(&mut batch)?;
+        self.commit(batch)
+    }
+
+    /// Turns the reservation of `project_id` into a charge of `used` credits
+    /// (capped at the reservation; the rest returns to the balance). Does
+    /// nothing if the reservation was already charged or released.
+    pub fn charge(&self, user_id: &str, project_id: &str, used: u64) -> Result<()> {
+        validate_project_id(project_id)?;
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let now = self.now();
+        let key = user_key(user_id, project_id);
+        let mut reservation: Reservation = self
+            .read(RESERVATIONS, &key)?
+            .ok_or(AccountError::NotFound("credit reservation"))?;
+        if reservation.state != ReservationState::Reserved {
+            return Ok(());
+        }
+        let mut book = self.book(&account, now)?;
+        let charged = used.min(reservation.amount);
+        let returned = reservation.amount - charged;
+        book.state.reserved = book.state.reserved.saturating_sub(reservation.amount);
+        book.state.spent = book.state.spent.saturating_add(charged);
+        book.record(
+            LedgerKind::Charge,
+            charged,
+            Some(project_id),
+            String::new(),
+            now,
+        );
+        if returned > 0 {
+            let note = "unused part of the reservation".to_string();
+            book.record(LedgerKind::Release, returned, Some(project_id), note, now);
+        }
+        reservation.state = ReservationState::Charged { used: charged };
+        reservation.settled_at = Some(now);
+
+        let mut batch = Batch::new();
+        batch.put(RESERVATIONS, key, &reservation)?;
+        let total = book.state.cycle_total;
+        let available = book.available();
+        let low = !book.unlimited
+            && total > 0
+            && !book.state.low_notified
+            && available.saturating_mul(100) <= total.saturating_mul(LOW_CREDITS_PERCENT);
+        if low {
+            book.state.low_notified = true;
+            let renews = iso8601(book.state.cycle_end);
+            let message = format!(
+                "Only {available} of your {total} credits are left in this cycle. \
+                 They renew on {}.",
+                &renews[..10]
+            );
+            self.push_notification(
+                &mut batch,
+                user_id,
+                NotificationKind::CreditsLow,
+                "Credits running low",
+                &message,
+                now,
+            )?;
+        }
+        book.write(&mut batch)?;
+        self.commit(batch)
+    }
+
+    /// Gives the reservation of `project_id` back. Does nothing if it was
+    /// already charged or released, or if there is none.
+    pub fn release(&self, user_id: &str, project_id: &str) -> Result<()> {
+        validate_project_id(project_id)?;
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let now = self.now();
+        let key = user_key(user_id, project_id);
+        let Some(mut reservation) = self.read::<Reservation>(RESERVATIONS, &key)? else {
+            return Ok(());
+        };
+        if reservation.state != ReservationState::Reserved {
+            return Ok(());
+        }
+        let mut book = self.book(&account, now)?;
+        book.state.reserved = book.state.reserved.saturating_sub(reservation.amount);
+        book.record(
+            LedgerKind::Release,
+            reservation.amount,
+            Some(project_id),
+            String::new(),
+            now,
+        );
+        reservation.state = ReservationState::Released;
+        reservation.settled_at = Some(now);
+        let mut batch = Batch::new();
+        batch.put(RESERVATIONS, key, &reservation)?;
+        book.write(&mut batch)?;
+        self.commit(batch)
+    }
+
+    /// A page of the ledger, newest first. `page` counts from 1; `limit` is
+    /// clamped to 1–100.
+    pub fn ledger(&self, user_id: &str, page: u64, limit: u64) -> Result<LedgerPage> {
+        let page = page.max(1);
+        let limit = limit.clamp(1, MAX_LEDGER_PAGE);
+        let account = self.stored_account(user_id)?;
+        let state: CreditState = self.read(CREDITS, account.id.as_bytes())?.ok_or_else(|| {
+            StorageError::Corrupt(format!("account {user_id} has no credit state"))
+        })?;
+        let total = state.ledger_len;
+        let skip = (page - 1).saturating_mul(limit);
+        let newest = total.saturating_sub(skip);
+        let oldest = newest.saturating_sub(limit);
+        let entries = (oldest..newest)
+            .rev()
+            .map(|seq| {
+                let entry: LedgerEntry =
+                    self.read(LEDGER, &ledger_key(user_id, seq))?
+                        .ok_or_else(|| {
+                            StorageError::Corrupt(format!(
+                                "ledger entry {seq} of {user_id} is missing"
+                            ))
+                        })?;
+                Ok(LedgerEntryView {
+                    kind: entry.kind,
+                    amount: entry.amount,
+                    project_id: entry.project_id,
+                    note: entry.note,
+                    balance_after: entry.balance_after,
+                    created_at: iso8601(entry.at),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LedgerPage {
+            entries,
+            total,
+            page,
+            limit,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::testutil::Fixture;
+    use crate::accounts::NotificationKind;
+
+    fn credits(fx: &Fixture, user: &str) -> (u64, u64, u64) {
+        let b = fx.accounts.balance(user).expect("balance");
+        (b.credits, b.total_credits, b.reserved)
+    }
+
+    fn kinds(fx: &Fixture, user: &str) -> Vec<(LedgerKind, u64)> {
+        let page = fx.accounts.ledger(user, 1, 100).expect("ledger");
+        page.entries
+            .iter()
+            .rev()
+            .map(|e| (e.kind, e.amount))
+            .collect()
+    }
+
+    #[test]
+    fn reserve_charge_release_arithmetic_and_idempotency() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        fx.accounts.reserve(user, "p1", 20).expect("reserve");
+        fx.accounts
+            .reserve(user, "p1", 20)
+            .expect("same reservation again");
+        assert_eq!(credits(&fx, user), (40, 60, 20));
+        let err = fx
+            .accounts
+            .reserve(user, "p1", 25)
+            .expect_err("different amount");
+        assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+
+        fx.accounts.charge(user, "p1", 15).expect("charge");
+        assert_eq!(credits(&fx, user), (45, 60, 0));
+        fx.accounts.charge(user, "p1", 15).expect("charge again");
+        fx.accounts
+            .release(user, "p1")
+            .expect("release after charge");
+        assert_eq!(credits(&fx, user), (45, 60, 0));
+
+        fx.accounts.reserve(user, "p2", 10).expect("reserve");
+        assert_eq!(credits(&fx, user), (35, 60, 10));
+        fx.accounts.release(user, "p2").expect("release");
+        fx.accounts.release(user, "p2").expect("release again");
+        fx.accounts
+            .charge(user, "p2", 10)
+            .expect("charge after release");
+        assert_eq!(credits(&fx, user), (45, 60, 0));
+
+        fx.accounts.reserve(user, "p3", 5).expect("reserve");
+        fx.accounts
+            .charge(user, "p3", 50)
+            .expect("charge above the reservation");
+        assert_eq!(credits(&fx, user), (40, 60, 0), "capped at the reservation");
+
+        let expected = [
+            (LedgerKind::Grant, 60),
+            (LedgerKind::Reserve, 20),
+            (LedgerKind::Charge, 15),
+            (LedgerKind::Release, 5),
+            (LedgerKind::Reserve, 10),
+            (LedgerKind::Release, 10),
+            (LedgerKind::Reserve, 5),
+            (LedgerKind::Charge, 5),
+        ];
+        assert_eq!(kinds(&fx, user), expected);
+
+        let err = fx
+            .accounts
+            .charge(user, "nope", 1)
+            .expect_err("no reservation");
+        assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
+        fx.accounts
+            .release(user, "nope")
+            .expect("releasing nothing is a no-op");
+        assert!(matches!(
+            fx.accounts.reserve(user, "p4", 0),
+            Err(AccountError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            fx.accounts.reserve(user, "a/b", 1),
+            Err(AccountError::InvalidInput(_))
+        ));
+    }
+
+    #[test]
+    fn insufficient_credits_change_nothing() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        fx.accounts.reserve(user, "p1", 50).expect("reserve");
+        let before = fx.dump();
+        let err = fx.accounts.reserve(user, "p2", 11).expect_err("short");
+        assert!(
+            matches!(
+                err,
+                AccountError::InsufficientCredits {
+                    needed: 11,
+                    available: 10
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!((err.status(), err.code()), (402, "insufficient_credits"));
+        assert_eq!(fx.dump(), before);
+        fx.accounts
+            .reserve(user, "p2", 10)
+            .expect("exactly what is left");
+        assert_eq!(credits(&fx, user), (0, 60, 60));
+    }
+
+    #[test]
+    fn failed_writes_change_nothing() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        fx.accounts.reserve(&ana.id, "p1", 30).expect("reserve");
+        let before = fx.dump();
+        fx.fail_writes(true);
+        assert!(fx.accounts.charge(&ana.id, "p1", 30).is_err());
+        assert!(fx.accounts.reserve(&ana.id, "p2", 1).is_err());
+        fx.fail_writes(false);
+        assert_eq!(fx.dump(), before);
+        fx.accounts.charge(&ana.id, "p1", 30).expect("charge");
+        assert_eq!(credits(&fx, &ana.id), (30, 60, 0));
+    }
+
+    #[test]
+    fn cycles_renew_without_rollover_and_keep_reservations() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        fx.accounts.reserve(user, "p1", 20).expect("reserve");
+        fx.accounts.charge(user, "p1", 20).expect("charge");
+        fx.accounts.reserve(user, "p2", 5).expect("reserve");
+        assert_eq!(credits(&fx, user), (35, 60, 5));
+
+        fx.advance(CYCLE_MS - 1);
+        assert_eq!(credits(&fx, user), (35, 60, 5), "not yet");
+        fx.advance(1);
+        assert_eq!(
+            credits(&fx, user),
+            (55, 60, 5),
+            "35 unused do not roll over"
+        );
+        assert_eq!(kinds(&fx, user).last(), Some(&(LedgerKind::Renew, 60)));
+        fx.accounts
+            .charge(user, "p2", 5)
+            .expect("charge the old reservation");
+        assert_eq!(credits(&fx, user), (55, 60, 0));
+
+        // Two whole cycles missed: one renewal, on the original anchor.
+        fx.advance(2 * CYCLE_MS + DAY_MS);
+        let balance = fx.accounts.balance(user).expect("balance");
+        assert_eq!(balance.credits, 60);
+        assert_eq!(
+            balance.cycle_started_at,
+            iso8601(ana.created_at_ms + 3 * CYCLE_MS)
+        );
+        assert_eq!(balance.renews_at, iso8601(ana.created_at_ms + 4 * CYCLE_MS));
+        let renewals = kinds(&fx, user)
+            .iter()
+            .filter(|(kind, _)| *kind == LedgerKind::Renew)
+            .count();
+        assert_eq!(renewals, 2);
+    }
+
+    #[test]
+    fn credits_low_is_notified_once_per_cycle() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        let low = || {
+            fx.accounts
+                .notifications(user)
+                .expect("notifications")
+                .iter()
+                .filter(|n| n.kind == NotificationKind::CreditsLow)
+                .count()
+        };
+        for (project, used) in [("p1", 50), ("p2", 4), ("p3", 3)] {
+            fx.accounts.reserve(user, project, used).expect("reserve");
+            fx.accounts.charge(user, project, used).expect("charge");
+            assert_eq!(low(), usize::from(project != "p1"), "after {project}");
+        }
+        let message = &fx.accounts.notifications(user).expect("list")[0].message;
+        assert!(
+            message.starts_with("Only 6 of your 60 credits"),
+            "{message}"
+        );
+
+        fx.advance(CYCLE_MS);
+        fx.accounts.reserve(user, "p4", 55).expect("reserve");
+        fx.accounts.charge(user, "p4", 55).expect("charge");
+        assert_eq!(low(), 2, "a new cycle may warn again");
+    }
+
+    #[test]
+    fn unlimited_plans_never_run_short() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        fx.accounts
+            .grant_entitlement(user, Plan::Enterprise)
+            .expect("grant");
+        fx.accounts
+            .select_plan(user, Plan::Enterprise)
+            .expect("select");
+        fx.accounts
+            .reserve(user, "big", 1_000_000)
+            .expect("reserve");
+        fx.accounts.charge(user, "big", 999_999).expect("charge");
+        let balance = fx.accounts.balance(user).expect("balance");
+        assert!(balance.unlimited);
+        assert_eq!((balance.credits, balance.total_credits), (0, 0));
+        let json = serde_json::to_value(&balance).expect("json");
+        assert_eq!(json["plan"], "enterprise");
+        assert_eq!(json["totalCredits"], 0);
+        assert_eq!(json["unlimited"], true);
+        assert!(fx
+            .accounts
+            .notifications(user)
+            .expect("list")
+            .iter()
+            .all(|n| n.kind != NotificationKind::CreditsLow));
+    }
+
+    #[test]
+    fn ledger_pages_newest_first() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let user = ana.id.as_str();
+        for i in 1..=4 {
+            fx.advance(1000);
+            fx.accounts
+                .reserve(user, &format!("p{i}"), i)
+                .expect("reserve");
+        }
+        let first = fx.accounts.ledger(user, 1, 2).expect("page 1");
+        assert_eq!(first.total, 5);
+        let amounts: Vec<u64> = first.entries.iter().map(|e| e.amount).collect();
+        assert_eq!(amounts, [4, 3]);
+        assert_eq!(first.entries[0].project_id.as_deref(), Some("p4"));
+        assert_eq!(first.entries[0].balance_after, 50);
+        let third = fx.accounts.ledger(user, 3, 2).expect("page 3");
+        assert_eq!(third.entries.len(), 1);
+        assert_eq!(third.entries[0].kind, LedgerKind::Grant);
+        assert!(fx
+            .accounts
+            .ledger(user, 4, 2)
+            .expect("past the end")
+            .entries
+            .is_empty());
+        let clamped = fx.accounts.ledger(user, 0, 1000).expect("clamped");
+        assert_eq!((clamped.page, clamped.limit), (1, 100));
+        let json = serde_json::to_value(&first.entries[0]).expect("json");
+        assert_eq!(json["type"], "reserve");
+        assert_eq!(json["projectId"], "p4");
+    }
+
+    #[test]
+    fn credits_are_started_minutes() {
+        assert_eq!(credits_for_seconds(0.0), 0);
+        assert_eq!(credits_for_seconds(0.5), 1);
+        assert_eq!(credits_for_seconds(60.0), 1);
+        assert_eq!(credits_for_seconds(60.01), 2);
+        assert_eq!(credits_for_seconds(f64::NAN), 0);
+        assert_eq!(credits_for_seconds(-5.0), 0);
+    }
+}

@@ -1,0 +1,260 @@
+//! Accounts: users, sessions, caption templates, plans and credits, storage
+//! quotas and notifications, kept in a [`KvStore`].
+//!
+//! Everything here is synchronous and blocking (each acknowledged write is a
+//! durable [`KvStore::apply`]); call it from `spawn_blocking` in async code.
+//! Every user action is written with one `apply`, so a failure leaves no
+//! partial record.
+//!
+//! # Concurrency
+//!
+//! The store has no compare-and-swap, so read-modify-write sequences on one
+//! user's records are serialised by an in-process lock per user (striped).
+//! Use one [`Accounts`] per store and process, shared behind an `Arc`.
+//!
+//! # Layout
+//!
+//! | tree | key | value |
+//! |---|---|---|
+//! | `accounts.users` | user id | the account, password hash, default template id |
+//! | `accounts.emails` | normalised email | user id |
+//! | `accounts.sessions` | SHA-256 hex of the token | user id, expiry |
+//! | `accounts.user_sessions` | `user/hash` | (empty) index for revocation |
+//! | `accounts.templates` | `user/template` | caption template |
+//! | `accounts.credits` | user id | cycle, spent, reserved, ledger length |
+//! | `accounts.ledger` | `user/seq` (16 hex digits) | ledger entry |
+//! | `accounts.reservations` | `user/project` | a project's credit reservation |
+//! | `accounts.notifications` | `user/newest-first-time/id` | notification |
+//! | `accounts.notification_ids` | notification id | its key in `accounts.notifications` |
+//! | `accounts.storage` | user id | bytes of stored uploads |
+//!
+//! Timestamps are stored as unix milliseconds and shown as ISO 8601 UTC
+//! ([`iso8601`]).
+
+mod auth;
+mod clock;
+mod credits;
+mod error;
+mod model;
+mod notifications;
+mod plans;
+mod ratelimit;
+mod store;
+mod templates;
+
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::storage::kv::KvStore;
+
+pub use auth::{normalize_email, SESSION_TTL_MS};
+pub use clock::{iso8601, now_ms, system_clock, Clock, DAY_MS};
+pub use credits::{
+    credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
+};
+pub use error::{AccountError, Result};
+pub use model::{Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo};
+pub use notifications::{Notification, NotificationKind, MAX_NOTIFICATIONS};
+pub use ratelimit::SignInLimits;
+pub use templates::{TemplateInput, TemplateView, MAX_TEMPLATES};
+
+use ratelimit::SignInLimiter;
+
+/// Number of lock stripes; users whose ids hash alike share one.
+const LOCK_STRIPES: usize = 64;
+
+/// The accounts domain: every operation on users and what they own.
+pub struct Accounts {
+    kv: Arc<dyn KvStore>,
+    plans: PlanTable,
+    clock: Clock,
+    limiter: SignInLimiter,
+    locks: Box<[Mutex<()>]>,
+}
+
+impl fmt::Debug for Accounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Accounts")
+            .field("plans", &self.plans)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Accounts {
+    /// Accounts over `kv` with the given plans, the system clock and the
+    /// default sign-in limits.
+    pub fn new(kv: Arc<dyn KvStore>, plans: PlanTable) -> Self {
+        Self {
+            kv,
+            plans,
+            clock: system_clock(),
+            limiter: SignInLimiter::new(SignInLimits::default()),
+            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Replaces the clock (tests, simulations).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Replaces the sign-in rate limits.
+    pub fn with_sign_in_limits(mut self, limits: SignInLimits) -> Self {
+        self.limiter = SignInLimiter::new(limits);
+        self
+    }
+
+    /// The plan table in force.
+    pub fn plans(&self) -> &PlanTable {
+        &self.plans
+    }
+
+    /// The limits of `plan`.
+    pub fn plan_limits(&self, plan: Plan) -> &PlanLimits {
+        self.plans.get(plan)
+    }
+
+    fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    /// Serialises read-modify-write sequences on `key` (a user id, or
+    /// `email:` plus an address at sign-up). Never hold two at once.
+    fn lock(&self, key: &str) -> MutexGuard<'_, ()> {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        // The modulo keeps the value below LOCK_STRIPES, so it fits usize.
+        let stripe = (hasher.finish() % LOCK_STRIPES as u64) as usize;
+        // The guarded data lives in the store and every change to it is one
+        // atomic apply, so a poisoned lock still guards consistent data.
+        self.locks[stripe]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A new random identifier (UUID v4, hyphenated).
+fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Shared set-up of the unit tests: accounts over an in-memory store that
+/// can be told to fail its writes, with a clock the test moves by hand.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::kv::{self, KvOp, MemoryStore, StorageError};
+
+    /// 2026-11-21T23:50:06.123Z
+    pub const START_MS: i64 = 1_795_305_006_123;
+
+    /// A [`MemoryStore`] whose writes fail while `failing` is set.
+    #[derive(Default)]
+    pub struct FlakyStore {
+        inner: MemoryStore,
+        failing: AtomicBool,
+    }
+
+    impl FlakyStore {
+        fn check(&self) -> kv::Result<()> {
+            if self.failing.load(Ordering::SeqCst) {
+                return Err(StorageError::Backend("injected failure".into()));
+            }
+            Ok(())
+        }
+    }
+
+    impl KvStore for FlakyStore {
+        fn get(&self, tree: &str, key: &[u8]) -> kv::Result<Option<Vec<u8>>> {
+            self.inner.get(tree, key)
+        }
+        fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> kv::Result<()> {
+            self.check()?;
+            self.inner.put(tree, key, value)
+        }
+        fn delete(&self, tree: &str, key: &[u8]) -> kv::Result<()> {
+            self.check()?;
+            self.inner.delete(tree, key)
+        }
+        fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> kv::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            self.inner.scan_prefix(tree, prefix)
+        }
+        fn count_prefix(&self, tree: &str, prefix: &[u8]) -> kv::Result<usize> {
+            self.inner.count_prefix(tree, prefix)
+        }
+        fn apply(&self, batch: Vec<KvOp>) -> kv::Result<()> {
+            self.check()?;
+            self.inner.apply(batch)
+        }
+        fn flush(&self) -> kv::Result<()> {
+            self.inner.flush()
+        }
+    }
+
+    /// Every tree the accounts layer writes.
+    pub const TREES: [&str; 11] = [
+        store::USERS,
+        store::EMAILS,
+        store::SESSIONS,
+        store::USER_SESSIONS,
+        store::TEMPLATES,
+        store::CREDITS,
+        store::LEDGER,
+        store::RESERVATIONS,
+        store::NOTIFICATIONS,
+        store::NOTIFICATION_IDS,
+        store::STORAGE,
+    ];
+
+    /// Every tree's entries, in order.
+    pub type Dump = Vec<(&'static str, Vec<(Vec<u8>, Vec<u8>)>)>;
+
+    pub struct Fixture {
+        pub accounts: Accounts,
+        pub kv: Arc<FlakyStore>,
+        time: Arc<AtomicI64>,
+    }
+
+    impl Fixture {
+        pub fn new() -> Self {
+            let kv = Arc::new(FlakyStore::default());
+            let time = Arc::new(AtomicI64::new(START_MS));
+            let clock_time = Arc::clone(&time);
+            let accounts = Accounts::new(kv.clone(), PlanTable::default())
+                .with_clock(Arc::new(move || clock_time.load(Ordering::SeqCst)));
+            Self { accounts, kv, time }
+        }
+
+        pub fn advance(&self, ms: i64) {
+            self.time.fetch_add(ms, Ordering::SeqCst);
+        }
+
+        pub fn now(&self) -> i64 {
+            self.time.load(Ordering::SeqCst)
+        }
+
+        pub fn fail_writes(&self, failing: bool) {
+            self.kv.failing.store(failing, Ordering::SeqCst);
+        }
+
+        /// Every entry of every tree, to compare before and after.
+        pub fn dump(&self) -> Dump {
+            TREES
+                .iter()
+                .map(|tree| (*tree, self.kv.scan_prefix(tree, b"").expect("scan")))
+                .collect()
+        }
+
+        /// Signs up `local@example.com` with the password "correct horse".
+        pub fn user(&self, local: &str) -> (Account, String) {
+            self.accounts
+                .sign_up(&format!("{local}@example.com"), "correct horse", local)
+                .expect("sign up")
+        }
+    }
+}

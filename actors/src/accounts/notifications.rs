@@ -1,0 +1,308 @@
+//! Notifications (contract 2.7, 4.7): newest first, each read once.
+//!
+//! Keys are `user/T/id` where `T` is `u64::MAX - created_at` in hex, so a
+//! prefix scan yields the newest first. An index maps each id to its key.
+//! An account keeps its newest [`MAX_NOTIFICATIONS`].
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::iso8601;
+use super::error::{AccountError, Result};
+use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
+use super::{new_id, Accounts};
+
+/// Most notifications kept per account; older ones are dropped.
+pub const MAX_NOTIFICATIONS: usize = 200;
+const TITLE_MAX_CHARS: usize = 200;
+const MESSAGE_MAX_CHARS: usize = 2000;
+
+/// The type of a notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    ProjectCompleted,
+    ProjectFailed,
+    PostPublished,
+    PostFailed,
+    PlanChanged,
+    CreditsLow,
+}
+
+impl NotificationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotificationKind::ProjectCompleted => "project_completed",
+            NotificationKind::ProjectFailed => "project_failed",
+            NotificationKind::PostPublished => "post_published",
+            NotificationKind::PostFailed => "post_failed",
+            NotificationKind::PlanChanged => "plan_changed",
+            NotificationKind::CreditsLow => "credits_low",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredNotification {
+    id: String,
+    kind: NotificationKind,
+    title: String,
+    message: String,
+    read: bool,
+    created_at: i64,
+}
+
+impl StoredNotification {
+    fn view(&self) -> Notification {
+        Notification {
+            id: self.id.clone(),
+            kind: self.kind,
+            title: self.title.clone(),
+            message: self.message.clone(),
+            read: self.read,
+            created_at: iso8601(self.created_at),
+        }
+    }
+}
+
+/// A notification as the API shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notification {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: NotificationKind,
+    pub title: String,
+    pub message: String,
+    pub read: bool,
+    pub created_at: String,
+}
+
+fn notification_key(user_id: &str, created_at: i64, id: &str) -> Vec<u8> {
+    // Times before 1970 sort as 1970; the service does not make any.
+    let newest_first = u64::MAX - u64::try_from(created_at).unwrap_or(0);
+    user_key(user_id, &format!("{newest_first:016x}/{id}"))
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    text.trim().chars().take(max_chars).collect()
+}
+
+impl Accounts {
+    /// Adds a notification for the user; title and message are trimmed and
+    /// cut to 200 and 2000 characters.
+    pub fn notify(
+        &self,
+        user_id: &str,
+        kind: NotificationKind,
+        title: &str,
+        message: &str,
+    ) -> Result<Notification> {
+        let _guard = self.lock(user_id);
+        self.stored_account(user_id)?;
+        let mut batch = Batch::new();
+        let notification =
+            self.push_notification(&mut batch, user_id, kind, title, message, self.now())?;
+        self.commit(batch)?;
+        Ok(notification)
+    }
+
+    /// Adds a notification's writes to `batch`, dropping the oldest beyond
+    /// [`MAX_NOTIFICATIONS`]. The caller holds the user's lock.
+    pub(crate) fn push_notification(
+        &self,
+        batch: &mut Batch,
+        user_id: &str,
+        kind: NotificationKind,
+        title: &str,
+        message: &str,
+        now: i64,
+    ) -> Result<Notification> {
+        let stored = StoredNotification {
+            id: new_id(),
+            kind,
+            title: truncate(title, TITLE_MAX_CHARS),
+            message: truncate(message, MESSAGE_MAX_CHARS),
+            read: false,
+            created_at: now,
+        };
+        let key = notification_key(user_id, now, &stored.id);
+        let prefix = user_prefix(user_id);
+        if self.kv.count_prefix(NOTIFICATIONS, &prefix)? >= MAX_NOTIFICATIONS {
+            let existing: Vec<(Vec<u8>, StoredNotification)> = self.scan(NOTIFICATIONS, &prefix)?;
+            for (old_key, old) in existing.into_iter().skip(MAX_NOTIFICATIONS - 1) {
+                batch.delete(NOTIFICATIONS, old_key);
+                batch.delete(NOTIFICATION_IDS, old.id.into_bytes());
+            }
+        }
+        batch.put(NOTIFICATIONS, key.clone(), &stored)?;
+        batch.put(NOTIFICATION_IDS, stored.id.as_bytes(), &key)?;
+        Ok(stored.view())
+    }
+
+    /// The user's notifications, newest first.
+    pub fn notifications(&self, user_id: &str) -> Result<Vec<Notification>> {
+        self.stored_account(user_id)?;
+        Ok(self
+            .scan::<StoredNotification>(NOTIFICATIONS, &user_prefix(user_id))?
+            .iter()
+            .map(|(_, n)| n.view())
+            .collect())
+    }
+
+    /// Marks every notification of the user read; returns how many were
+    /// unread.
+    pub fn mark_all_read(&self, user_id: &str) -> Result<usize> {
+        let _guard = self.lock(user_id);
+        self.stored_account(user_id)?;
+        let mut batch = Batch::new();
+        let mut marked = 0;
+        for (key, mut n) in self.scan::<StoredNotification>(NOTIFICATIONS, &user_prefix(user_id))? {
+            if !n.read {
+                n.read = true;
+                batch.put(NOTIFICATIONS, key, &n)?;
+                marked += 1;
+            }
+        }
+        self.commit(batch)?;
+        Ok(marked)
+    }
+
+    /// Marks one notification read; another user's or a missing one is not
+    /// found.
+    pub fn mark_read(&self, user_id: &str, notification_id: &str) -> Result<()> {
+        let not_found = || AccountError::NotFound("notification");
+        let _guard = self.lock(user_id);
+        let key: Vec<u8> = self
+            .read(NOTIFICATION_IDS, notification_id.as_bytes())?
+            .ok_or_else(not_found)?;
+        if !key.starts_with(&user_prefix(user_id)) {
+            return Err(not_found());
+        }
+        let mut n: StoredNotification = self.read(NOTIFICATIONS, &key)?.ok_or_else(not_found)?;
+        if !n.read {
+            n.read = true;
+            let mut batch = Batch::new();
+            batch.put(NOTIFICATIONS, key, &n)?;
+            self.commit(batch)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::testutil::Fixture;
+    use crate::storage::kv::KvStore;
+
+    #[test]
+    fn newest_first_with_read_flags() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let (bob, _) = fx.user("bob");
+        let user = ana.id.as_str();
+        let first = fx
+            .accounts
+            .notify(
+                user,
+                NotificationKind::ProjectCompleted,
+                "Clips ready",
+                "Talk: 5 clips",
+            )
+            .expect("notify");
+        fx.advance(1000);
+        let second = fx
+            .accounts
+            .notify(
+                user,
+                NotificationKind::PostFailed,
+                "  Post failed  ",
+                "TikTok refused it",
+            )
+            .expect("notify");
+        assert_eq!(second.title, "Post failed");
+        let bobs = fx
+            .accounts
+            .notify(&bob.id, NotificationKind::PostPublished, "Posted", "ok")
+            .expect("notify bob");
+
+        let list = fx.accounts.notifications(user).expect("list");
+        let ids: Vec<&str> = list.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(ids, [second.id.as_str(), first.id.as_str()]);
+        assert!(list.iter().all(|n| !n.read));
+        let json = serde_json::to_value(&list[1]).expect("json");
+        assert_eq!(json["type"], "project_completed");
+        assert_eq!(json["createdAt"], "2026-11-21T23:50:06.123Z");
+        assert_eq!(json["read"], false);
+
+        fx.accounts.mark_read(user, &first.id).expect("mark one");
+        fx.accounts
+            .mark_read(user, &first.id)
+            .expect("mark one again");
+        let read: Vec<bool> = fx
+            .accounts
+            .notifications(user)
+            .expect("list")
+            .iter()
+            .map(|n| n.read)
+            .collect();
+        assert_eq!(read, [false, true]);
+
+        for (owner, id) in [
+            (user, bobs.id.as_str()),
+            (user, "missing"),
+            (bob.id.as_str(), first.id.as_str()),
+        ] {
+            let err = fx
+                .accounts
+                .mark_read(owner, id)
+                .expect_err("not the owner's");
+            assert!(
+                matches!(err, AccountError::NotFound("notification")),
+                "{err:?}"
+            );
+        }
+        assert!(!fx.accounts.notifications(&bob.id).expect("bob")[0].read);
+
+        assert_eq!(fx.accounts.mark_all_read(user).expect("all"), 1);
+        assert_eq!(fx.accounts.mark_all_read(user).expect("all again"), 0);
+        assert!(fx
+            .accounts
+            .notifications(user)
+            .expect("list")
+            .iter()
+            .all(|n| n.read));
+        assert!(!fx.accounts.notifications(&bob.id).expect("bob")[0].read);
+    }
+
+    #[test]
+    fn keeps_the_newest_notifications() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let mut ids = Vec::new();
+        for i in 0..MAX_NOTIFICATIONS + 5 {
+            fx.advance(1);
+            let n = fx
+                .accounts
+                .notify(
+                    &ana.id,
+                    NotificationKind::ProjectFailed,
+                    &format!("n{i}"),
+                    "",
+                )
+                .expect("notify");
+            ids.push(n.id);
+        }
+        let list = fx.accounts.notifications(&ana.id).expect("list");
+        assert_eq!(list.len(), MAX_NOTIFICATIONS);
+        assert_eq!(list[0].title, format!("n{}", MAX_NOTIFICATIONS + 4));
+        assert_eq!(list[MAX_NOTIFICATIONS - 1].title, "n5");
+        let err = fx
+            .accounts
+            .mark_read(&ana.id, &ids[0])
+            .expect_err("dropped");
+        assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
+        let index = fx.kv.scan_prefix(NOTIFICATION_IDS, b"").expect("scan");
+        assert_eq!(index.len(), MAX_NOTIFICATIONS);
+    }
+}

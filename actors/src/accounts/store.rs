@@ -1,0 +1,110 @@
+//! Tree names, key layout and typed reads and batches over the store.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::error::{AccountError, Result};
+use super::model::StoredAccount;
+use super::Accounts;
+use crate::storage::kv::{decode, encode, get_value, KvOp, KvStore, StorageError};
+
+pub(crate) const USERS: &str = "accounts.users";
+pub(crate) const EMAILS: &str = "accounts.emails";
+pub(crate) const SESSIONS: &str = "accounts.sessions";
+pub(crate) const USER_SESSIONS: &str = "accounts.user_sessions";
+pub(crate) const TEMPLATES: &str = "accounts.templates";
+pub(crate) const CREDITS: &str = "accounts.credits";
+pub(crate) const LEDGER: &str = "accounts.ledger";
+pub(crate) const RESERVATIONS: &str = "accounts.reservations";
+pub(crate) const NOTIFICATIONS: &str = "accounts.notifications";
+pub(crate) const NOTIFICATION_IDS: &str = "accounts.notification_ids";
+pub(crate) const STORAGE: &str = "accounts.storage";
+
+/// `user/` — the prefix of everything one user owns in a shared tree. User
+/// ids are UUIDs, so no user's prefix is a prefix of another's.
+pub(crate) fn user_prefix(user_id: &str) -> Vec<u8> {
+    format!("{user_id}/").into_bytes()
+}
+
+/// `user/rest`.
+pub(crate) fn user_key(user_id: &str, rest: &str) -> Vec<u8> {
+    format!("{user_id}/{rest}").into_bytes()
+}
+
+/// Writes collected for one atomic [`KvStore::apply`].
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    ops: Vec<KvOp>,
+}
+
+impl Batch {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn put<T: Serialize + ?Sized>(
+        &mut self,
+        tree: &str,
+        key: impl Into<Vec<u8>>,
+        value: &T,
+    ) -> Result<()> {
+        self.ops.push(KvOp::Put {
+            tree: tree.to_string(),
+            key: key.into(),
+            value: encode(value)?,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn delete(&mut self, tree: &str, key: impl Into<Vec<u8>>) {
+        self.ops.push(KvOp::Delete {
+            tree: tree.to_string(),
+            key: key.into(),
+        });
+    }
+
+    /// Applies every write at once, durably.
+    pub(crate) fn commit(self, kv: &dyn KvStore) -> Result<()> {
+        kv.apply(self.ops)?;
+        Ok(())
+    }
+}
+
+impl Accounts {
+    /// A typed value, if stored.
+    pub(crate) fn read<T: DeserializeOwned>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
+        Ok(get_value(&*self.kv, tree, key)?)
+    }
+
+    /// The decoded values under `prefix`, in key order.
+    pub(crate) fn scan<T: DeserializeOwned>(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+    ) -> Result<Vec<(Vec<u8>, T)>> {
+        self.kv
+            .scan_prefix(tree, prefix)?
+            .into_iter()
+            .map(|(key, bytes)| {
+                let value = decode(&bytes).map_err(|e| {
+                    StorageError::Corrupt(format!(
+                        "{:?} in tree {tree:?}: {e}",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    /// The stored account of `user_id`; [`AccountError::NotFound`] when
+    /// there is none.
+    pub(crate) fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
+        self.read(USERS, user_id.as_bytes())?
+            .ok_or(AccountError::NotFound("account"))
+    }
+
+    pub(crate) fn commit(&self, batch: Batch) -> Result<()> {
+        batch.commit(&*self.kv)
+    }
+}

@@ -1,0 +1,634 @@
+//! Caption templates (contract 4.5): each account has any number of saved
+//! styles, exactly one of them the default.
+//!
+//! The default is recorded on the account (`default_template_id`), not on
+//! each template, so "exactly one default" holds by construction; `isDefault`
+//! is derived from it.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::clock::iso8601;
+use super::error::{AccountError, Result};
+use super::model::StoredAccount;
+use super::store::{user_key, user_prefix, Batch, TEMPLATES, USERS};
+use super::{new_id, Accounts};
+use crate::captions::template::{CaptionStyle, PRESETS};
+
+/// Most templates one account may keep.
+pub const MAX_TEMPLATES: usize = 100;
+const NAME_MAX_CHARS: usize = 100;
+const DESCRIPTION_MAX_CHARS: usize = 500;
+
+/// A template as stored under `user/id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredTemplate {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub style: CaptionStyle,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl StoredTemplate {
+    /// The template every account starts with.
+    pub(crate) fn initial_default(now: i64) -> Self {
+        Self {
+            id: new_id(),
+            name: "Default".to_string(),
+            description: String::new(),
+            style: CaptionStyle::default(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn view(&self, is_default: bool) -> TemplateView {
+        let style = &self.style;
+        TemplateView {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            is_default,
+            font_family: style.font_family.clone(),
+            font_size: style.font_size,
+            font_color: style.font_color.clone(),
+            highlight_color: style.highlight_color.clone(),
+            stroke_color: style.stroke_color.clone(),
+            stroke_width: style.stroke_width,
+            background: style.background,
+            background_color: style.background_color.clone(),
+            animation: style.animation.clone(),
+            position_y: style.position_y,
+            font_stack: style.font_stack.clone(),
+            watermark_enabled: style.watermark_enabled,
+            watermark_opacity: style.watermark_opacity,
+            watermark_position: style.watermark_position.clone(),
+            watermark_size: style.watermark_size,
+            created_at: iso8601(self.created_at),
+            updated_at: iso8601(self.updated_at),
+        }
+    }
+}
+
+/// A caption template as the API shows it (contract 2.4).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub is_default: bool,
+    pub font_family: String,
+    pub font_size: f64,
+    pub font_color: String,
+    pub highlight_color: String,
+    pub stroke_color: String,
+    pub stroke_width: f64,
+    pub background: bool,
+    pub background_color: Option<String>,
+    pub animation: String,
+    pub position_y: f64,
+    pub font_stack: String,
+    pub watermark_enabled: bool,
+    pub watermark_opacity: f64,
+    pub watermark_position: String,
+    pub watermark_size: f64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The body of template creation and update: every field optional. Other
+/// fields (`id`, `createdAt`, ...) are ignored, so a client may send back a
+/// whole template.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateInput {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub is_default: Option<bool>,
+    pub font_family: Option<String>,
+    pub font_size: Option<f64>,
+    pub font_color: Option<String>,
+    pub highlight_color: Option<String>,
+    pub stroke_color: Option<String>,
+    pub stroke_width: Option<f64>,
+    pub background: Option<bool>,
+    /// `None`: omitted; `Some(None)`: `null`, no background colour.
+    #[serde(default, deserialize_with = "present")]
+    pub background_color: Option<Option<String>>,
+    pub animation: Option<String>,
+    pub position_y: Option<f64>,
+    pub font_stack: Option<String>,
+    pub watermark_enabled: Option<bool>,
+    pub watermark_opacity: Option<f64>,
+    pub watermark_position: Option<String>,
+    pub watermark_size: Option<f64>,
+}
+
+/// Tells a field given as `null` from an omitted one.
+fn present<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+impl TemplateInput {
+    /// `base` with the given style fields replaced, clamped into range.
+    pub fn apply_to(&self, base: CaptionStyle) -> CaptionStyle {
+        let mut s = base;
+        macro_rules! set {
+            ($($field:ident),*) => {
+                $(if let Some(value) = &self.$field {
+                    s.$field = value.clone();
+                })*
+            };
+        }
+        set!(
+            font_family,
+            font_size,
+            font_color,
+            highlight_color,
+            stroke_color,
+            stroke_width,
+            background,
+            background_color,
+            animation,
+            position_y,
+            font_stack,
+            watermark_enabled,
+            watermark_opacity,
+            watermark_position,
+            watermark_size
+        );
+        s.clamped()
+    }
+}
+
+fn validate_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > NAME_MAX_CHARS || name.chars().any(char::is_control) {
+        return Err(AccountError::InvalidInput(format!(
+            "name: must be 1 to {NAME_MAX_CHARS} characters"
+        )));
+    }
+    Ok(name.to_string())
+}
+
+fn validate_description(description: &str) -> Result<String> {
+    let description = description.trim();
+    if description.chars().count() > DESCRIPTION_MAX_CHARS {
+        return Err(AccountError::InvalidInput(format!(
+            "description: must be at most {DESCRIPTION_MAX_CHARS} characters"
+        )));
+    }
+    Ok(description.to_string())
+}
+
+/// Template ids are UUIDs; anything else cannot name one.
+fn is_template_id(id: &str) -> bool {
+    uuid::Uuid::parse_str(id).is_ok()
+}
+
+impl Accounts {
+    /// The user's templates, oldest first.
+    pub fn list_templates(&self, user_id: &str) -> Result<Vec<TemplateView>> {
+        let account = self.stored_account(user_id)?;
+        let mut templates: Vec<StoredTemplate> = self
+            .scan(TEMPLATES, &user_prefix(user_id))?
+            .into_iter()
+            .map(|(_, template)| template)
+            .collect();
+        templates.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(templates
+            .iter()
+            .map(|t| t.view(t.id == account.default_template_id))
+            .collect())
+    }
+
+    /// One of the user's templates.
+    pub fn get_template(&self, user_id: &str, template_id: &str) -> Result<TemplateView> {
+        let account = self.stored_account(user_id)?;
+        let template = self.template(user_id, template_id)?;
+        Ok(template.view(template.id == account.default_template_id))
+    }
+
+    /// Creates a template; omitted style fields inherit the user's default
+    /// template. With `isDefault` true it becomes the default.
+    pub fn create_template(&self, user_id: &str, input: &TemplateInput) -> Result<TemplateView> {
+        let name = validate_name(input.name.as_deref().unwrap_or_default())?;
+        let description = validate_description(input.description.as_deref().unwrap_or_default())?;
+
+        let _guard = self.lock(user_id);
+        let mut account = self.stored_account(user_id)?;
+        if self.kv.count_prefix(TEMPLATES, &user_prefix(user_id))? >= MAX_TEMPLATES {
+            return Err(AccountError::Conflict(format!(
+                "an account can keep at most {MAX_TEMPLATES} caption templates"
+            )));
+        }
+        let base = self.default_template(&account)?.style;
+        let now = self.now();
+        let template = StoredTemplate {
+            id: new_id(),
+            name,
+            description,
+            style: input.apply_to(base),
+            created_at: now,
+            updated_at: now,
+        };
+        let mut batch = Batch::new();
+        batch.put(TEMPLATES, user_key(user_id, &template.id), &template)?;
+        let is_default = input.is_default == Some(true);
+        if is_default {
+            make_default(&mut batch, &mut account, &template.id, now)?;
+        }
+        self.commit(batch)?;
+        Ok(template.view(is_default))
+    }
+
+    /// Updates a template; omitted fields keep their values. `isDefault`
+    /// true makes it the default; false on the default is refused, since an
+    /// account always has exactly one.
+    pub fn update_template(
+        &self,
+        user_id: &str,
+        template_id: &str,
+        input: &TemplateInput,
+    ) -> Result<TemplateView> {
+        let name = input.name.as_deref().map(validate_name).transpose()?;
+        let description = input
+            .description
+            .as_deref()
+            .map(validate_description)
+            .transpose()?;
+
+        let _guard = self.lock(user_id);
+        let mut account = self.stored_account(user_id)?;
+        let mut template = self.template(user_id, template_id)?;
+        let was_default = template.id == account.default_template_id;
+        if was_default && input.is_default == Some(false) {
+            return Err(AccountError::Conflict(
+                "isDefault: an account always has one default template; \
+                 make another template the default instead"
+                    .to_string(),
+            ));
+        }
+        let now = self.now();
+        template.name = name.unwrap_or(template.name);
+        template.description = description.unwrap_or(template.description);
+        template.style = input.apply_to(template.style);
+        template.updated_at = now;
+        let mut batch = Batch::new();
+        batch.put(TEMPLATES, user_key(user_id, &template.id), &template)?;
+        let is_default = was_default || input.is_default == Some(true);
+        if !was_default && is_default {
+            make_default(&mut batch, &mut account, &template.id, now)?;
+        }
+        self.commit(batch)?;
+        Ok(template.view(is_default))
+    }
+
+    /// Deletes a template other than the default.
+    pub fn delete_template(&self, user_id: &str, template_id: &str) -> Result<()> {
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let template = self.template(user_id, template_id)?;
+        if template.id == account.default_template_id {
+            return Err(AccountError::Conflict(
+                "the default template cannot be deleted; set another template as the default first"
+                    .to_string(),
+            ));
+        }
+        let mut batch = Batch::new();
+        batch.delete(TEMPLATES, user_key(user_id, &template.id));
+        self.commit(batch)
+    }
+
+    /// The caption style a project's `captionTemplate` names: empty or
+    /// `default` for the user's default template, an id of one of the user's
+    /// templates, a built-in preset name, or a JSON object whose omitted
+    /// fields inherit the user's default template. The result is clamped; the
+    /// plan's watermark rule is applied later ([`super::PlanLimits::enforce`]).
+    pub fn resolve_template(&self, user_id: &str, spec: &str) -> Result<CaptionStyle> {
+        let spec = spec.trim();
+        if spec.starts_with('{') {
+            let input: TemplateInput = serde_json::from_str(spec).map_err(|e| {
+                AccountError::InvalidInput(format!("captionTemplate: invalid JSON template: {e}"))
+            })?;
+            let account = self.stored_account(user_id)?;
+            return Ok(input.apply_to(self.default_template(&account)?.style));
+        }
+        if spec.is_empty() || spec.eq_ignore_ascii_case("default") {
+            let account = self.stored_account(user_id)?;
+            return Ok(self.default_template(&account)?.style.clamped());
+        }
+        if is_template_id(spec) {
+            return Ok(self.template(user_id, spec)?.style.clamped());
+        }
+        CaptionStyle::preset(spec).ok_or_else(|| {
+            AccountError::InvalidInput(format!(
+                "captionTemplate: not a template id, a preset ({}) or a JSON object",
+                PRESETS.join(", ")
+            ))
+        })
+    }
+
+    /// One of the user's templates; another user's is not found.
+    fn template(&self, user_id: &str, template_id: &str) -> Result<StoredTemplate> {
+        if !is_template_id(template_id) {
+            return Err(AccountError::NotFound("caption template"));
+        }
+        self.read(TEMPLATES, &user_key(user_id, template_id))?
+            .ok_or(AccountError::NotFound("caption template"))
+    }
+
+    fn default_template(&self, account: &StoredAccount) -> Result<StoredTemplate> {
+        self.template(&account.id, &account.default_template_id)
+            .map_err(|e| match e {
+                AccountError::NotFound(_) => {
+                    AccountError::Storage(crate::storage::kv::StorageError::Corrupt(format!(
+                        "the default caption template of account {} is missing",
+                        account.id
+                    )))
+                }
+                other => other,
+            })
+    }
+}
+
+/// Moves the default flag to `template_id` (adds the account's write).
+fn make_default(
+    batch: &mut Batch,
+    account: &mut StoredAccount,
+    template_id: &str,
+    now: i64,
+) -> Result<()> {
+    account.default_template_id = template_id.to_string();
+    account.updated_at = now;
+    batch.put(USERS, account.id.as_bytes(), account)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::testutil::Fixture;
+
+    fn input(json: &str) -> TemplateInput {
+        serde_json::from_str(json).expect("template input")
+    }
+
+    fn defaults(fx: &Fixture, user_id: &str) -> Vec<String> {
+        fx.accounts
+            .list_templates(user_id)
+            .expect("list")
+            .into_iter()
+            .filter(|t| t.is_default)
+            .map(|t| t.id)
+            .collect()
+    }
+
+    #[test]
+    fn creation_inherits_the_default_template_and_clamps() {
+        let fx = Fixture::new();
+        let (account, _) = fx.user("ana");
+        let user = account.id.as_str();
+        fx.accounts
+            .update_template(
+                user,
+                &account.default_template_id,
+                &input(r##"{"fontSize": 90, "fontColor": "#123", "backgroundColor": "#000"}"##),
+            )
+            .expect("update default");
+
+        let created = fx
+            .accounts
+            .create_template(
+                user,
+                &input(
+                    r#"{"name": " Big ", "strokeWidth": 50, "animation": "spin",
+                          "watermarkPosition": "Top-Left", "id": "ignored"}"#,
+                ),
+            )
+            .expect("create");
+        assert_eq!(created.name, "Big");
+        assert_eq!(created.font_size, 90.0, "inherited from the default");
+        assert_eq!(created.font_color, "#112233", "inherited, normalised");
+        assert_eq!(created.background_color.as_deref(), Some("#000000"));
+        assert_eq!(created.stroke_width, 20.0, "clamped");
+        assert_eq!(created.animation, "pop", "unknown value falls back");
+        assert_eq!(created.watermark_position, "top-left");
+        assert!(!created.is_default);
+        assert_eq!(created.created_at, "2026-11-21T23:50:06.123Z");
+        assert!(created.id != "ignored");
+
+        let json = serde_json::to_value(&created).expect("json");
+        for field in [
+            "isDefault",
+            "fontFamily",
+            "positionY",
+            "watermarkSize",
+            "updatedAt",
+        ] {
+            assert!(json.get(field).is_some(), "{field} missing from {json}");
+        }
+
+        for (body, field) in [
+            (r#"{"fontSize": 40}"#, "name"),
+            (r#"{"name": "   "}"#, "name"),
+            (r#"{"name": "x", "description": "{long}"}"#, "description"),
+        ] {
+            let body = body.replace("{long}", &"d".repeat(501));
+            match fx.accounts.create_template(user, &input(&body)) {
+                Err(AccountError::InvalidInput(message)) => {
+                    assert!(message.starts_with(field), "{message}")
+                }
+                other => panic!("expected InvalidInput for {body}, got {other:?}"),
+            }
+        }
+        let long_name = format!(r#"{{"name": "{}"}}"#, "n".repeat(101));
+        assert!(fx
+            .accounts
+            .create_template(user, &input(&long_name))
+            .is_err());
+    }
+
+    #[test]
+    fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
+        let fx = Fixture::new();
+        let (account, _) = fx.user("ana");
+        let user = account.id.as_str();
+        let t = fx
+            .accounts
+            .create_template(
+                user,
+                &input(r##"{"name": "A", "backgroundColor": "#FF000080"}"##),
+            )
+            .expect("create");
+        fx.advance(1000);
+        let updated = fx
+            .accounts
+            .update_template(
+                user,
+                &t.id,
+                &input(r#"{"positionY": -5, "description": "d"}"#),
+            )
+            .expect("update");
+        assert_eq!(updated.position_y, 0.0);
+        assert_eq!(updated.name, "A");
+        assert_eq!(updated.description, "d");
+        assert_eq!(updated.background_color.as_deref(), Some("#FF000080"));
+        assert_eq!(updated.created_at, t.created_at);
+        assert_eq!(updated.updated_at, "2026-11-21T23:50:07.123Z");
+        let cleared = fx
+            .accounts
+            .update_template(user, &t.id, &input(r#"{"backgroundColor": null}"#))
+            .expect("clear");
+        assert_eq!(cleared.background_color, None);
+        assert_eq!(fx.accounts.get_template(user, &t.id).expect("get"), cleared);
+    }
+
+    #[test]
+    fn exactly_one_default_and_it_cannot_be_deleted() {
+        let fx = Fixture::new();
+        let (account, _) = fx.user("ana");
+        let user = account.id.as_str();
+        let first = account.default_template_id.clone();
+
+        let err = fx
+            .accounts
+            .delete_template(user, &first)
+            .expect_err("default");
+        assert_eq!((err.status(), err.code()), (409, "conflict"));
+        assert!(err
+            .to_string()
+            .contains("set another template as the default first"));
+
+        let second = fx
+            .accounts
+            .create_template(user, &input(r#"{"name": "B", "isDefault": true}"#))
+            .expect("create default");
+        assert!(second.is_default);
+        assert_eq!(defaults(&fx, user), [second.id.as_str()]);
+        let err = fx
+            .accounts
+            .update_template(user, &second.id, &input(r#"{"isDefault": false}"#))
+            .expect_err("unsetting the default");
+        assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+
+        let moved = fx
+            .accounts
+            .update_template(user, &first, &input(r#"{"isDefault": true}"#))
+            .expect("move back");
+        assert!(moved.is_default);
+        assert_eq!(defaults(&fx, user), [first.as_str()]);
+        fx.accounts
+            .delete_template(user, &second.id)
+            .expect("delete non-default");
+        let left = fx.accounts.list_templates(user).expect("list");
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, first);
+        assert_eq!(
+            fx.accounts
+                .get_account(user)
+                .expect("account")
+                .default_template_id,
+            first
+        );
+    }
+
+    #[test]
+    fn other_users_templates_are_not_found() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let (bob, _) = fx.user("bob");
+        let bobs = bob.default_template_id.as_str();
+        let not_found = |result: Result<TemplateView>| {
+            assert!(
+                matches!(result, Err(AccountError::NotFound(_))),
+                "{result:?}"
+            )
+        };
+        not_found(fx.accounts.get_template(&ana.id, bobs));
+        not_found(
+            fx.accounts
+                .update_template(&ana.id, bobs, &input(r#"{"name": "x"}"#)),
+        );
+        not_found(fx.accounts.get_template(&ana.id, "../../etc"));
+        let err = fx
+            .accounts
+            .delete_template(&ana.id, bobs)
+            .expect_err("delete");
+        assert_eq!(err.status(), 404);
+        assert_eq!(
+            fx.accounts.get_template(&bob.id, bobs).expect("own").name,
+            "Default"
+        );
+    }
+
+    #[test]
+    fn resolves_ids_presets_json_and_refuses_garbage() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let (bob, _) = fx.user("bob");
+        let user = ana.id.as_str();
+        let custom = fx
+            .accounts
+            .create_template(
+                user,
+                &input(r#"{"name": "Mine", "fontSize": 99, "isDefault": true}"#),
+            )
+            .expect("create");
+        let resolve = |spec: &str| fx.accounts.resolve_template(user, spec);
+
+        assert_eq!(resolve(&custom.id).expect("id").font_size, 99.0);
+        assert_eq!(
+            resolve("").expect("empty").font_size,
+            99.0,
+            "the default template"
+        );
+        assert_eq!(resolve("default").expect("default").font_size, 99.0);
+        let karaoke = resolve(" Karaoke ").expect("preset");
+        assert_eq!(Some(karaoke), CaptionStyle::preset("karaoke"));
+
+        let json = resolve(r#"{"fontColor": "0f0", "strokeWidth": 99}"#).expect("json");
+        assert_eq!(
+            json.font_size, 99.0,
+            "JSON inherits the user's default template"
+        );
+        assert_eq!(json.font_color, "#00FF00");
+        assert_eq!(json.stroke_width, 20.0, "clamped");
+
+        for garbage in ["comic-sans", "{not json", r#"{"fontSize": "big"}"#] {
+            match resolve(garbage) {
+                Err(AccountError::InvalidInput(message)) => {
+                    assert!(message.starts_with("captionTemplate:"), "{message}")
+                }
+                other => panic!("expected InvalidInput for {garbage}, got {other:?}"),
+            }
+        }
+        let err = resolve(&bob.default_template_id).expect_err("bob's template");
+        assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
+        let missing = uuid::Uuid::new_v4().to_string();
+        assert!(matches!(resolve(&missing), Err(AccountError::NotFound(_))));
+    }
+
+    #[test]
+    fn template_count_is_capped() {
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        for i in 1..MAX_TEMPLATES {
+            let body = input(&format!(r#"{{"name": "t{i}"}}"#));
+            fx.accounts.create_template(&ana.id, &body).expect("create");
+        }
+        let err = fx
+            .accounts
+            .create_template(&ana.id, &input(r#"{"name": "one too many"}"#))
+            .expect_err("cap");
+        assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+        assert_eq!(
+            fx.accounts.list_templates(&ana.id).expect("list").len(),
+            MAX_TEMPLATES
+        );
+    }
+}

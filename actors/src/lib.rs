@@ -1,0 +1,10 @@
+//! Clipforge engine: the media pipeline (probe, transcribe, cut, caption),
+//! the caption renderer, and the building blocks the service's actors use.
+
+pub mod accounts;
+pub mod captions;
+pub mod media;
+pub mod project;
+pub mod service;
+pub mod storage;
+pub mod transcript;

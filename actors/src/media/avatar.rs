@@ -1,0 +1,62 @@
+//! Avatars: the bytes must decode as PNG, JPEG or WebP (whatever the file is
+//! called); the picture is centre-cropped to a square and resized to 512 px.
+
+use image::{imageops::FilterType, ImageFormat};
+
+pub const AVATAR_SIZE: u32 = 512;
+
+/// Decodes, crops, resizes and re-encodes as PNG. The error is a sentence
+/// for the user.
+pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let format = image::guess_format(bytes)
+        .map_err(|_| "the avatar is not an image (use PNG, JPEG or WebP)".to_string())?;
+    if !matches!(
+        format,
+        ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP
+    ) {
+        return Err(format!(
+            "{format:?} avatars are not accepted: use PNG, JPEG or WebP"
+        ));
+    }
+    let img = image::load_from_memory_with_format(bytes, format)
+        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    let side = img.width().min(img.height());
+    if side == 0 {
+        return Err("the avatar is empty".into());
+    }
+    let x = (img.width() - side) / 2;
+    let y = (img.height() - side) / 2;
+    let square =
+        img.crop_imm(x, y, side, side)
+            .resize_exact(AVATAR_SIZE, AVATAR_SIZE, FilterType::Lanczos3);
+    let mut out = std::io::Cursor::new(Vec::new());
+    square
+        .write_to(&mut out, ImageFormat::Png)
+        .map_err(|e| format!("cannot encode the avatar: {e}"))?;
+    Ok(out.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_squared_and_resized() {
+        let img = image::RgbImage::from_pixel(800, 400, image::Rgb([200, 10, 10]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(img)
+            .write_to(&mut png, ImageFormat::Png)
+            .unwrap();
+        let out = normalize(png.get_ref()).unwrap();
+        let back = image::load_from_memory(&out).unwrap();
+        assert_eq!((back.width(), back.height()), (512, 512));
+    }
+
+    #[test]
+    fn non_images_are_refused() {
+        assert!(normalize(b"hello, I am text")
+            .unwrap_err()
+            .contains("not an image"));
+        assert!(normalize(b"GIF89a\x01\x00\x01\x00").is_err());
+    }
+}

@@ -1,0 +1,13 @@
+//! Media building blocks: child processes (ffmpeg, ffprobe), audio streaming,
+//! speech windows, Whisper, scene detection and face tracking.
+
+pub mod audio;
+pub mod avatar;
+pub mod download;
+pub mod face;
+pub mod ffprobe;
+pub mod fonts;
+pub mod process;
+pub mod scenes;
+pub mod vad;
+pub mod whisper;

@@ -1,0 +1,101 @@
+//! Scene changes from ffmpeg's scene detection (`select='gt(scene,T)'`),
+//! measured on downscaled key frames only. Encoders put a key frame at every
+//! shot change they see (x264's scenecut, libvpx's auto alt-ref), so comparing
+//! consecutive key frames finds cuts at a small fraction of the cost of
+//! decoding every frame of a long video.
+
+use std::path::Path;
+
+use tokio_util::sync::CancellationToken;
+
+use super::process::{last_error_line, progress_seconds, run_with_lines};
+use crate::project::stages::{Progress, StageError};
+
+/// Scene score above which a frame starts a new shot.
+pub const SCENE_THRESHOLD: f64 = 0.3;
+
+/// Times (seconds from `start`) of scene changes in `[start, start + duration)`.
+pub async fn detect(
+    input: &Path,
+    start: f64,
+    duration: f64,
+    cancel: &CancellationToken,
+    progress: &Progress,
+) -> Result<Vec<f64>, StageError> {
+    let list = tempfile::NamedTempFile::new().map_err(|e| StageError::io("temp file", e))?;
+    let list_path = list
+        .path()
+        .to_string_lossy()
+        .replace('\\', "/")
+        .replace('\'', "");
+    let filter = format!(
+        "scale=160:-2,select='gt(scene\\,{SCENE_THRESHOLD})',metadata=print:file='{list_path}'"
+    );
+    let mut args: Vec<String> = vec!["-nostdin".into(), "-v".into(), "error".into()];
+    if start > 0.0 {
+        args.extend(["-ss".into(), format!("{start:.3}")]);
+    }
+    args.extend([
+        "-skip_frame".into(),
+        "nokey".into(),
+        "-i".into(),
+        input.to_string_lossy().into_owned(),
+    ]);
+    args.extend(["-t".into(), format!("{duration:.3}")]);
+    args.extend(
+        [
+            "-an",
+            "-sn",
+            "-dn",
+            "-vf",
+            &filter,
+            "-f",
+            "null",
+            "-progress",
+            "pipe:1",
+            "-nostats",
+            "-",
+        ]
+        .map(String::from),
+    );
+    let out = run_with_lines("ffmpeg", &args, cancel, |line| {
+        if let Some(t) = progress_seconds(line) {
+            progress.set(t / duration.max(0.001));
+        }
+    })
+    .await?;
+    if !out.status.success() {
+        return Err(StageError::tool(
+            "ffmpeg",
+            format!("scene detection: {}", last_error_line(&out.stderr)),
+        ));
+    }
+    let text = std::fs::read_to_string(list.path())
+        .map_err(|e| StageError::io("reading scene list", e))?;
+    Ok(parse_metadata_times(&text))
+}
+
+/// Reads `pts_time:` values from ffmpeg's `metadata=print` output.
+fn parse_metadata_times(text: &str) -> Vec<f64> {
+    let mut times: Vec<f64> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find_map(|f| f.strip_prefix("pts_time:"))
+        })
+        .filter_map(|v| v.parse::<f64>().ok())
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .collect();
+    times.sort_by(|a, b| a.total_cmp(b));
+    times.dedup();
+    times
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn metadata_lines_parse() {
+        let text = "frame:0    pts:38400   pts_time:3.2\nlavfi.scene_score=0.41\nframe:1 pts:80 pts_time:1.5\n";
+        assert_eq!(super::parse_metadata_times(text), vec![1.5, 3.2]);
+    }
+}

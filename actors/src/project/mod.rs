@@ -1,0 +1,4 @@
+//! Project processing: the stages a project runs, in order.
+
+pub mod pipeline;
+pub mod stages;

@@ -1,0 +1,547 @@
+//! Caption: for each planned clip, reframe to 9:16 (follow the face, else a
+//! centre crop or a blurred-background fit), burn in the word-by-word ASS
+//! captions through libass, encode H.264 + AAC with faststart, and write the
+//! SRT, WebVTT and JPEG thumbnail. A failed or cancelled run removes every
+//! file it wrote.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::cut::ClipPlan;
+use super::{StageCtx, StageError};
+use crate::captions::ass::{build_ass, AssOptions};
+use crate::captions::subtitles::{cues_from_words, to_srt, to_vtt};
+use crate::captions::template::CaptionStyle;
+use crate::media::face::{self, SAMPLE_FPS};
+use crate::media::ffprobe::MediaInfo;
+use crate::media::fonts;
+use crate::media::process::{last_error_line, progress_seconds, run, run_with_lines};
+use crate::transcript::{display_duration, Transcript, Word};
+
+/// How the picture is fitted into the vertical frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reframe {
+    /// Face crop when a face is visible, else fit (wide) or centre crop.
+    #[default]
+    Auto,
+    Face,
+    Center,
+    Fit,
+}
+
+impl std::str::FromStr for Reframe {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Reframe::Auto),
+            "face" => Ok(Reframe::Face),
+            "center" | "centre" => Ok(Reframe::Center),
+            "fit" | "blur" => Ok(Reframe::Fit),
+            other => Err(format!(
+                "unknown reframe mode {other:?} (auto, face, center, fit)"
+            )),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CaptionOptions {
+    pub out_dir: PathBuf,
+    pub width: u32,
+    pub height: u32,
+    pub style: CaptionStyle,
+    pub reframe: Reframe,
+    pub watermark_text: String,
+    /// libx264 preset.
+    pub x264_preset: String,
+    pub crf: u8,
+    /// Benchmarks: keep each clip's captions and filter graph in this folder
+    /// and append its ffmpeg command to `commands.jsonl` there, so the bare
+    /// encodes can be replayed and timed.
+    pub replay_dir: Option<PathBuf>,
+}
+
+impl CaptionOptions {
+    pub fn new(out_dir: PathBuf, style: CaptionStyle) -> Self {
+        Self {
+            out_dir,
+            width: 1080,
+            height: 1920,
+            style,
+            reframe: Reframe::Auto,
+            watermark_text: "clipforge".into(),
+            x264_preset: "veryfast".into(),
+            crf: 21,
+            replay_dir: None,
+        }
+    }
+}
+
+/// A transcript segment in the contract's display form, on the clip's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub start: String,
+    pub end: String,
+    pub text: String,
+}
+
+/// A rendered clip and its files.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenderedClip {
+    /// 1-based, as in the file names.
+    pub index: usize,
+    pub plan: ClipPlan,
+    pub video: PathBuf,
+    pub srt: PathBuf,
+    pub vtt: PathBuf,
+    pub thumbnail: PathBuf,
+    /// "1080p" for a 1080x1920 clip.
+    pub quality: String,
+    /// How the picture was reframed.
+    pub reframe: Reframe,
+    pub segments: Vec<Segment>,
+    /// Words on the clip's timeline.
+    pub words: Vec<Word>,
+}
+
+/// Removes the files it tracks unless disarmed.
+struct Cleanup(Vec<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+pub async fn run_stage(
+    input: &Path,
+    media: &MediaInfo,
+    transcript: &Transcript,
+    clips: &[ClipPlan],
+    opts: &CaptionOptions,
+    ctx: &StageCtx,
+) -> Result<Vec<RenderedClip>, StageError> {
+    ctx.check_cancelled()?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| StageError::io("creating the output folder", e))?;
+    let work = tempfile::Builder::new()
+        .prefix(".clipforge-work-")
+        .tempdir_in(&opts.out_dir)
+        .map_err(|e| StageError::io("creating a work folder", e))?;
+    let mut cleanup = Cleanup(Vec::new());
+    let font = fonts::resolve(&opts.style.font_candidates());
+    let total: f64 = clips.iter().map(ClipPlan::duration).sum::<f64>().max(0.001);
+    let mut done = 0.0;
+    let mut out = Vec::with_capacity(clips.len());
+    for (i, plan) in clips.iter().enumerate() {
+        let index = i + 1;
+        let base = plan.duration();
+        let progress = {
+            let p = ctx.progress.clone();
+            let offset = done;
+            move |f: f64| p.set((offset + f * base) / total)
+        };
+        let clip = render_clip(
+            input,
+            media,
+            transcript,
+            plan,
+            index,
+            &font,
+            opts,
+            work.path(),
+            ctx,
+            &progress,
+            &mut cleanup,
+        )
+        .await?;
+        done += base;
+        out.push(clip);
+    }
+    cleanup.0.clear();
+    ctx.progress.done();
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn render_clip(
+    input: &Path,
+    media: &MediaInfo,
+    transcript: &Transcript,
+    plan: &ClipPlan,
+    index: usize,
+    font: &str,
+    opts: &CaptionOptions,
+    work: &Path,
+    ctx: &StageCtx,
+    progress: &(dyn Fn(f64) + Send + Sync),
+    cleanup: &mut Cleanup,
+) -> Result<RenderedClip, StageError> {
+    let duration = plan.duration();
+    let words: Vec<Word> = transcript.words
+        [plan.first_word..plan.end_word.min(transcript.words.len())]
+        .iter()
+        .filter(|w| w.end > plan.start && w.start < plan.end)
+        .map(|w| Word {
+            text: w.text.clone(),
+            start: (w.start - plan.start).max(0.0),
+            end: (w.end - plan.start).min(duration),
+            probability: w.probability,
+        })
+        .collect();
+
+    let video = media
+        .video
+        .as_ref()
+        .ok_or_else(|| StageError::InvalidInput("the input has no video track".into()))?;
+    let (src_w, src_h) = (video.width, video.height);
+    let mode = match opts.reframe {
+        Reframe::Auto if (src_w as f64 / src_h as f64) <= 9.0 / 16.0 * 1.05 => Reframe::Fit,
+        mode => mode,
+    };
+    let (mode, crop_x) = match mode {
+        Reframe::Auto | Reframe::Face => {
+            let samples =
+                face::track(input, plan.start, duration, src_w, src_h, &ctx.cancel).await?;
+            if face::face_ratio(&samples) >= 0.3 {
+                (Reframe::Face, Some(face::smooth_path(&samples)))
+            } else if opts.reframe == Reframe::Face || (src_w as f64 / src_h as f64) < 1.5 {
+                (Reframe::Center, None)
+            } else {
+                (Reframe::Fit, None)
+            }
+        }
+        other => (other, None),
+    };
+    progress(0.05);
+
+    let keep = opts.replay_dir.as_deref().unwrap_or(work);
+    let ass_path = keep.join(format!("clip-{index}.ass"));
+    let ass = build_ass(
+        &words,
+        &opts.style,
+        &AssOptions {
+            width: opts.width,
+            height: opts.height,
+            font_name: font.to_string(),
+            watermark_text: opts.watermark_text.clone(),
+            duration,
+        },
+    );
+    std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
+    let graph = filter_graph(
+        mode,
+        crop_x.as_deref(),
+        src_w,
+        src_h,
+        opts.width,
+        opts.height,
+        &ass_path,
+    );
+    let script = keep.join(format!("clip-{index}.filter"));
+    std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
+
+    let final_video = opts.out_dir.join(format!("clip-{index}.mp4"));
+    let part = opts.out_dir.join(format!(".clip-{index}.mp4.part"));
+    cleanup.0.push(part.clone());
+    let args: Vec<String> = vec![
+        "-nostdin",
+        "-y",
+        "-v",
+        "error",
+        "-ss",
+        &format!("{:.3}", plan.start),
+        "-t",
+        &format!("{duration:.3}"),
+        "-i",
+        &input.to_string_lossy(),
+        "-filter_complex_script",
+        &script.to_string_lossy(),
+        "-map",
+        "[v]",
+        "-map",
+        "0:a:0",
+        "-c:v",
+        "libx264",
+        "-preset",
+        &opts.x264_preset,
+        "-crf",
+        &opts.crf.to_string(),
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "aac",
+        "-b:a",
+        "128k",
+        "-ac",
+        "2",
+        "-ar",
+        "48000",
+        "-movflags",
+        "+faststart",
+        "-progress",
+        "pipe:1",
+        "-nostats",
+        "-f",
+        "mp4",
+        &part.to_string_lossy(),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    if let Some(dir) = &opts.replay_dir {
+        let mut replay = args.clone();
+        if let Some(last) = replay.last_mut() {
+            *last = dir
+                .join(format!("clip-{index}.mp4"))
+                .to_string_lossy()
+                .into_owned();
+        }
+        let line = serde_json::to_string(&replay).unwrap_or_default() + "\n";
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("commands.jsonl"))
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .map_err(|e| StageError::io("writing the replay log", e))?;
+    }
+    let finished = run_with_lines("ffmpeg", &args, &ctx.cancel, |line| {
+        if let Some(t) = progress_seconds(line) {
+            progress(0.05 + 0.9 * t / duration.max(0.001));
+        }
+    })
+    .await?;
+    if !finished.status.success() {
+        return Err(StageError::tool(
+            "ffmpeg",
+            format!(
+                "encoding clip {index}: {}",
+                last_error_line(&finished.stderr)
+            ),
+        ));
+    }
+    cleanup.0.push(final_video.clone());
+    std::fs::rename(&part, &final_video).map_err(|e| StageError::io("saving the clip", e))?;
+
+    let thumbnail = opts.out_dir.join(format!("clip-{index}.jpg"));
+    cleanup.0.push(thumbnail.clone());
+    let at = (duration * 0.3).min(duration - 0.1).max(0.0);
+    let args: Vec<String> = vec![
+        "-nostdin",
+        "-y",
+        "-v",
+        "error",
+        "-ss",
+        &format!("{at:.3}"),
+        "-i",
+        &final_video.to_string_lossy(),
+        "-frames:v",
+        "1",
+        "-q:v",
+        "3",
+        &thumbnail.to_string_lossy(),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let thumb = run("ffmpeg", &args, &ctx.cancel).await?;
+    if !thumb.status.success() || !thumbnail.is_file() {
+        return Err(StageError::tool(
+            "ffmpeg",
+            format!(
+                "thumbnail of clip {index}: {}",
+                last_error_line(&thumb.stderr)
+            ),
+        ));
+    }
+
+    let mut cues = cues_from_words(&words);
+    for c in &mut cues {
+        c.end = c.end.min(duration);
+        c.start = c.start.min(c.end);
+    }
+    let srt = opts.out_dir.join(format!("clip-{index}.srt"));
+    let vtt = opts.out_dir.join(format!("clip-{index}.vtt"));
+    cleanup.0.push(srt.clone());
+    cleanup.0.push(vtt.clone());
+    std::fs::write(&srt, to_srt(&cues)).map_err(|e| StageError::io("writing subtitles", e))?;
+    std::fs::write(&vtt, to_vtt(&cues)).map_err(|e| StageError::io("writing subtitles", e))?;
+    progress(1.0);
+
+    let segments = crate::transcript::sentences_from_words(&words)
+        .into_iter()
+        .map(|s| Segment {
+            start: display_duration(s.start),
+            end: display_duration(s.end),
+            text: s.text,
+        })
+        .collect();
+    Ok(RenderedClip {
+        index,
+        plan: plan.clone(),
+        video: final_video,
+        srt,
+        vtt,
+        thumbnail,
+        quality: quality_label(opts.width, opts.height),
+        reframe: mode,
+        segments,
+        words,
+    })
+}
+
+/// "1080p" for 1080x1920, "720p" for 720x1280…: the short side.
+pub fn quality_label(w: u32, h: u32) -> String {
+    format!("{}p", w.min(h))
+}
+
+/// The crop box (width, height) of the largest 9:16 (or out_w:out_h) region of the source.
+fn crop_box(src_w: u32, src_h: u32, out_w: u32, out_h: u32) -> (u32, u32) {
+    let target = out_w as f64 / out_h as f64;
+    let even = |v: f64| ((v / 2.0).floor() as u32 * 2).max(2);
+    if src_w as f64 / src_h as f64 > target {
+        (even(src_h as f64 * target).min(src_w), src_h / 2 * 2)
+    } else {
+        (src_w / 2 * 2, even(src_w as f64 / target).min(src_h))
+    }
+}
+
+/// A piecewise-linear ffmpeg expression in `t` through `points` (t, x).
+fn piecewise(points: &[(f64, f64)]) -> String {
+    match points {
+        [] => "0".into(),
+        [(_, x)] => format!("{x:.1}"),
+        _ => {
+            let mut expr = format!("{:.1}", points[points.len() - 1].1);
+            for w in points.windows(2).rev() {
+                let ((t0, x0), (t1, x1)) = (w[0], w[1]);
+                let seg = if (x1 - x0).abs() < 0.5 {
+                    format!("{x0:.1}")
+                } else {
+                    format!(
+                        "{x0:.1}+({:.1})*(t-{t0:.3})/{:.3}",
+                        x1 - x0,
+                        (t1 - t0).max(0.001)
+                    )
+                };
+                expr = format!("if(lt(t,{t1:.3}),{seg},{expr})");
+            }
+            format!("if(lt(t,{:.3}),{:.1},{expr})", points[0].0, points[0].1)
+        }
+    }
+}
+
+/// Drops points that lie on the line through their neighbours (within 2 px).
+fn simplify(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if points.len() <= 2 {
+        return points;
+    }
+    let mut out = vec![points[0]];
+    for i in 1..points.len() - 1 {
+        let (a, b, c) = (*out.last().unwrap_or(&points[0]), points[i], points[i + 1]);
+        let interp = a.1 + (c.1 - a.1) * (b.0 - a.0) / (c.0 - a.0).max(1e-9);
+        if (interp - b.1).abs() > 2.0 {
+            out.push(b);
+        }
+    }
+    out.push(points[points.len() - 1]);
+    out
+}
+
+fn filter_graph(
+    mode: Reframe,
+    path: Option<&[f64]>,
+    src_w: u32,
+    src_h: u32,
+    out_w: u32,
+    out_h: u32,
+    ass: &Path,
+) -> String {
+    let (cw, ch) = crop_box(src_w, src_h, out_w, out_h);
+    let ass_path = ass.to_string_lossy().replace('\\', "/").replace('\'', "");
+    let tail = format!(
+        "scale={out_w}:{out_h}:flags=bicubic,setsar=1,ass=filename='{ass_path}',format=yuv420p[v]"
+    );
+    let mut g = String::new();
+    match (mode, path) {
+        (Reframe::Face, Some(path)) if !path.is_empty() => {
+            let max_x = (src_w - cw) as f64;
+            let points: Vec<(f64, f64)> = path
+                .iter()
+                .enumerate()
+                .map(|(i, cx)| {
+                    (
+                        i as f64 / SAMPLE_FPS,
+                        (cx * src_w as f64 - cw as f64 / 2.0)
+                            .clamp(0.0, max_x)
+                            .round(),
+                    )
+                })
+                .collect();
+            let y = (src_h - ch) as f64 / 2.0;
+            let _ = write!(
+                g,
+                "[0:v]crop=w={cw}:h={ch}:x='{}':y={y:.0},{tail}",
+                piecewise(&simplify(points))
+            );
+        }
+        (Reframe::Fit, _) => {
+            let (bw, bh) = (out_w / 4 / 2 * 2, out_h / 4 / 2 * 2);
+            let _ = write!(
+                g,
+                "[0:v]split=2[bgsrc][fgsrc];\
+                 [bgsrc]scale={bw}:{bh}:force_original_aspect_ratio=increase,crop={bw}:{bh},boxblur=10:2,scale={out_w}:{out_h}[bg];\
+                 [fgsrc]scale={out_w}:{out_h}:force_original_aspect_ratio=decrease[fg];\
+                 [bg][fg]overlay=(W-w)/2:(H-h)/2,{tail}"
+            );
+        }
+        _ => {
+            let _ = write!(
+                g,
+                "[0:v]crop=w={cw}:h={ch}:x=(iw-{cw})/2:y=(ih-{ch})/2,{tail}"
+            );
+        }
+    }
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crop_box_is_nine_by_sixteen() {
+        assert_eq!(crop_box(1920, 1080, 1080, 1920), (606, 1080));
+        assert_eq!(crop_box(1080, 1920, 1080, 1920), (1080, 1920));
+        assert_eq!(crop_box(500, 2000, 1080, 1920), (500, 888));
+    }
+
+    #[test]
+    fn piecewise_expression_interpolates() {
+        let e = piecewise(&[(0.0, 10.0), (1.0, 20.0)]);
+        assert_eq!(
+            e,
+            "if(lt(t,0.000),10.0,if(lt(t,1.000),10.0+(10.0)*(t-0.000)/1.000,20.0))"
+        );
+        assert_eq!(piecewise(&[(0.0, 5.0)]), "5.0");
+    }
+
+    #[test]
+    fn simplify_drops_collinear_points() {
+        let pts = vec![(0.0, 0.0), (1.0, 10.0), (2.0, 20.0), (3.0, 20.0)];
+        assert_eq!(simplify(pts), vec![(0.0, 0.0), (2.0, 20.0), (3.0, 20.0)]);
+    }
+
+    #[test]
+    fn quality_is_short_side() {
+        assert_eq!(quality_label(1080, 1920), "1080p");
+        assert_eq!(quality_label(720, 1280), "720p");
+    }
+}

@@ -1,0 +1,140 @@
+//! Cut: scene changes from ffmpeg, then candidate clips on sentence
+//! boundaries scored from transcript and signal features (see `score`), with
+//! an optional LLM re-ranker. With `skip_cuts`, one clip covers the range.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::rerank::{self, RerankConfig};
+use super::score::{self, Signals};
+use super::{StageCtx, StageError};
+use crate::media::audio::LOUDNESS_STEP;
+use crate::media::scenes;
+use crate::transcript::{display_duration, join_words, Transcript};
+
+#[derive(Clone, Debug)]
+pub struct CutOptions {
+    /// (min, max) clip length in seconds, see [`score::preset_range`].
+    pub range: (f64, f64),
+    pub max_clips: usize,
+    pub skip_cuts: bool,
+    /// Seconds into the source where processing started (loudness index 0).
+    pub start: f64,
+    /// Seconds processed.
+    pub duration: f64,
+    pub rerank: Option<RerankConfig>,
+}
+
+/// One clip to render, on the source's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClipPlan {
+    pub start: f64,
+    pub end: f64,
+    pub score: u8,
+    pub title: String,
+    pub first_word: usize,
+    pub end_word: usize,
+}
+
+impl ClipPlan {
+    pub fn duration(&self) -> f64 {
+        self.end - self.start
+    }
+}
+
+pub async fn run(
+    input: &Path,
+    transcript: &Transcript,
+    loudness_db: &[f32],
+    opts: &CutOptions,
+    ctx: &StageCtx,
+) -> Result<Vec<ClipPlan>, StageError> {
+    ctx.check_cancelled()?;
+    if transcript.words.is_empty() {
+        return Err(StageError::NoClips(
+            "no speech was recognised in the video, so there is nothing to cut or caption".into(),
+        ));
+    }
+    let scene_progress = {
+        let p = ctx.progress.clone();
+        super::Progress::new(move |pct| p.set(pct as f64 / 100.0 * 0.8))
+    };
+    let scene_changes = scenes::detect(
+        input,
+        opts.start,
+        opts.duration,
+        &ctx.cancel,
+        &scene_progress,
+    )
+    .await?
+    .into_iter()
+    .map(|t| t + opts.start)
+    .collect();
+    // The loudness series starts at `opts.start`; pad it so index i covers
+    // source time [i*step, (i+1)*step).
+    let pad = (opts.start / LOUDNESS_STEP).round() as usize;
+    let mut loudness = vec![-90.0f32; pad];
+    loudness.extend_from_slice(loudness_db);
+    let signals = Signals {
+        loudness_db: loudness,
+        loudness_step: LOUDNESS_STEP,
+        scene_changes,
+    };
+
+    if opts.skip_cuts {
+        let plan = whole_range(transcript, &signals, opts);
+        ctx.progress.done();
+        return Ok(vec![plan]);
+    }
+    let mut candidates =
+        score::select_clips(transcript, &signals, opts.range, opts.max_clips.max(1));
+    if candidates.is_empty() {
+        let speech = transcript.words.last().map(|w| w.end).unwrap_or(0.0)
+            - transcript.words.first().map(|w| w.start).unwrap_or(0.0);
+        return Err(StageError::NoClips(format!(
+            "no clip of {}–{} s fits this video's speech ({} of speech): choose a shorter clip length or skip cuts",
+            opts.range.0,
+            opts.range.1,
+            display_duration(speech)
+        )));
+    }
+    if let Some(cfg) = &opts.rerank {
+        let texts: Vec<String> = candidates
+            .iter()
+            .map(|c| join_words(&transcript.words[c.first_word..c.end_word]))
+            .collect();
+        match rerank::rerank(candidates.clone(), &texts, cfg).await {
+            Ok(reranked) => candidates = reranked,
+            Err(e) => tracing::warn!(error = %e, "re-ranker failed; keeping the local ranking"),
+        }
+    }
+    ctx.progress.done();
+    Ok(candidates
+        .into_iter()
+        .map(|c| ClipPlan {
+            start: c.start,
+            end: c.end,
+            score: c.score,
+            title: c.title,
+            first_word: c.first_word,
+            end_word: c.end_word,
+        })
+        .collect())
+}
+
+/// The whole processed range as one clip (skip cuts).
+fn whole_range(t: &Transcript, signals: &Signals, opts: &CutOptions) -> ClipPlan {
+    let start = opts.start;
+    let end = opts.start + opts.duration;
+    let scored = score::score_span(t, signals, 0, t.sentences.len(), start, end);
+    ClipPlan {
+        start,
+        end,
+        score: scored.score,
+        title: scored.title,
+        first_word: 0,
+        end_word: t.words.len(),
+    }
+}

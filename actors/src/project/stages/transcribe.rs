@@ -1,0 +1,164 @@
+//! Transcribe: 16 kHz mono PCM streamed from ffmpeg, cut into speech windows
+//! (≤ 30 s, silences dropped), recognised by Whisper in batches, with word
+//! timestamps mapped back onto the source's timeline.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{StageCtx, StageError};
+use crate::media::audio::PcmStream;
+use crate::media::vad::{SpeechWindows, Window};
+use crate::media::whisper::{WhisperModel, SAMPLE_RATE};
+use crate::transcript::{Transcript, Word};
+
+#[derive(Clone, Debug)]
+pub struct TranscribeOptions {
+    /// ISO code; `None` detects the language from the first speech.
+    pub language: Option<String>,
+    /// Seconds into the source where processing starts.
+    pub start: f64,
+    /// Seconds to process (`None` = to the end).
+    pub duration: Option<f64>,
+    /// Length of the processed audio, for progress (e.g. from ffprobe).
+    pub expected_secs: f64,
+    /// Windows per Whisper call.
+    pub batch_size: usize,
+}
+
+impl Default for TranscribeOptions {
+    fn default() -> Self {
+        Self {
+            language: None,
+            start: 0.0,
+            duration: None,
+            expected_secs: 0.0,
+            batch_size: 8,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TranscribeOutput {
+    /// Words and sentences on the source's timeline.
+    pub transcript: Transcript,
+    /// RMS dBFS per 100 ms from `start` (for the cut stage's scoring).
+    pub loudness_db: Vec<f32>,
+    /// Seconds spent inside the model (for benchmarks).
+    pub model_secs: f64,
+}
+
+pub async fn run(
+    input: &Path,
+    model: Arc<WhisperModel>,
+    opts: TranscribeOptions,
+    ctx: &StageCtx,
+) -> Result<TranscribeOutput, StageError> {
+    ctx.check_cancelled()?;
+    let input = input.to_path_buf();
+    let ctx2 = ctx.clone();
+    tokio::task::spawn_blocking(move || run_blocking(&input, &model, &opts, &ctx2))
+        .await
+        .map_err(|e| StageError::Model(format!("transcription task stopped: {e}")))?
+}
+
+fn run_blocking(
+    input: &Path,
+    model: &WhisperModel,
+    opts: &TranscribeOptions,
+    ctx: &StageCtx,
+) -> Result<TranscribeOutput, StageError> {
+    let mut stream = PcmStream::open(input, opts.start, opts.duration)
+        .map_err(|e| StageError::tool("ffmpeg", format!("cannot start audio extraction: {e}")))?;
+    let batch_size = opts.batch_size.max(1);
+    let expected = opts.expected_secs.max(1.0);
+    let mut splitter = SpeechWindows::new();
+    let mut pending: Vec<Window> = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
+    let mut language = opts.language.clone();
+    let mut block = Vec::with_capacity(SAMPLE_RATE);
+    let mut ended = false;
+    let mut model_secs = 0.0;
+    while !ended || !pending.is_empty() {
+        if ctx.cancel.is_cancelled() {
+            stream.kill();
+            return Err(StageError::Cancelled);
+        }
+        if !ended {
+            block.clear();
+            let n = stream
+                .read_into(&mut block, SAMPLE_RATE)
+                .map_err(|e| StageError::io("reading audio", e))?;
+            if n == 0 {
+                ended = true;
+                splitter.finish(&mut pending);
+            } else {
+                splitter.push(&block, &mut pending);
+            }
+        }
+        if pending.len() >= batch_size || (ended && !pending.is_empty()) {
+            let batch: Vec<Window> = pending.drain(..pending.len().min(batch_size)).collect();
+            let started = std::time::Instant::now();
+            let lang = match &language {
+                Some(l) => l.clone(),
+                None => {
+                    let detected = model
+                        .detect_language(&batch[0].samples)
+                        .map_err(|e| StageError::Model(e.to_string()))?;
+                    language = Some(detected.clone());
+                    detected
+                }
+            };
+            let slices: Vec<&[f32]> = batch.iter().map(|w| w.samples.as_slice()).collect();
+            let results = model
+                .transcribe_batch(&slices, &lang)
+                .map_err(|e| StageError::Model(format!("{e:#}")))?;
+            model_secs += started.elapsed().as_secs_f64();
+            for (w, r) in batch.iter().zip(results) {
+                let base = opts.start + w.offset;
+                words.extend(r.words.into_iter().map(|mut word| {
+                    word.start += base;
+                    word.end += base;
+                    word
+                }));
+            }
+            let done = batch.last().map(|w| w.offset + w.duration()).unwrap_or(0.0);
+            ctx.progress.set(0.99 * done / expected);
+        }
+    }
+    let read = stream.samples_read;
+    let loudness_db = stream.finish().map_err(|e| {
+        if read == 0 {
+            StageError::InvalidInput(format!("the audio track cannot be decoded: {e}"))
+        } else {
+            StageError::tool("ffmpeg", format!("audio extraction: {e}"))
+        }
+    })?;
+    let mut transcript = Transcript {
+        language: language.unwrap_or_else(|| "en".into()),
+        duration: read as f64 / SAMPLE_RATE as f64,
+        sentences: Vec::new(),
+        words: monotonic(words),
+    };
+    transcript.rebuild_sentences();
+    ctx.progress.done();
+    Ok(TranscribeOutput {
+        transcript,
+        loudness_db,
+        model_secs,
+    })
+}
+
+/// Word times never go backwards and every word has end ≥ start.
+fn monotonic(mut words: Vec<Word>) -> Vec<Word> {
+    let mut last = f64::NEG_INFINITY;
+    for w in &mut words {
+        if w.start < last {
+            w.start = last;
+        }
+        if w.end < w.start {
+            w.end = w.start;
+        }
+        last = w.start;
+    }
+    words
+}

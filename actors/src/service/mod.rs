@@ -1,0 +1,355 @@
+//! The service's engine on one node: storage, the account and project
+//! actors, the worker pool that bounds CPU stages, SSE events and metrics.
+//! The HTTP layer (in the `clipforge` binary) only talks to [`Services`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ractor::{Actor, ActorRef};
+use tokio::sync::{OnceCell, Semaphore};
+
+use crate::accounts::{Accounts, NotificationKind};
+use crate::media::whisper::{ModelOptions, WhisperModel};
+use crate::storage::kv::{self, KvOp, KvStore};
+use crate::storage::objects::ObjectStore;
+
+pub mod events;
+pub mod metrics;
+pub mod project_actor;
+pub mod projects;
+pub mod user_actor;
+pub mod work;
+
+use events::{event_op, EventHub, ProjectEvent};
+use metrics::Metrics;
+use project_actor::{ProjectActor, ProjectMsg};
+use projects::{ClipRecord, ProjectRecord, ProjectState};
+use user_actor::UserRegistry;
+
+/// Knobs of the service engine (from the server's config).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub model_dir: PathBuf,
+    pub model: ModelOptions,
+    pub batch_size: usize,
+    pub x264_preset: String,
+    pub stage_retries: u32,
+    pub workers: usize,
+    pub max_clips: usize,
+    pub idle: Duration,
+}
+
+pub struct Services {
+    pub kv: Arc<dyn KvStore>,
+    pub objects: Arc<dyn ObjectStore>,
+    pub accounts: Arc<Accounts>,
+    pub hub: EventHub,
+    pub users: UserRegistry,
+    pub pool: Arc<Semaphore>,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    projects: Mutex<HashMap<String, ActorRef<ProjectMsg>>>,
+    model: OnceCell<Arc<WhisperModel>>,
+}
+
+impl Services {
+    pub fn new(
+        kv: Arc<dyn KvStore>,
+        objects: Arc<dyn ObjectStore>,
+        accounts: Arc<Accounts>,
+        settings: Settings,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            kv,
+            objects,
+            accounts,
+            hub: EventHub::new(),
+            users: UserRegistry::default(),
+            pool: Arc::new(Semaphore::new(settings.workers.max(1))),
+            settings,
+            metrics: Metrics::default(),
+            projects: Mutex::new(HashMap::new()),
+            model: OnceCell::new(),
+        })
+    }
+
+    /// The Whisper model, loaded on first use.
+    pub async fn model(&self) -> anyhow::Result<Arc<WhisperModel>> {
+        self.model
+            .get_or_try_init(|| async {
+                let dir = self.settings.model_dir.clone();
+                let opts = self.settings.model.clone();
+                let m =
+                    tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &opts)).await??;
+                Ok(Arc::new(m))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Runs `f` inside the account's actor (serialised per account).
+    pub async fn with_account<T: Send + 'static>(
+        &self,
+        user_id: &str,
+        f: impl FnOnce(&Accounts) -> T + Send + 'static,
+    ) -> Result<T, String> {
+        self.users.run(&self.accounts, user_id, f).await
+    }
+
+    /// Runs a blocking storage call off the async threads.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
+    ) -> kv::Result<T> {
+        let kv = self.kv.clone();
+        tokio::task::spawn_blocking(move || f(kv.as_ref()))
+            .await
+            .map_err(|e| kv::StorageError::Backend(format!("storage task: {e}")))?
+    }
+
+    /// Starts (or resumes) processing of a stored project.
+    pub async fn start_project(self: &Arc<Self>, project: ProjectRecord) -> Result<(), String> {
+        let id = project.id.clone();
+        let (actor, _) = Actor::spawn(
+            Some(format!("project:{id}")),
+            ProjectActor,
+            (self.clone(), project),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, actor);
+        Ok(())
+    }
+
+    /// Resumes every project a previous run left unfinished.
+    pub async fn resume_all(self: &Arc<Self>) -> Result<usize, String> {
+        let unfinished = self
+            .blocking(projects::unfinished_projects)
+            .await
+            .map_err(|e| e.to_string())?;
+        let n = unfinished.len();
+        for p in unfinished {
+            tracing::info!(project_id = %p.id, state = p.state.as_str(), "resuming project");
+            self.start_project(p).await?;
+        }
+        Ok(n)
+    }
+
+    pub(crate) fn forget_project(&self, id: &str) {
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
+    pub fn project_actor(&self, id: &str) -> Option<ActorRef<ProjectMsg>> {
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    pub fn live_projects(&self) -> Vec<(String, ActorRef<ProjectMsg>)> {
+        self.projects
+            .lock()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Persists `project` (and an event, if given) in one durable write, then
+    /// publishes the event to SSE subscribers.
+    pub async fn save_project(
+        &self,
+        project: &mut ProjectRecord,
+        event: Option<(&str, serde_json::Value)>,
+    ) -> kv::Result<()> {
+        let event = event.map(|(kind, data)| {
+            project.last_event += 1;
+            ProjectEvent {
+                id: project.last_event,
+                kind: kind.to_string(),
+                data: data.to_string(),
+            }
+        });
+        let mut ops = vec![projects::put_project_op(project)?];
+        if let Some(e) = &event {
+            ops.push(event_op(&project.id, e)?);
+        }
+        self.blocking(move |kv| kv.apply(ops)).await?;
+        if let Some(e) = event {
+            self.hub.publish(&project.id, e);
+        }
+        Ok(())
+    }
+
+    /// Stores the rendered clips and announces each one.
+    pub(crate) async fn store_clips(&self, project: &mut ProjectRecord, clips: Vec<ClipRecord>) {
+        project.clip_count = clips.len() as u32;
+        let mut ops = Vec::new();
+        for c in &clips {
+            match kv::encode(c) {
+                Ok(v) => ops.push(KvOp::Put {
+                    tree: projects::CLIPS.into(),
+                    key: projects::clip_key(&project.id, c.index),
+                    value: v,
+                }),
+                Err(e) => tracing::error!(error = %e, "cannot encode a clip"),
+            }
+        }
+        if let Err(e) = self.blocking(move |kv| kv.apply(ops)).await {
+            tracing::error!(project_id = %project.id, error = %e, "cannot store clips");
+        }
+        for c in &clips {
+            let view = serde_json::json!({ "projectId": project.id, "clipId": c.id, "index": c.index, "title": c.title, "score": c.score });
+            if let Err(e) = self.save_project(project, Some(("clip", view))).await {
+                tracing::error!(error = %e, "cannot persist a clip event");
+            }
+        }
+    }
+
+    pub(crate) async fn complete_project(&self, project: &mut ProjectRecord, took: Duration) {
+        let minutes = (project.duration_sec / 60.0).ceil().max(1.0) as u64;
+        let (user, pid) = (project.user_id.clone(), project.id.clone());
+        let title = project.title.clone();
+        let clips = project.clip_count;
+        let charged = self
+            .with_account(&project.user_id, move |a| {
+                a.charge(&user, &pid, minutes)?;
+                let msg = format!(
+                    "\"{title}\" is ready: {clips} clip{} generated.",
+                    if clips == 1 { "" } else { "s" }
+                );
+                a.notify(
+                    &user,
+                    NotificationKind::ProjectCompleted,
+                    "Project completed",
+                    &msg,
+                )
+                .map(|_| ())
+            })
+            .await;
+        if let Err(e) = charged
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
+            tracing::error!(project_id = %project.id, error = %e, "cannot charge or notify");
+        }
+        project.state = ProjectState::Completed;
+        project.step_progress = [100; 4];
+        let data = serde_json::json!({ "projectId": project.id, "state": "completed", "status": "Concluído", "clips": project.clip_count });
+        if let Err(e) = self.save_project(project, Some(("completed", data))).await {
+            tracing::error!(project_id = %project.id, error = %e, "cannot persist completion");
+        }
+        self.metrics
+            .project_finished("completed", took.as_secs_f64());
+        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+    }
+
+    pub(crate) async fn fail_project(&self, project: &mut ProjectRecord, reason: &str) {
+        let (user, pid, title) = (
+            project.user_id.clone(),
+            project.id.clone(),
+            project.title.clone(),
+        );
+        let why = reason.to_string();
+        let released = self
+            .with_account(&project.user_id, move |a| {
+                a.release(&user, &pid)?;
+                a.notify(
+                    &user,
+                    NotificationKind::ProjectFailed,
+                    "Project failed",
+                    &format!("\"{title}\" could not be processed: {why}"),
+                )
+                .map(|_| ())
+            })
+            .await;
+        if let Err(e) = released
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
+            tracing::error!(project_id = %project.id, error = %e, "cannot release credits or notify");
+        }
+        project.state = ProjectState::Failed;
+        project.error = Some(reason.to_string());
+        let data = serde_json::json!({ "projectId": project.id, "state": "failed", "status": "Falhou", "message": reason });
+        if let Err(e) = self.save_project(project, Some(("failed", data))).await {
+            tracing::error!(project_id = %project.id, error = %e, "cannot persist failure");
+        }
+        self.metrics.project_finished("failed", 0.0);
+        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+    }
+
+    /// Cancel: release the reservation, announce `cancelled`, then remove the
+    /// project, its clips, its media and its work folder.
+    pub async fn cancel_project(&self, project: &mut ProjectRecord) {
+        let (user, pid) = (project.user_id.clone(), project.id.clone());
+        if let Err(e) = self
+            .with_account(&project.user_id, move |a| a.release(&user, &pid))
+            .await
+        {
+            tracing::error!(project_id = %project.id, error = %e, "cannot release credits");
+        }
+        project.state = ProjectState::Cancelled;
+        let event = ProjectEvent {
+            id: project.last_event + 1,
+            kind: "cancelled".into(),
+            data: serde_json::json!({ "projectId": project.id, "state": "cancelled", "status": "Cancelado" }).to_string(),
+        };
+        self.hub.publish(&project.id, event);
+        if let Err(e) = self.remove_project(project).await {
+            tracing::error!(project_id = %project.id, error = %e, "cannot remove the cancelled project");
+        }
+        self.metrics.project_finished("cancelled", 0.0);
+    }
+
+    /// Deletes a project's records, events, clips and media.
+    pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
+        let (user, pid) = (project.user_id.clone(), project.id.clone());
+        self.blocking(move |kv| {
+            let mut ops = vec![
+                KvOp::Delete {
+                    tree: projects::PROJECTS.into(),
+                    key: projects::project_key(&user, &pid),
+                },
+                KvOp::Delete {
+                    tree: projects::PROJECT_OWNER.into(),
+                    key: pid.as_bytes().to_vec(),
+                },
+            ];
+            for (k, _) in kv.scan_prefix(projects::CLIPS, format!("{pid}/").as_bytes())? {
+                ops.push(KvOp::Delete {
+                    tree: projects::CLIPS.into(),
+                    key: k,
+                });
+            }
+            for (k, _) in kv.scan_prefix(projects::EVENTS, format!("{pid}/").as_bytes())? {
+                ops.push(KvOp::Delete {
+                    tree: projects::EVENTS.into(),
+                    key: k,
+                });
+            }
+            kv.apply(ops)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        self.objects
+            .delete_prefix(&format!("projects/{}/", project.id))
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+        Ok(())
+    }
+
+    /// Stops idle account actors; call periodically.
+    pub fn passivate_idle(&self) -> usize {
+        self.users.passivate(self.settings.idle)
+    }
+}

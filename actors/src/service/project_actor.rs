@@ -1,0 +1,316 @@
+//! `ProjectActor`: one per project being processed. It waits for a worker
+//! slot (`queued`), then runs the stages download → transcribe → cut →
+//! caption one by one, each in a `StageActor` spawned linked to it, persists
+//! the project after every step, publishes every change as an SSE event,
+//! retries a failed stage with backoff, and handles cancel.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio_util::sync::CancellationToken;
+
+use super::projects::{now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState};
+use super::work::{self, CaptionResult};
+use super::Services;
+use crate::project::stages::{Progress, Stage, StageError};
+
+pub enum ProjectMsg {
+    /// Start (or resume) processing.
+    Start,
+    /// A worker slot was granted.
+    SlotGranted(tokio::sync::OwnedSemaphorePermit),
+    Progress(Stage, u8),
+    /// The stage actor finished.
+    StageDone(Stage, Result<Option<CaptionResult>, StageError>),
+    /// Run `stage` again (after a backoff).
+    Retry(Stage),
+    /// Cancel processing; replies once everything is stopped and released.
+    Cancel(RpcReplyPort<()>),
+}
+
+pub struct ProjectActor;
+
+pub struct ProjectActorState {
+    services: Arc<Services>,
+    project: ProjectRecord,
+    cancel: CancellationToken,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    attempts: u32,
+    current: Option<Stage>,
+    started: std::time::Instant,
+}
+
+impl ProjectActorState {
+    fn next_stage(&self) -> Option<Stage> {
+        Stage::ALL
+            .into_iter()
+            .find(|s| !self.project.finished.contains(s))
+    }
+
+    async fn save(&mut self, event: Option<(&str, serde_json::Value)>) {
+        self.project.updated_at = now_ms();
+        if let Err(e) = self.services.save_project(&mut self.project, event).await {
+            tracing::error!(project_id = %self.project.id, error = %e, "cannot persist the project");
+        }
+    }
+
+    fn progress_event(&self, stage: Option<Stage>) -> serde_json::Value {
+        serde_json::json!({
+            "projectId": self.project.id,
+            "state": self.project.state.as_str(),
+            "status": self.project.state.localized(),
+            "stage": stage.map(|s| s.name()),
+            "stepProgress": step_progress_json(&self.project.step_progress),
+            "percent": overall_percent(&self.project.step_progress),
+        })
+    }
+}
+
+/// Runs one stage and reports to its project. Spawned linked, so a panic in
+/// a stage reaches the project as a supervision event.
+pub struct StageActor;
+
+pub struct StageArgs {
+    services: Arc<Services>,
+    project: ProjectRecord,
+    stage: Stage,
+    cancel: CancellationToken,
+    parent: ActorRef<ProjectMsg>,
+}
+
+impl Actor for StageActor {
+    type Msg = ();
+    type State = ();
+    type Arguments = StageArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<()>,
+        args: StageArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        let StageArgs {
+            services,
+            project,
+            stage,
+            cancel,
+            parent,
+        } = args;
+        let progress = {
+            let parent = parent.clone();
+            Progress::new(move |p| {
+                let _ = parent.send_message(ProjectMsg::Progress(stage, p));
+            })
+        };
+        let started = std::time::Instant::now();
+        tokio::spawn(async move {
+            let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
+            services
+                .metrics
+                .observe_stage(stage, started.elapsed().as_secs_f64());
+            let _ = parent.send_message(ProjectMsg::StageDone(stage, result));
+            myself.stop(None);
+        });
+        Ok(())
+    }
+}
+
+impl Actor for ProjectActor {
+    type Msg = ProjectMsg;
+    type State = ProjectActorState;
+    type Arguments = (Arc<Services>, ProjectRecord);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ProjectMsg>,
+        (services, project): Self::Arguments,
+    ) -> Result<ProjectActorState, ActorProcessingErr> {
+        myself.send_message(ProjectMsg::Start)?;
+        Ok(ProjectActorState {
+            services,
+            project,
+            cancel: CancellationToken::new(),
+            permit: None,
+            attempts: 0,
+            current: None,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ProjectMsg>,
+        state: &mut ProjectActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.cancel.cancel();
+        state.services.forget_project(&state.project.id);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ProjectMsg>,
+        msg: ProjectMsg,
+        state: &mut ProjectActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ProjectMsg::Start => {
+                state.project.state = ProjectState::Queued;
+                let event = state.progress_event(None);
+                state.save(Some(("progress", event))).await;
+                let pool = state.services.pool.clone();
+                let me = myself.clone();
+                let cancel = state.cancel.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        permit = pool.acquire_owned() => {
+                            if let Ok(p) = permit { let _ = me.send_message(ProjectMsg::SlotGranted(p)); }
+                        }
+                        _ = cancel.cancelled() => {}
+                    }
+                });
+            }
+            ProjectMsg::SlotGranted(permit) => {
+                state.permit = Some(permit);
+                state.started = std::time::Instant::now();
+                self.run_next(&myself, state).await?;
+            }
+            ProjectMsg::Progress(stage, pct) => {
+                if state.current == Some(stage) && !state.cancel.is_cancelled() {
+                    let i = stage as usize;
+                    if pct > state.project.step_progress[i] {
+                        state.project.step_progress[i] = pct;
+                        let event = state.progress_event(Some(stage));
+                        state.save(Some(("progress", event))).await;
+                    }
+                }
+            }
+            ProjectMsg::StageDone(stage, result) => {
+                if state.current != Some(stage) {
+                    return Ok(());
+                }
+                state.current = None;
+                self.stage_finished(&myself, state, stage, result).await?;
+            }
+            ProjectMsg::Retry(stage) => {
+                if !state.cancel.is_cancelled() && state.current.is_none() {
+                    self.spawn_stage(&myself, state, stage).await?;
+                }
+            }
+            ProjectMsg::Cancel(reply) => {
+                state.cancel.cancel();
+                for child in myself.get_children() {
+                    child.stop(Some("cancelled".into()));
+                }
+                state.services.cancel_project(&mut state.project).await;
+                let _ = reply.send(());
+                myself.stop(Some("cancelled".into()));
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<ProjectMsg>,
+        evt: SupervisionEvent,
+        state: &mut ProjectActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let SupervisionEvent::ActorFailed(_, err) = evt {
+            if let Some(stage) = state.current.take() {
+                tracing::warn!(project_id = %state.project.id, %stage, error = %err, "stage actor crashed");
+                let failure = Err(StageError::Io(format!("the {stage} stage crashed")));
+                self.stage_finished(&myself, state, stage, failure).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ProjectActor {
+    async fn run_next(
+        &self,
+        myself: &ActorRef<ProjectMsg>,
+        state: &mut ProjectActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match state.next_stage() {
+            Some(stage) => {
+                state.attempts = 0;
+                self.spawn_stage(myself, state, stage).await
+            }
+            None => {
+                state
+                    .services
+                    .complete_project(&mut state.project, state.started.elapsed())
+                    .await;
+                myself.stop(None);
+                Ok(())
+            }
+        }
+    }
+
+    async fn spawn_stage(
+        &self,
+        myself: &ActorRef<ProjectMsg>,
+        state: &mut ProjectActorState,
+        stage: Stage,
+    ) -> Result<(), ActorProcessingErr> {
+        state.current = Some(stage);
+        state.project.state = ProjectState::running(stage);
+        state.project.step_progress[stage as usize] = 0;
+        let event = state.progress_event(Some(stage));
+        state.save(Some(("progress", event))).await;
+        let args = StageArgs {
+            services: state.services.clone(),
+            project: state.project.clone(),
+            stage,
+            cancel: state.cancel.clone(),
+            parent: myself.clone(),
+        };
+        let name = format!("stage:{}:{}", state.project.id, stage.name());
+        myself.spawn_linked(Some(name), StageActor, args).await?;
+        Ok(())
+    }
+
+    async fn stage_finished(
+        &self,
+        myself: &ActorRef<ProjectMsg>,
+        state: &mut ProjectActorState,
+        stage: Stage,
+        result: Result<Option<CaptionResult>, StageError>,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.cancel.is_cancelled() {
+            return Ok(());
+        }
+        match result {
+            Ok(output) => {
+                if let Some(CaptionResult { clips }) = output {
+                    state.services.store_clips(&mut state.project, clips).await;
+                }
+                state.project.finished.push(stage);
+                state.project.step_progress[stage as usize] = 100;
+                let event = state.progress_event(Some(stage));
+                state.save(Some(("progress", event))).await;
+                self.run_next(myself, state).await
+            }
+            Err(e)
+                if e.is_retryable() && state.attempts < state.services.settings.stage_retries =>
+            {
+                state.attempts += 1;
+                let delay = Duration::from_millis(500 * 2u64.pow(state.attempts));
+                tracing::warn!(project_id = %state.project.id, %stage, attempt = state.attempts, error = %e, "stage failed; retrying");
+                myself.send_after(delay, move || ProjectMsg::Retry(stage));
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(project_id = %state.project.id, %stage, error = %e, "project failed");
+                state
+                    .services
+                    .fail_project(&mut state.project, &e.to_string())
+                    .await;
+                myself.stop(None);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Project and clip records: what is stored (bincode in the KV store) and the
+//! contract's JSON views of them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::captions::template::CaptionStyle;
+use crate::project::stages::Stage;
+use crate::storage::kv::{self, KvOp, KvStore, Result};
+use crate::transcript::display_duration;
+
+pub const PROJECTS: &str = "projects";
+pub const PROJECT_OWNER: &str = "project_owner";
+pub const CLIPS: &str = "clips";
+pub const EVENTS: &str = "project_events";
+
+/// The machine state of a project (DESIGN.md's `state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProjectState {
+    Queued,
+    Downloading,
+    Transcribing,
+    Cutting,
+    Captioning,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ProjectState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProjectState::Queued => "queued",
+            ProjectState::Downloading => "downloading",
+            ProjectState::Transcribing => "transcribing",
+            ProjectState::Cutting => "cutting",
+            ProjectState::Captioning => "captioning",
+            ProjectState::Completed => "completed",
+            ProjectState::Failed => "failed",
+            ProjectState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The contract's localized status (pt-BR).
+    pub fn localized(self) -> &'static str {
+        match self {
+            ProjectState::Queued => "Na fila",
+            ProjectState::Downloading
+            | ProjectState::Transcribing
+            | ProjectState::Cutting
+            | ProjectState::Captioning => "Processando",
+            ProjectState::Completed => "Concluído",
+            ProjectState::Failed => "Falhou",
+            ProjectState::Cancelled => "Cancelado",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            ProjectState::Completed | ProjectState::Failed | ProjectState::Cancelled
+        )
+    }
+
+    pub fn running(stage: Stage) -> Self {
+        match stage {
+            Stage::Download => ProjectState::Downloading,
+            Stage::Transcribe => ProjectState::Transcribing,
+            Stage::Cut => ProjectState::Cutting,
+            Stage::Caption => ProjectState::Captioning,
+        }
+    }
+}
+
+/// Where the source video comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Source {
+    Url(String),
+    /// An object key from `POST /upload`.
+    Upload(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub id: String,
+    pub user_id: String,
+    pub title: String,
+    pub source: Source,
+    pub thumbnail: String,
+    /// Seconds to process (the requested segment, bounded by the source).
+    pub duration_sec: f64,
+    pub preset: String,
+    /// As given at creation (id, preset name or JSON).
+    pub caption_template: String,
+    /// The resolved, clamped style used for rendering.
+    pub style: CaptionStyle,
+    pub skip_cuts: bool,
+    pub state: ProjectState,
+    /// download, transcribe, cut, caption: 0–100.
+    pub step_progress: [u8; 4],
+    pub error: Option<String>,
+    pub reserved_credits: u64,
+    pub clip_count: u32,
+    /// Stages finished so far (resume point after a restart).
+    pub finished: Vec<Stage>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// Id of the last event written for this project.
+    pub last_event: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SegmentRecord {
+    pub id: String,
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClipRecord {
+    pub id: String,
+    pub project_id: String,
+    pub index: u32,
+    pub title: String,
+    pub score: u8,
+    pub start: f64,
+    pub end: f64,
+    pub quality: String,
+    pub video_key: String,
+    pub subtitle_key: String,
+    pub vtt_key: String,
+    pub thumbnail_key: String,
+    pub segments: Vec<SegmentRecord>,
+    pub created_at: i64,
+}
+
+pub fn project_key(user_id: &str, project_id: &str) -> Vec<u8> {
+    format!("{user_id}/{project_id}").into_bytes()
+}
+
+pub fn clip_key(project_id: &str, index: u32) -> Vec<u8> {
+    let mut k = format!("{project_id}/").into_bytes();
+    k.extend_from_slice(&index.to_be_bytes());
+    k
+}
+
+pub fn event_key(project_id: &str, id: u64) -> Vec<u8> {
+    let mut k = format!("{project_id}/").into_bytes();
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+pub fn put_project_op(p: &ProjectRecord) -> Result<KvOp> {
+    Ok(KvOp::Put {
+        tree: PROJECTS.into(),
+        key: project_key(&p.user_id, &p.id),
+        value: kv::encode(p)?,
+    })
+}
+
+pub fn owner_of(kv: &dyn KvStore, project_id: &str) -> Result<Option<String>> {
+    Ok(kv
+        .get(PROJECT_OWNER, project_id.as_bytes())?
+        .map(|v| String::from_utf8_lossy(&v).into_owned()))
+}
+
+pub fn load_project(
+    kv: &dyn KvStore,
+    user_id: &str,
+    project_id: &str,
+) -> Result<Option<ProjectRecord>> {
+    kv::get_value(kv, PROJECTS, &project_key(user_id, project_id))
+}
+
+/// A user's projects, newest first.
+pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecord>> {
+    let mut out: Vec<ProjectRecord> = kv
+        .scan_prefix(PROJECTS, format!("{user_id}/").as_bytes())?
+        .into_iter()
+        .map(|(_, v)| kv::decode(&v))
+        .collect::<Result<_>>()?;
+    out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+    Ok(out)
+}
+
+pub fn load_clips(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>> {
+    kv.scan_prefix(CLIPS, format!("{project_id}/").as_bytes())?
+        .into_iter()
+        .map(|(_, v)| kv::decode(&v))
+        .collect()
+}
+
+/// Every project not in a terminal state (to resume after a restart).
+pub fn unfinished_projects(kv: &dyn KvStore) -> Result<Vec<ProjectRecord>> {
+    let mut out = Vec::new();
+    for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
+        let p: ProjectRecord = kv::decode(&v)?;
+        if !p.state.is_terminal() {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// ISO 8601 UTC with milliseconds from unix milliseconds.
+pub fn iso8601(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// The calendar date "YYYY-MM-DD" of unix milliseconds (UTC).
+pub fn date_of(ms: i64) -> String {
+    iso8601(ms)[..10].to_string()
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// `stepProgress` as the contract's JSON object.
+pub fn step_progress_json(p: &[u8; 4]) -> serde_json::Value {
+    serde_json::json!({ "download": p[0], "transcribe": p[1], "cut": p[2], "caption": p[3] })
+}
+
+/// Overall percent: stages weighted by their usual share of the work.
+pub fn overall_percent(p: &[u8; 4]) -> u8 {
+    const WEIGHTS: [f64; 4] = [10.0, 40.0, 5.0, 45.0];
+    let done: f64 = p.iter().zip(WEIGHTS).map(|(v, w)| *v as f64 * w).sum();
+    (done / 100.0).round().clamp(0.0, 100.0) as u8
+}
+
+pub fn source_url(p: &ProjectRecord) -> String {
+    match &p.source {
+        Source::Url(u) => u.clone(),
+        Source::Upload(k) => format!("upload://{k}"),
+    }
+}
+
+pub fn duration_display(secs: f64) -> String {
+    display_duration(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_795_391_406_123), "2026-11-22T23:50:06.123Z");
+        assert_eq!(date_of(951_782_400_000), "2000-02-29");
+    }
+
+    #[test]
+    fn localized_status_and_overall() {
+        assert_eq!(ProjectState::Queued.localized(), "Na fila");
+        assert_eq!(ProjectState::Cutting.localized(), "Processando");
+        assert_eq!(ProjectState::Completed.localized(), "Concluído");
+        assert_eq!(overall_percent(&[100, 100, 100, 100]), 100);
+        assert_eq!(overall_percent(&[100, 50, 0, 0]), 30);
+    }
+}

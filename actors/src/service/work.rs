@@ -1,0 +1,236 @@
+//! A project's stages as the service runs them: each reads what the previous
+//! stage left in the project's work folder and writes its own result there,
+//! so a project resumes from its last finished stage after a restart.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::projects::{ClipRecord, ProjectRecord, SegmentRecord, Source};
+use super::Services;
+use crate::media::download;
+use crate::media::ffprobe::MediaInfo;
+use crate::project::stages::caption::{self, CaptionOptions};
+use crate::project::stages::cut::{self, ClipPlan, CutOptions};
+use crate::project::stages::score::preset_range;
+use crate::project::stages::transcribe::{self, TranscribeOptions};
+use crate::project::stages::{probe, Progress, Stage, StageCtx, StageError};
+use crate::transcript::Transcript;
+
+/// The work folder of a project.
+pub fn work_dir(services: &Services, project_id: &str) -> PathBuf {
+    services.settings.data_dir.join("work").join(project_id)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StageError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| StageError::io(&format!("reading {}", path.display()), e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| StageError::io(&format!("parsing {}", path.display()), e))
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StageError> {
+    let tmp = path.with_extension("part");
+    let bytes = serde_json::to_vec(value).map_err(|e| StageError::io("encoding", e))?;
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| StageError::io(&format!("writing {}", path.display()), e))
+}
+
+fn source_path(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_stem().map(|s| s == "source").unwrap_or(false)
+                && p.extension().map(|e| e != "part").unwrap_or(false)
+        })
+}
+
+/// What a finished caption stage hands back to the project actor.
+pub struct CaptionResult {
+    pub clips: Vec<ClipRecord>,
+}
+
+/// Runs one stage of `project` in its work folder.
+pub async fn run_stage(
+    services: Arc<Services>,
+    project: ProjectRecord,
+    stage: Stage,
+    cancel: tokio_util::sync::CancellationToken,
+    progress: Progress,
+) -> Result<Option<CaptionResult>, StageError> {
+    let dir = work_dir(&services, &project.id);
+    std::fs::create_dir_all(&dir).map_err(|e| StageError::io("creating the work folder", e))?;
+    let ctx = StageCtx::new(cancel, progress);
+    match stage {
+        Stage::Download => {
+            download_stage(&services, &project, &dir, &ctx).await?;
+            Ok(None)
+        }
+        Stage::Transcribe => {
+            let src = source_path(&dir)
+                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
+            let media: MediaInfo = read_json(&dir.join("media.json"))?;
+            let model = services
+                .model()
+                .await
+                .map_err(|e| StageError::Model(e.to_string()))?;
+            let span = project.duration_sec.min(media.duration);
+            let out = transcribe::run(
+                &src,
+                model,
+                TranscribeOptions {
+                    language: None,
+                    start: 0.0,
+                    duration: Some(span),
+                    expected_secs: span,
+                    batch_size: services.settings.batch_size,
+                },
+                &ctx,
+            )
+            .await?;
+            write_json(&dir.join("transcript.json"), &out.transcript)?;
+            write_json(&dir.join("loudness.json"), &out.loudness_db)?;
+            Ok(None)
+        }
+        Stage::Cut => {
+            let src = source_path(&dir)
+                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
+            let transcript: Transcript = read_json(&dir.join("transcript.json"))?;
+            let loudness: Vec<f32> = read_json(&dir.join("loudness.json"))?;
+            let range = preset_range(&project.preset).unwrap_or((20.0, 60.0));
+            let plans = cut::run(
+                &src,
+                &transcript,
+                &loudness,
+                &CutOptions {
+                    range,
+                    max_clips: services.settings.max_clips,
+                    skip_cuts: project.skip_cuts,
+                    start: 0.0,
+                    duration: project.duration_sec,
+                    rerank: None,
+                },
+                &ctx,
+            )
+            .await?;
+            write_json(&dir.join("plans.json"), &plans)?;
+            Ok(None)
+        }
+        Stage::Caption => caption_stage(&services, &project, &dir, &ctx)
+            .await
+            .map(Some),
+    }
+}
+
+async fn download_stage(
+    services: &Services,
+    project: &ProjectRecord,
+    dir: &Path,
+    ctx: &StageCtx,
+) -> Result<(), StageError> {
+    if let Some(old) = source_path(dir) {
+        let _ = std::fs::remove_file(old);
+    }
+    let (path, name) = match &project.source {
+        Source::Url(url) => {
+            let p = ctx.progress.clone();
+            let half = Progress::new(move |v| p.set(v as f64 / 100.0 * 0.9));
+            (
+                download::download(url, dir, &ctx.cancel, &half).await?,
+                url.clone(),
+            )
+        }
+        Source::Upload(key) => {
+            let name = key.rsplit('/').next().unwrap_or("upload").to_string();
+            let ext = Path::new(&name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("mp4")
+                .to_string();
+            let path = dir.join(format!("source.{ext}"));
+            services
+                .objects
+                .get_to_file(key, &path)
+                .await
+                .map_err(|e| StageError::Io(format!("fetching the upload: {e}")))?;
+            ctx.progress.set(0.9);
+            (path, name)
+        }
+    };
+    let media = probe::run(&path, &name, ctx).await?;
+    write_json(&dir.join("media.json"), &media)?;
+    ctx.progress.done();
+    Ok(())
+}
+
+async fn caption_stage(
+    services: &Services,
+    project: &ProjectRecord,
+    dir: &Path,
+    ctx: &StageCtx,
+) -> Result<CaptionResult, StageError> {
+    let src = source_path(dir)
+        .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
+    let media: MediaInfo = read_json(&dir.join("media.json"))?;
+    let transcript: Transcript = read_json(&dir.join("transcript.json"))?;
+    let plans: Vec<ClipPlan> = read_json(&dir.join("plans.json"))?;
+    let out_dir = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let mut opts = CaptionOptions::new(out_dir.clone(), project.style.clone());
+    opts.x264_preset = services.settings.x264_preset.clone();
+    // Encoding is 95% of this stage; uploads take the rest.
+    let encode_progress = {
+        let p = ctx.progress.clone();
+        Progress::new(move |v| p.set(v as f64 / 100.0 * 0.95))
+    };
+    let enc_ctx = StageCtx::new(ctx.cancel.clone(), encode_progress);
+    let rendered = caption::run_stage(&src, &media, &transcript, &plans, &opts, &enc_ctx).await?;
+    let now = super::projects::now_ms();
+    let mut clips = Vec::with_capacity(rendered.len());
+    for c in &rendered {
+        ctx.check_cancelled()?;
+        let base = format!("projects/{}/clip-{}", project.id, c.index);
+        let keys = [
+            (format!("{base}.mp4"), &c.video, "video/mp4"),
+            (format!("{base}.srt"), &c.srt, "application/x-subrip"),
+            (format!("{base}.vtt"), &c.vtt, "text/vtt"),
+            (format!("{base}.jpg"), &c.thumbnail, "image/jpeg"),
+        ];
+        for (key, path, ctype) in &keys {
+            services
+                .objects
+                .put_file(key, path, ctype)
+                .await
+                .map_err(|e| StageError::Io(format!("storing clip {}: {e}", c.index)))?;
+        }
+        let segments = crate::transcript::sentences_from_words(&c.words)
+            .into_iter()
+            .map(|s| SegmentRecord {
+                id: uuid::Uuid::new_v4().to_string(),
+                start: s.start,
+                end: s.end,
+                text: s.text,
+            })
+            .collect();
+        clips.push(ClipRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            project_id: project.id.clone(),
+            index: c.index as u32,
+            title: c.plan.title.clone(),
+            score: c.plan.score,
+            start: c.plan.start,
+            end: c.plan.end,
+            quality: c.quality.clone(),
+            video_key: keys[0].0.clone(),
+            subtitle_key: keys[1].0.clone(),
+            vtt_key: keys[2].0.clone(),
+            thumbnail_key: keys[3].0.clone(),
+            segments,
+            created_at: now,
+        });
+    }
+    ctx.progress.done();
+    Ok(CaptionResult { clips })
+}

@@ -1,0 +1,10 @@
+//! Persistent storage: a key-value store for the service's records
+//! ([`kv`]) and an object store for media files ([`objects`]).
+//!
+//! Both sit behind traits ([`kv::KvStore`], [`objects::ObjectStore`]) with a
+//! production backend (sled, S3), a second one for development and tests
+//! (in memory, local files) and a conformance suite that every backend must
+//! pass. Both report [`kv::StorageError`].
+
+pub mod kv;
+pub mod objects;

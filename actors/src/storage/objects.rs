@@ -1,0 +1,1411 @@
+//! Object storage (media files, renders, thumbnails) behind the
+//! [`ObjectStore`] trait.
+//!
+//! [`LocalStore`] keeps objects as files under a directory and hands out
+//! HMAC-signed, expiring URLs that the service's HTTP layer checks with
+//! [`LocalStore::verify`] before serving [`LocalStore::path_of`].
+//! [`S3Store`] keeps them in an S3 bucket (AWS or any S3-compatible endpoint)
+//! and hands out presigned GET URLs.
+//!
+//! Object keys are `/`-separated paths such as `projects/p1/clips/c3.mp4`;
+//! [`validate_key`] lists the rules. Both stores enforce the same rules so
+//! that code written against one works against the other.
+//!
+//! # TLS crypto provider
+//!
+//! The S3 client uses rustls with the aws-lc-rs provider. The service binary
+//! also links other rustls users (reqwest, async-stripe) and with more than
+//! one provider compiled in rustls cannot pick a process-wide default by
+//! itself: a client that relies on the default then panics. The binary must
+//! therefore call [`install_default_crypto_provider`] first thing in `main`,
+//! before any HTTP or S3 client is built; tests that build such clients call
+//! it at their start.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    BucketLocationConstraint, CreateBucketConfiguration, Delete, ObjectIdentifier,
+};
+use hmac::{Hmac, KeyInit, Mac};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use sha2::Sha256;
+use tempfile::NamedTempFile;
+use tokio::io::AsyncWriteExt;
+
+use super::kv::{Result, StorageError};
+
+/// Installs aws-lc-rs as rustls' process-wide default crypto provider.
+///
+/// Call it at the start of `main` (and of tests that build TLS clients),
+/// before any client exists; see the module documentation for why. Calling it
+/// again, or after another provider was installed, does nothing.
+pub fn install_default_crypto_provider() {
+    // An error only says that a default provider is already installed.
+    let _already_installed = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+/// Longest key accepted, in bytes (the S3 limit).
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// Checks an object key.
+///
+/// A key is a non-empty `/`-separated path of at most [`MAX_KEY_LEN`] bytes
+/// without a leading `/`, empty segments (`a//b`, a trailing `/`), `.` or
+/// `..` segments, backslashes or control characters.
+pub fn validate_key(key: &str) -> Result<()> {
+    let invalid = |reason| {
+        Err(StorageError::InvalidKey {
+            key: key.to_string(),
+            reason,
+        })
+    };
+    if key.is_empty() {
+        return invalid("empty key");
+    }
+    if key.len() > MAX_KEY_LEN {
+        return invalid("longer than 1024 bytes");
+    }
+    if let Some(reason) = forbidden_characters(key) {
+        return invalid(reason);
+    }
+    if key.split('/').any(|segment| !is_plain_segment(segment)) {
+        return invalid("empty, '.' or '..' path segment");
+    }
+    Ok(())
+}
+
+/// Checks a listing prefix: like a key, except that it may be empty and its
+/// last segment (after the last `/`) may be any partial segment.
+pub fn validate_prefix(prefix: &str) -> Result<()> {
+    let invalid = |reason| {
+        Err(StorageError::InvalidKey {
+            key: prefix.to_string(),
+            reason,
+        })
+    };
+    if prefix.len() > MAX_KEY_LEN {
+        return invalid("longer than 1024 bytes");
+    }
+    if let Some(reason) = forbidden_characters(prefix) {
+        return invalid(reason);
+    }
+    if let Some((dirs, _partial)) = prefix.rsplit_once('/') {
+        if dirs.split('/').any(|segment| !is_plain_segment(segment)) {
+            return invalid("empty, '.' or '..' path segment");
+        }
+    }
+    Ok(())
+}
+
+fn forbidden_characters(key: &str) -> Option<&'static str> {
+    if key.starts_with('/') {
+        Some("starts with '/'")
+    } else if key.contains('\\') {
+        Some("contains a backslash")
+    } else if key.chars().any(char::is_control) {
+        Some("contains a control character")
+    } else {
+        None
+    }
+}
+
+fn is_plain_segment(segment: &str) -> bool {
+    !matches!(segment, "" | "." | "..")
+}
+
+/// Storage for whole objects addressed by key.
+///
+/// Writes replace the whole object; readers see either the old or the new
+/// content, never a partial one. Methods taking a key reject invalid keys
+/// (see [`validate_key`]) with [`StorageError::InvalidKey`]; reading a
+/// missing object fails with [`StorageError::NotFound`].
+#[async_trait]
+pub trait ObjectStore: Send + Sync + 'static {
+    /// Uploads the file at `path`, streaming it, and returns its size.
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<u64>;
+
+    /// Stores a small object held in memory.
+    async fn put_bytes(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<()>;
+
+    /// Downloads the object to `path`, streaming it, and returns its size.
+    /// Missing parent directories are created; `path` appears only once the
+    /// download is complete.
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<u64>;
+
+    /// Reads a small object into memory.
+    async fn get_bytes(&self, key: &str) -> Result<Vec<u8>>;
+
+    /// The object's size, or `None` if it does not exist.
+    async fn size(&self, key: &str) -> Result<Option<u64>>;
+
+    /// Deletes the object; deleting a missing object is not an error.
+    async fn delete(&self, key: &str) -> Result<()>;
+
+    /// Deletes every object whose key starts with `prefix` and returns how
+    /// many were deleted.
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64>;
+
+    /// Every object whose key starts with `prefix` (a plain string prefix,
+    /// not only whole segments), with its size, sorted by key.
+    async fn list_prefix(&self, prefix: &str) -> Result<Vec<(String, u64)>>;
+
+    /// A URL from which a plain HTTP GET downloads the object until
+    /// `expires` from now. The object need not exist yet.
+    async fn url(&self, key: &str, expires: Duration) -> Result<String>;
+}
+
+/// Runs blocking file-system work off the async executor threads.
+async fn blocking<T, F>(work: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => Err(StorageError::Backend(format!(
+            "blocking storage task did not finish: {err}"
+        ))),
+    }
+}
+
+/// The directory a file at `path` lives in ("." for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Characters escaped in the key part of a local media URL: everything but
+/// RFC 3986 unreserved characters and the `/` separator.
+const KEY_IN_URL: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// How often a write retries when a concurrent delete removes the object's
+/// (then empty) directory between creating it and renaming into it.
+const RENAME_ATTEMPTS: usize = 3;
+
+/// Staging files older than this are leftovers of a crashed process.
+const STALE_STAGING_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Objects stored as files under a root directory.
+///
+/// Layout: `root/objects/<key>` holds the objects; `root/staging/` holds
+/// files being written, which are renamed into place when complete, so
+/// readers never see a partial object. Content types are not recorded: the
+/// HTTP layer derives them from the key's extension. Because keys map to
+/// paths, a key cannot also be a directory of other keys (`a` and `a/b`);
+/// writing the second of such a pair fails with [`StorageError::Io`].
+///
+/// [`url`](ObjectStore::url) returns
+/// `{public_base}/media/{key}?expires=<unix seconds>&sig=<hex>`, the key
+/// percent-encoded per segment and `sig` the HMAC-SHA256 of
+/// `"{key}\n{expires}"` under the store's secret. The HTTP layer serving
+/// `/media/` percent-decodes the path into the key, checks it with
+/// [`verify`](LocalStore::verify) and sends the file at
+/// [`path_of`](LocalStore::path_of).
+pub struct LocalStore {
+    objects: PathBuf,
+    staging: PathBuf,
+    public_base: String,
+    secret: Vec<u8>,
+}
+
+impl fmt::Debug for LocalStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalStore")
+            .field("objects", &self.objects)
+            .field("public_base", &self.public_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalStore {
+    /// Opens (creating it if needed) the store under `root`. `public_base` is
+    /// the service's external base URL, e.g. `https://clips.example.com`;
+    /// `secret` signs URLs and must not be empty. Staging files left by a
+    /// crashed writer more than a day ago are removed.
+    pub fn new(
+        root: impl Into<PathBuf>,
+        public_base: impl Into<String>,
+        secret: impl Into<Vec<u8>>,
+    ) -> Result<Self> {
+        let root = root.into();
+        let secret = secret.into();
+        if secret.is_empty() {
+            return Err(StorageError::Config(
+                "the local store's URL signing secret is empty".to_string(),
+            ));
+        }
+        let public_base = public_base.into().trim_end_matches('/').to_string();
+        if public_base.is_empty() {
+            return Err(StorageError::Config(
+                "the local store's public base URL is empty".to_string(),
+            ));
+        }
+        let objects = root.join("objects");
+        let staging = root.join("staging");
+        for dir in [&objects, &staging] {
+            fs::create_dir_all(dir)
+                .map_err(|e| StorageError::io(format!("creating {}", dir.display()), e))?;
+        }
+        remove_stale_staging_files(&staging)?;
+        Ok(LocalStore {
+            objects,
+            staging,
+            public_base,
+            secret,
+        })
+    }
+
+    /// Where the object `key` is (or would be) stored.
+    pub fn path_of(&self, key: &str) -> Result<PathBuf> {
+        validate_key(key)?;
+        Ok(self.objects.join(key))
+    }
+
+    /// Whether `sig` is this store's signature of `key` and `expires`, and
+    /// `expires` (unix seconds) is not before `now_unix`. The comparison
+    /// takes the same time whatever the signature.
+    pub fn verify(&self, key: &str, expires: u64, sig: &str, now_unix: u64) -> bool {
+        if now_unix > expires || validate_key(key).is_err() {
+            return false;
+        }
+        let Ok(sig) = hex::decode(sig) else {
+            return false;
+        };
+        self.mac(key, expires).verify_slice(&sig).is_ok()
+    }
+
+    fn mac(&self, key: &str, expires: u64) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.secret)
+            .expect("HMAC accepts keys of any length");
+        mac.update(format!("{key}\n{expires}").as_bytes());
+        mac
+    }
+
+    fn sign(&self, key: &str, expires: u64) -> String {
+        hex::encode(self.mac(key, expires).finalize().into_bytes())
+    }
+}
+
+fn remove_stale_staging_files(staging: &Path) -> Result<()> {
+    let entries = fs::read_dir(staging)
+        .map_err(|e| StorageError::io(format!("listing {}", staging.display()), e))?;
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| StorageError::io(format!("listing {}", staging.display()), e))?;
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STALE_STAGING_AGE);
+        if stale {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StorageError::io(
+                        format!("removing stale {}", entry.path().display()),
+                        e,
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes an object through a staging file: `fill` writes the content, which
+/// is synced and then renamed to `dest`.
+fn write_object(
+    staging: &Path,
+    dest: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<u64>,
+) -> Result<u64> {
+    let dest_text = || dest.display().to_string();
+    let mut temp = NamedTempFile::new_in(staging)
+        .map_err(|e| StorageError::io(format!("creating a staging file for {}", dest_text()), e))?;
+    let size = fill(temp.as_file_mut())
+        .map_err(|e| StorageError::io(format!("writing {}", dest_text()), e))?;
+    temp.as_file()
+        .sync_all()
+        .map_err(|e| StorageError::io(format!("syncing {}", dest_text()), e))?;
+
+    let dir = parent_dir(dest);
+    let mut attempt = 1;
+    loop {
+        fs::create_dir_all(dir)
+            .map_err(|e| StorageError::io(format!("creating {}", dir.display()), e))?;
+        match temp.persist(dest) {
+            Ok(_) => return Ok(size),
+            Err(err)
+                if err.error.kind() == io::ErrorKind::NotFound && attempt < RENAME_ATTEMPTS =>
+            {
+                temp = err.file;
+                attempt += 1;
+            }
+            Err(err) => {
+                return Err(StorageError::io(
+                    format!("moving the staged object to {}", dest_text()),
+                    err.error,
+                ))
+            }
+        }
+    }
+}
+
+/// Opens an object file for reading, mapping absence to `NotFound`.
+fn open_object(path: &Path, key: &str) -> Result<File> {
+    let not_found = || StorageError::NotFound(key.to_string());
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+        Err(e) => return Err(StorageError::io(format!("opening {}", path.display()), e)),
+    };
+    let metadata = file
+        .metadata()
+        .map_err(|e| StorageError::io(format!("reading metadata of {}", path.display()), e))?;
+    if !metadata.is_file() {
+        return Err(not_found());
+    }
+    Ok(file)
+}
+
+/// Removes now-empty directories from `path`'s parent up to (excluding)
+/// `root`. Stops at the first directory that is not empty.
+fn prune_empty_dirs(root: &Path, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(current) = dir {
+        if current == root || !current.starts_with(root) || fs::remove_dir(current).is_err() {
+            break;
+        }
+        dir = current.parent();
+    }
+}
+
+fn remove_object(objects: &Path, key: &str) -> Result<bool> {
+    let path = objects.join(key);
+    match fs::metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(StorageError::io(
+                format!("inspecting {}", path.display()),
+                e,
+            ))
+        }
+    }
+    let removed = match fs::remove_file(&path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(StorageError::io(format!("deleting {}", path.display()), e)),
+    };
+    prune_empty_dirs(objects, &path);
+    Ok(removed)
+}
+
+/// Every object under `objects` whose key starts with `prefix`, sorted.
+fn list_objects(objects: &Path, prefix: &str) -> Result<Vec<(String, u64)>> {
+    // Walk only the deepest directory the prefix names completely.
+    let start = prefix.rfind('/').map_or("", |i| &prefix[..=i]);
+    let mut found = BTreeMap::new();
+    let mut pending = vec![(objects.join(start), start.to_string())];
+    while let Some((dir, dir_key)) = pending.pop() {
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(StorageError::io(format!("listing {}", dir.display()), e)),
+        };
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| StorageError::io(format!("listing {}", dir.display()), e))?;
+            // Names that are not UTF-8 cannot have been written as keys.
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let key = format!("{dir_key}{name}");
+            let file_type = entry.file_type().map_err(|e| {
+                StorageError::io(format!("inspecting {}", entry.path().display()), e)
+            })?;
+            if file_type.is_dir() {
+                let sub_key = format!("{key}/");
+                if sub_key.starts_with(prefix) || prefix.starts_with(&sub_key) {
+                    pending.push((entry.path(), sub_key));
+                }
+            } else if file_type.is_file() && key.starts_with(prefix) && validate_key(&key).is_ok() {
+                let size = match entry.metadata() {
+                    Ok(m) => m.len(),
+                    // Deleted while listing.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Err(StorageError::io(
+                            format!("inspecting {}", entry.path().display()),
+                            e,
+                        ))
+                    }
+                };
+                found.insert(key, size);
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+#[async_trait]
+impl ObjectStore for LocalStore {
+    async fn put_file(&self, key: &str, path: &Path, _content_type: &str) -> Result<u64> {
+        let dest = self.path_of(key)?;
+        let staging = self.staging.clone();
+        let source = path.to_path_buf();
+        blocking(move || {
+            let mut input = File::open(&source)
+                .map_err(|e| StorageError::io(format!("opening {}", source.display()), e))?;
+            write_object(&staging, &dest, |out| io::copy(&mut input, out))
+        })
+        .await
+    }
+
+    async fn put_bytes(&self, key: &str, bytes: Vec<u8>, _content_type: &str) -> Result<()> {
+        let dest = self.path_of(key)?;
+        let staging = self.staging.clone();
+        blocking(move || {
+            write_object(&staging, &dest, |out| {
+                io::Write::write_all(out, &bytes).map(|()| bytes.len() as u64)
+            })
+            .map(drop)
+        })
+        .await
+    }
+
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<u64> {
+        let source = self.path_of(key)?;
+        let key = key.to_string();
+        let dest = path.to_path_buf();
+        blocking(move || {
+            let mut input = open_object(&source, &key)?;
+            let dir = parent_dir(&dest);
+            fs::create_dir_all(dir)
+                .map_err(|e| StorageError::io(format!("creating {}", dir.display()), e))?;
+            let mut temp = NamedTempFile::new_in(dir).map_err(|e| {
+                StorageError::io(format!("creating a temporary file in {}", dir.display()), e)
+            })?;
+            let size = io::copy(&mut input, temp.as_file_mut()).map_err(|e| {
+                StorageError::io(format!("copying {} to {}", key, dest.display()), e)
+            })?;
+            temp.persist(&dest).map_err(|e| {
+                StorageError::io(
+                    format!("moving the download to {}", dest.display()),
+                    e.error,
+                )
+            })?;
+            Ok(size)
+        })
+        .await
+    }
+
+    async fn get_bytes(&self, key: &str) -> Result<Vec<u8>> {
+        let source = self.path_of(key)?;
+        let key = key.to_string();
+        blocking(move || {
+            let mut input = open_object(&source, &key)?;
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut input, &mut bytes)
+                .map_err(|e| StorageError::io(format!("reading {}", source.display()), e))?;
+            Ok(bytes)
+        })
+        .await
+    }
+
+    async fn size(&self, key: &str) -> Result<Option<u64>> {
+        let path = self.path_of(key)?;
+        match tokio::fs::metadata(&path).await {
+            Ok(m) if m.is_file() => Ok(Some(m.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StorageError::io(
+                format!("inspecting {}", path.display()),
+                e,
+            )),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        let objects = self.objects.clone();
+        let key = key.to_string();
+        blocking(move || remove_object(&objects, &key).map(drop)).await
+    }
+
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
+        validate_prefix(prefix)?;
+        let objects = self.objects.clone();
+        let prefix = prefix.to_string();
+        blocking(move || {
+            let mut deleted = 0;
+            for (key, _size) in list_objects(&objects, &prefix)? {
+                if remove_object(&objects, &key)? {
+                    deleted += 1;
+                }
+            }
+            Ok(deleted)
+        })
+        .await
+    }
+
+    async fn list_prefix(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        validate_prefix(prefix)?;
+        let objects = self.objects.clone();
+        let prefix = prefix.to_string();
+        blocking(move || list_objects(&objects, &prefix)).await
+    }
+
+    async fn url(&self, key: &str, expires: Duration) -> Result<String> {
+        validate_key(key)?;
+        let expires_at = now_unix().saturating_add(expires.as_secs());
+        Ok(format!(
+            "{}/media/{}?expires={expires_at}&sig={}",
+            self.public_base,
+            utf8_percent_encode(key, KEY_IN_URL),
+            self.sign(key, expires_at)
+        ))
+    }
+}
+
+/// Where an [`S3Store`] keeps its objects and how it signs in.
+#[derive(Clone)]
+pub struct S3Config {
+    pub bucket: String,
+    pub region: String,
+    /// An S3-compatible endpoint such as `http://127.0.0.1:9000`; `None` for
+    /// AWS itself. Setting it also switches to path-style addressing.
+    pub endpoint_url: Option<String>,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    /// Create the bucket on connect if it does not exist.
+    pub create_bucket: bool,
+}
+
+impl fmt::Debug for S3Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Config")
+            .field("bucket", &self.bucket)
+            .field("region", &self.region)
+            .field("endpoint_url", &self.endpoint_url)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .field("create_bucket", &self.create_bucket)
+            .finish()
+    }
+}
+
+/// Objects in an S3 bucket.
+///
+/// Uploads are single PUTs, so an object is at most 5 GiB. Content types are
+/// stored with the object and served with presigned downloads.
+#[derive(Debug, Clone)]
+pub struct S3Store {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+/// Largest number of keys one DeleteObjects request accepts.
+const DELETE_BATCH: usize = 1000;
+
+/// A size reported by S3; absent or negative (never seen in practice) is 0.
+fn object_size(reported: Option<i64>) -> u64 {
+    reported.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+}
+
+fn s3_error<E, R>(what: impl fmt::Display, err: SdkError<E, R>) -> StorageError
+where
+    E: std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    StorageError::Backend(format!("S3 {what}: {}", DisplayErrorContext(&err)))
+}
+
+impl S3Store {
+    /// Builds a client from `cfg` alone (no environment variables or AWS
+    /// profile files are read) and, if `cfg.create_bucket`, creates the
+    /// bucket when it is missing.
+    pub async fn connect(cfg: S3Config) -> Result<Self> {
+        if cfg.bucket.is_empty() {
+            return Err(StorageError::Config("the S3 bucket name is empty".into()));
+        }
+        if cfg.region.is_empty() {
+            return Err(StorageError::Config("the S3 region is empty".into()));
+        }
+        let credentials = Credentials::new(
+            cfg.access_key_id.clone(),
+            cfg.secret_access_key.clone(),
+            None,
+            None,
+            "clipforge-config",
+        );
+        let mut builder = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(cfg.region.clone()))
+            .credentials_provider(credentials);
+        if let Some(endpoint) = &cfg.endpoint_url {
+            builder = builder.endpoint_url(endpoint).force_path_style(true);
+        }
+        let store = S3Store {
+            client: aws_sdk_s3::Client::from_conf(builder.build()),
+            bucket: cfg.bucket.clone(),
+        };
+        if cfg.create_bucket {
+            store.ensure_bucket(&cfg.region).await?;
+        }
+        Ok(store)
+    }
+
+    async fn ensure_bucket(&self, region: &str) -> Result<()> {
+        let bucket = &self.bucket;
+        match self.client.head_bucket().bucket(bucket).send().await {
+            Ok(_) => return Ok(()),
+            Err(err) if err.as_service_error().is_some_and(|e| e.is_not_found()) => {}
+            Err(err) => return Err(s3_error(format_args!("HeadBucket {bucket}"), err)),
+        }
+        let mut create = self.client.create_bucket().bucket(bucket);
+        // us-east-1 is the default location and must not be named.
+        if region != "us-east-1" {
+            create = create.create_bucket_configuration(
+                CreateBucketConfiguration::builder()
+                    .location_constraint(BucketLocationConstraint::from(region))
+                    .build(),
+            );
+        }
+        match create.send().await {
+            Ok(_) => {
+                tracing::info!(bucket = %bucket, "created S3 bucket");
+                Ok(())
+            }
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_bucket_already_owned_by_you()) =>
+            {
+                Ok(())
+            }
+            Err(err) => Err(s3_error(format_args!("CreateBucket {bucket}"), err)),
+        }
+    }
+
+    fn object_text(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.bucket)
+    }
+
+    /// Starts a download, mapping a missing key to `NotFound`.
+    async fn get_object(&self, key: &str) -> Result<GetObjectOutput> {
+        validate_key(key)?;
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(output) => Ok(output),
+            Err(err) if err.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
+                Err(StorageError::NotFound(key.to_string()))
+            }
+            Err(err) => Err(s3_error(
+                format_args!("GetObject {}", self.object_text(key)),
+                err,
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3Store {
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<u64> {
+        validate_key(key)?;
+        let metadata = tokio::fs::metadata(path)
+            .await
+            .map_err(|e| StorageError::io(format!("inspecting {}", path.display()), e))?;
+        if !metadata.is_file() {
+            return Err(StorageError::io(
+                format!("uploading {}", path.display()),
+                io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            ));
+        }
+        let body = ByteStream::from_path(path).await.map_err(|e| {
+            StorageError::io(format!("opening {}", path.display()), io::Error::other(e))
+        })?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                s3_error(
+                    format_args!(
+                        "PutObject {} from {}",
+                        self.object_text(key),
+                        path.display()
+                    ),
+                    e,
+                )
+            })?;
+        Ok(metadata.len())
+    }
+
+    async fn put_bytes(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<()> {
+        validate_key(key)?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| s3_error(format_args!("PutObject {}", self.object_text(key)), e))?;
+        Ok(())
+    }
+
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<u64> {
+        let output = self.get_object(key).await?;
+
+        let dir = parent_dir(path).to_path_buf();
+        let (file, temp_path) = blocking(move || {
+            fs::create_dir_all(&dir)
+                .map_err(|e| StorageError::io(format!("creating {}", dir.display()), e))?;
+            NamedTempFile::new_in(&dir).map_err(|e| {
+                StorageError::io(format!("creating a temporary file in {}", dir.display()), e)
+            })
+        })
+        .await?
+        .into_parts();
+        let mut file = tokio::fs::File::from_std(file);
+        let mut body = output.body.into_async_read();
+        let copy_context = || {
+            format!(
+                "downloading {} to {}",
+                self.object_text(key),
+                path.display()
+            )
+        };
+        let size = tokio::io::copy(&mut body, &mut file)
+            .await
+            .map_err(|e| StorageError::io(copy_context(), e))?;
+        file.flush()
+            .await
+            .map_err(|e| StorageError::io(copy_context(), e))?;
+        drop(file);
+
+        let dest = path.to_path_buf();
+        blocking(move || {
+            temp_path.persist(&dest).map_err(|e| {
+                StorageError::io(
+                    format!("moving the download to {}", dest.display()),
+                    e.error,
+                )
+            })
+        })
+        .await?;
+        Ok(size)
+    }
+
+    async fn get_bytes(&self, key: &str) -> Result<Vec<u8>> {
+        let output = self.get_object(key).await?;
+        let body = output.body.collect().await.map_err(|e| {
+            StorageError::Backend(format!(
+                "S3 GetObject {}: reading the body: {e}",
+                self.object_text(key)
+            ))
+        })?;
+        Ok(body.into_bytes().to_vec())
+    }
+
+    async fn size(&self, key: &str) -> Result<Option<u64>> {
+        validate_key(key)?;
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(output) => Ok(Some(object_size(output.content_length()))),
+            Err(err) if err.as_service_error().is_some_and(|e| e.is_not_found()) => Ok(None),
+            Err(err) => Err(s3_error(
+                format_args!("HeadObject {}", self.object_text(key)),
+                err,
+            )),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<()> {
+        validate_key(key)?;
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| s3_error(format_args!("DeleteObject {}", self.object_text(key)), e))?;
+        Ok(())
+    }
+
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
+        let keys: Vec<String> = self
+            .list_prefix(prefix)
+            .await?
+            .into_iter()
+            .map(|(key, _size)| key)
+            .collect();
+        let mut deleted = 0;
+        for chunk in keys.chunks(DELETE_BATCH) {
+            let objects = chunk
+                .iter()
+                .map(|key| ObjectIdentifier::builder().key(key).build())
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| StorageError::Backend(format!("S3 DeleteObjects request: {e}")))?;
+            let delete = Delete::builder()
+                .set_objects(Some(objects))
+                .quiet(true)
+                .build()
+                .map_err(|e| StorageError::Backend(format!("S3 DeleteObjects request: {e}")))?;
+            let output = self
+                .client
+                .delete_objects()
+                .bucket(&self.bucket)
+                .delete(delete)
+                .send()
+                .await
+                .map_err(|e| {
+                    s3_error(
+                        format_args!("DeleteObjects under s3://{}/{prefix}", self.bucket),
+                        e,
+                    )
+                })?;
+            if let Some(first) = output.errors().first() {
+                return Err(StorageError::Backend(format!(
+                    "S3 DeleteObjects under s3://{}/{prefix}: {} of {} keys failed, first {:?}: {} {}",
+                    self.bucket,
+                    output.errors().len(),
+                    chunk.len(),
+                    first.key().unwrap_or_default(),
+                    first.code().unwrap_or_default(),
+                    first.message().unwrap_or_default(),
+                )));
+            }
+            deleted += chunk.len() as u64;
+        }
+        Ok(deleted)
+    }
+
+    async fn list_prefix(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        validate_prefix(prefix)?;
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .into_paginator()
+            .send();
+        let mut found = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| {
+                s3_error(
+                    format_args!("ListObjectsV2 s3://{}/{prefix}", self.bucket),
+                    e,
+                )
+            })?;
+            for object in page.contents() {
+                let Some(key) = object.key() else { continue };
+                found.push((key.to_string(), object_size(object.size())));
+            }
+        }
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    async fn url(&self, key: &str, expires: Duration) -> Result<String> {
+        validate_key(key)?;
+        // S3 accepts lifetimes of up to 7 days; PresigningConfig enforces it.
+        let presigning = PresigningConfig::expires_in(expires).map_err(|e| {
+            StorageError::Config(format!("presigned URL lifetime {expires:?}: {e}"))
+        })?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .presigned(presigning)
+            .await
+            .map_err(|e| s3_error(format_args!("presigning GET {}", self.object_text(key)), e))?;
+        Ok(request.uri().to_string())
+    }
+}
+
+/// Deterministic, incompressible test content.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect()
+}
+
+/// The behaviour every [`ObjectStore`] must show; panics on the first
+/// deviation.
+///
+/// It works under the prefix `conformance/`, which it empties first and
+/// leaves empty, and checks each [`url`](ObjectStore::url) with a plain HTTP
+/// GET, so the URLs must be reachable from the test.
+#[doc(hidden)]
+pub async fn object_store_conformance(store: &dyn ObjectStore) {
+    const ROOT: &str = "conformance/";
+    store.delete_prefix(ROOT).await.expect("initial cleanup");
+    let scratch = tempfile::tempdir().expect("scratch directory");
+
+    // Bytes: put, get, size, overwrite, empty.
+    let small = "conformance/a/one.txt";
+    store
+        .put_bytes(small, b"hello".to_vec(), "text/plain")
+        .await
+        .expect("put_bytes");
+    assert_eq!(store.get_bytes(small).await.expect("get_bytes"), b"hello");
+    assert_eq!(store.size(small).await.expect("size"), Some(5));
+    store
+        .put_bytes(small, b"hello again".to_vec(), "text/plain")
+        .await
+        .expect("overwrite");
+    assert_eq!(
+        store.get_bytes(small).await.expect("get_bytes"),
+        b"hello again"
+    );
+    assert_eq!(store.size(small).await.expect("size"), Some(11));
+    let empty = "conformance/empty";
+    store
+        .put_bytes(empty, Vec::new(), "application/octet-stream")
+        .await
+        .expect("put empty");
+    assert_eq!(store.get_bytes(empty).await.expect("get empty"), b"");
+    assert_eq!(store.size(empty).await.expect("size"), Some(0));
+
+    // Missing objects.
+    let missing = "conformance/missing.bin";
+    assert!(matches!(
+        store.get_bytes(missing).await,
+        Err(StorageError::NotFound(_))
+    ));
+    assert_eq!(store.size(missing).await.expect("size of missing"), None);
+    let not_written = scratch.path().join("not-written.bin");
+    assert!(matches!(
+        store.get_to_file(missing, &not_written).await,
+        Err(StorageError::NotFound(_))
+    ));
+    assert!(!not_written.exists(), "a failed download left a file");
+    store
+        .delete(missing)
+        .await
+        .expect("deleting a missing object is not an error");
+
+    // Files: a 20 MiB object streamed up and down.
+    let big = "conformance/media/source.mp4";
+    let content = pattern(20 * 1024 * 1024, 42);
+    let upload = scratch.path().join("upload.mp4");
+    std::fs::write(&upload, &content).expect("write upload file");
+    assert_eq!(
+        store
+            .put_file(big, &upload, "video/mp4")
+            .await
+            .expect("put_file"),
+        content.len() as u64
+    );
+    assert_eq!(
+        store.size(big).await.expect("size"),
+        Some(content.len() as u64)
+    );
+    let download = scratch.path().join("nested/dir/download.mp4");
+    assert_eq!(
+        store
+            .get_to_file(big, &download)
+            .await
+            .expect("get_to_file"),
+        content.len() as u64
+    );
+    let downloaded = std::fs::read(&download).expect("read download");
+    assert!(downloaded == content, "downloaded file differs from upload");
+    drop(downloaded);
+    let small_file = scratch.path().join("small.txt");
+    store
+        .get_to_file(small, &small_file)
+        .await
+        .expect("get_to_file over nothing");
+    store
+        .put_bytes(small, b"replaced".to_vec(), "text/plain")
+        .await
+        .expect("overwrite");
+    store
+        .get_to_file(small, &small_file)
+        .await
+        .expect("get_to_file over an existing file");
+    assert_eq!(std::fs::read(&small_file).expect("read"), b"replaced");
+
+    // Keys that need escaping in URLs.
+    let odd = "conformance/a b/ü+%&?#=.txt";
+    store
+        .put_bytes(odd, b"odd".to_vec(), "text/plain")
+        .await
+        .expect("put odd key");
+    assert_eq!(store.get_bytes(odd).await.expect("get odd key"), b"odd");
+    let sibling = "conformance/ab.txt";
+    store
+        .put_bytes(sibling, b"ab".to_vec(), "text/plain")
+        .await
+        .expect("put");
+
+    // Listing: sorted, with sizes, by plain string prefix.
+    let everything = vec![
+        (odd.to_string(), 3),
+        (small.to_string(), 8),
+        (sibling.to_string(), 2),
+        (empty.to_string(), 0),
+        (big.to_string(), content.len() as u64),
+    ];
+    let mut sorted = everything.clone();
+    sorted.sort();
+    assert_eq!(store.list_prefix(ROOT).await.expect("list"), sorted);
+    assert_eq!(
+        store.list_prefix("conformance/a").await.expect("list"),
+        [
+            (odd.to_string(), 3),
+            (small.to_string(), 8),
+            (sibling.to_string(), 2)
+        ]
+    );
+    assert_eq!(
+        store.list_prefix("conformance/a/").await.expect("list"),
+        [(small.to_string(), 8)]
+    );
+    assert_eq!(
+        store
+            .list_prefix("conformance/media/source.mp4")
+            .await
+            .expect("list"),
+        [(big.to_string(), content.len() as u64)]
+    );
+    assert!(store
+        .list_prefix("conformance/nothing/")
+        .await
+        .expect("list")
+        .is_empty());
+
+    // URLs download the object with a plain GET.
+    let http = reqwest::Client::new();
+    for (key, expected) in [
+        (small, &b"replaced"[..]),
+        (odd, &b"odd"[..]),
+        (big, content.as_slice()),
+    ] {
+        let url = store.url(key, Duration::from_secs(600)).await.expect("url");
+        let response = http.get(&url).send().await.expect("GET the object URL");
+        assert!(
+            response.status().is_success(),
+            "GET {url}: {}",
+            response.status()
+        );
+        let body = response.bytes().await.expect("read the object URL body");
+        assert!(
+            body.as_ref() == expected,
+            "GET {url} returned different content"
+        );
+    }
+
+    // Invalid keys are rejected before anything happens.
+    for bad in [
+        "", "/abs", "a/../b", "..", "./a", "a//b", "a/", "a\\b", "a\nb", "a\0b",
+    ] {
+        let invalid = |r: Result<()>| matches!(r, Err(StorageError::InvalidKey { .. }));
+        assert!(
+            invalid(store.put_bytes(bad, b"x".to_vec(), "text/plain").await),
+            "put_bytes accepted {bad:?}"
+        );
+        assert!(
+            invalid(store.put_file(bad, &upload, "video/mp4").await.map(drop)),
+            "put_file accepted {bad:?}"
+        );
+        assert!(
+            invalid(store.get_bytes(bad).await.map(drop)),
+            "get_bytes accepted {bad:?}"
+        );
+        assert!(
+            invalid(store.get_to_file(bad, &not_written).await.map(drop)),
+            "get_to_file accepted {bad:?}"
+        );
+        assert!(
+            invalid(store.size(bad).await.map(drop)),
+            "size accepted {bad:?}"
+        );
+        assert!(invalid(store.delete(bad).await), "delete accepted {bad:?}");
+        assert!(
+            invalid(store.url(bad, Duration::from_secs(60)).await.map(drop)),
+            "url accepted {bad:?}"
+        );
+    }
+    for bad in ["/", "../", "a/../", "a//", "a\\"] {
+        assert!(
+            matches!(
+                store.list_prefix(bad).await,
+                Err(StorageError::InvalidKey { .. })
+            ),
+            "list_prefix accepted {bad:?}"
+        );
+        assert!(
+            matches!(
+                store.delete_prefix(bad).await,
+                Err(StorageError::InvalidKey { .. })
+            ),
+            "delete_prefix accepted {bad:?}"
+        );
+    }
+
+    // Deleting.
+    store.delete(small).await.expect("delete");
+    assert_eq!(store.size(small).await.expect("size"), None);
+    assert!(matches!(
+        store.get_bytes(small).await,
+        Err(StorageError::NotFound(_))
+    ));
+    assert_eq!(
+        store
+            .delete_prefix("conformance/a")
+            .await
+            .expect("delete_prefix"),
+        2
+    );
+    assert_eq!(
+        store.list_prefix(ROOT).await.expect("list"),
+        [
+            (empty.to_string(), 0),
+            (big.to_string(), content.len() as u64)
+        ]
+    );
+    assert_eq!(store.delete_prefix(ROOT).await.expect("delete_prefix"), 2);
+    assert!(store.list_prefix(ROOT).await.expect("list").is_empty());
+    assert_eq!(store.delete_prefix(ROOT).await.expect("delete_prefix"), 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use percent_encoding::percent_decode_str;
+    use std::sync::Arc;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::{TcpListener, TcpStream};
+
+    const SECRET: &[u8] = b"test secret";
+
+    /// A minimal `/media/` endpoint as the HTTP layer implements it: decode
+    /// the key, verify the signature, send the file.
+    async fn serve_media(listener: TcpListener, store: Arc<LocalStore>) {
+        while let Ok((socket, _peer)) = listener.accept().await {
+            tokio::spawn(answer(socket, Arc::clone(&store)));
+        }
+    }
+
+    async fn answer(socket: TcpStream, store: Arc<LocalStore>) {
+        let mut socket = BufReader::new(socket);
+        let mut request_line = String::new();
+        if socket.read_line(&mut request_line).await.is_err() {
+            return;
+        }
+        loop {
+            let mut header = String::new();
+            match socket.read_line(&mut header).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) if header == "\r\n" => break,
+                Ok(_) => {}
+            }
+        }
+        let target = request_line.split(' ').nth(1).unwrap_or_default();
+        let authorized = target.strip_prefix("/media/").and_then(|rest| {
+            let (path, query) = rest.split_once('?')?;
+            let key = percent_decode_str(path).decode_utf8().ok()?.into_owned();
+            let mut expires = None;
+            let mut sig = None;
+            for pair in query.split('&') {
+                match pair.split_once('=')? {
+                    ("expires", value) => expires = value.parse::<u64>().ok(),
+                    ("sig", value) => sig = Some(value),
+                    _ => {}
+                }
+            }
+            store
+                .verify(&key, expires?, sig?, now_unix())
+                .then(|| store.path_of(&key).ok())
+                .flatten()
+        });
+        let socket = socket.get_mut();
+        let file = match authorized {
+            Some(path) => tokio::fs::read(path).await.ok(),
+            None => None,
+        };
+        let response = match file {
+            Some(body) => {
+                let mut response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                response.extend_from_slice(&body);
+                response
+            }
+            None => {
+                b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
+            }
+        };
+        let _client_gone = socket.write_all(&response).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn local_store_conforms() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}/", listener.local_addr().expect("address"));
+        let store = Arc::new(LocalStore::new(dir.path(), base, SECRET).expect("open"));
+        let server = tokio::spawn(serve_media(listener, Arc::clone(&store)));
+        object_store_conformance(store.as_ref()).await;
+        server.abort();
+
+        let staging: Vec<_> = fs::read_dir(dir.path().join("staging"))
+            .expect("staging dir")
+            .collect();
+        assert!(staging.is_empty(), "staging files left behind: {staging:?}");
+        let objects: Vec<_> = fs::read_dir(dir.path().join("objects"))
+            .expect("objects dir")
+            .collect();
+        assert!(
+            objects.is_empty(),
+            "empty directories left behind: {objects:?}"
+        );
+    }
+
+    fn query_param<'a>(url: &'a str, name: &str) -> &'a str {
+        let (_, query) = url.split_once('?').expect("URL has a query");
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+            .expect("query parameter present")
+    }
+
+    #[tokio::test]
+    async fn local_urls_are_signed_and_expire() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            LocalStore::new(dir.path(), "https://clips.example.com/", SECRET).expect("open");
+        let key = "projects/p1/clip 1.mp4";
+        let url = store
+            .url(key, Duration::from_secs(3600))
+            .await
+            .expect("url");
+        assert!(
+            url.starts_with("https://clips.example.com/media/projects/p1/clip%201.mp4?expires="),
+            "{url}"
+        );
+        let expires: u64 = query_param(&url, "expires").parse().expect("expires");
+        let sig = query_param(&url, "sig");
+        let now = now_unix();
+        assert!(expires >= now + 3590 && expires <= now + 3610, "{expires}");
+
+        assert!(store.verify(key, expires, sig, now));
+        assert!(
+            store.verify(key, expires, sig, expires),
+            "valid up to its expiry"
+        );
+        assert!(!store.verify(key, expires, sig, expires + 1), "expired");
+        assert!(!store.verify(key, expires + 1, sig, now), "tampered expiry");
+        assert!(
+            !store.verify("projects/p1/clip 2.mp4", expires, sig, now),
+            "other key"
+        );
+        let mut tampered = sig.to_string();
+        let last = if tampered.ends_with('0') { "1" } else { "0" };
+        tampered.replace_range(tampered.len() - 1.., last);
+        assert!(
+            !store.verify(key, expires, &tampered, now),
+            "tampered signature"
+        );
+        assert!(!store.verify(key, expires, "not hex", now));
+        assert!(!store.verify(key, expires, "", now));
+        let other = LocalStore::new(dir.path(), "https://clips.example.com", b"other".to_vec())
+            .expect("open");
+        assert!(!other.verify(key, expires, sig, now), "other secret");
+    }
+
+    #[test]
+    fn path_of_stays_inside_the_root() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStore::new(dir.path(), "http://localhost", SECRET).expect("open");
+        assert_eq!(
+            store.path_of("a/b.mp4").expect("valid key"),
+            dir.path().join("objects/a/b.mp4")
+        );
+        for bad in ["../etc/passwd", "a/../../b", "/etc/passwd", "a\\..\\b", ""] {
+            assert!(
+                matches!(store.path_of(bad), Err(StorageError::InvalidKey { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn local_store_rejects_an_empty_secret() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(
+            LocalStore::new(dir.path(), "http://localhost", Vec::new()),
+            Err(StorageError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn prefixes_allow_partial_last_segments() {
+        for ok in ["", "a", "a/", "a/b", "a/..x", "a/.", "a/.."] {
+            assert!(validate_prefix(ok).is_ok(), "{ok:?}");
+        }
+        for bad in ["/", "../", "a/../b", "a//b", "./x", "a\\", "a\n"] {
+            assert!(validate_prefix(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_key(&"k".repeat(MAX_KEY_LEN)).is_ok());
+        assert!(validate_key(&"k".repeat(MAX_KEY_LEN + 1)).is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! The transcript model shared by every stage: words with times, sentences
+//! rebuilt from words and punctuation, and the display helpers of the contract.
+
+use serde::{Deserialize, Serialize};
+
+/// One recognised word. `text` keeps its punctuation ("world," / "why?").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Word {
+    pub text: String,
+    /// Seconds from the start of the source.
+    pub start: f64,
+    pub end: f64,
+    pub probability: f32,
+}
+
+/// A sentence: a run of words ending with terminal punctuation (or a long pause).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sentence {
+    pub text: String,
+    pub start: f64,
+    pub end: f64,
+    /// Index of the first word in `Transcript::words`.
+    pub first_word: usize,
+    /// Index one past the last word in `Transcript::words`.
+    pub end_word: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transcript {
+    /// ISO 639-1 code, e.g. "en".
+    pub language: String,
+    /// Seconds of audio that were transcribed.
+    pub duration: f64,
+    pub sentences: Vec<Sentence>,
+    pub words: Vec<Word>,
+}
+
+/// A pause longer than this closes a sentence even without punctuation.
+const SENTENCE_PAUSE_SECS: f64 = 1.2;
+/// A sentence longer than this many words is closed at the next comma or pause.
+const MAX_SENTENCE_WORDS: usize = 40;
+
+fn ends_sentence(text: &str) -> bool {
+    let t = text.trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
+    t.ends_with(['.', '?', '!', '…', '。', '？', '！'])
+}
+
+impl Transcript {
+    /// Rebuilds `sentences` from `words` using punctuation and pauses.
+    pub fn rebuild_sentences(&mut self) {
+        self.sentences = sentences_from_words(&self.words);
+    }
+
+    /// The words whose middle lies inside `[start, end)`.
+    pub fn words_in(&self, start: f64, end: f64) -> &[Word] {
+        let lo = self
+            .words
+            .partition_point(|w| (w.start + w.end) / 2.0 < start);
+        let hi = self
+            .words
+            .partition_point(|w| (w.start + w.end) / 2.0 < end);
+        &self.words[lo..hi.max(lo)]
+    }
+
+    pub fn text(&self) -> String {
+        join_words(&self.words)
+    }
+}
+
+/// Joins words into display text (words carry their own punctuation).
+pub fn join_words(words: &[Word]) -> String {
+    let mut out = String::new();
+    for w in words {
+        let t = w.text.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
+pub fn sentences_from_words(words: &[Word]) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    let mut first = 0usize;
+    for i in 0..words.len() {
+        let last = i + 1 == words.len();
+        let count = i + 1 - first;
+        let pause = !last && words[i + 1].start - words[i].end >= SENTENCE_PAUSE_SECS;
+        let soft =
+            count >= MAX_SENTENCE_WORDS && (words[i].text.ends_with([',', ';', ':']) || pause);
+        if last || ends_sentence(&words[i].text) || pause || soft || count >= 2 * MAX_SENTENCE_WORDS
+        {
+            let slice = &words[first..=i];
+            out.push(Sentence {
+                text: join_words(slice),
+                start: slice[0].start,
+                end: slice[slice.len() - 1].end,
+                first_word: first,
+                end_word: i + 1,
+            });
+            first = i + 1;
+        }
+    }
+    out
+}
+
+/// Display form "M:SS" of the contract (minutes are not wrapped into hours).
+pub fn display_duration(secs: f64) -> String {
+    let total = if secs.is_finite() && secs > 0.0 {
+        secs.round() as u64
+    } else {
+        0
+    };
+    format!("{}:{:02}", total / 60, total % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str, start: f64, end: f64) -> Word {
+        Word {
+            text: text.into(),
+            start,
+            end,
+            probability: 1.0,
+        }
+    }
+
+    #[test]
+    fn sentences_split_on_punctuation_and_pauses() {
+        let words = vec![
+            w("Hello", 0.0, 0.4),
+            w("there.", 0.5, 0.9),
+            w("Why", 1.0, 1.2),
+            w("not?", 1.3, 1.6),
+            w("Next", 3.5, 3.8),
+            w("one", 3.9, 4.1),
+        ];
+        let s = sentences_from_words(&words);
+        let texts: Vec<_> = s.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["Hello there.", "Why not?", "Next one"]);
+        assert_eq!((s[1].first_word, s[1].end_word), (2, 4));
+        assert_eq!(s[2].start, 3.5);
+    }
+
+    #[test]
+    fn display_duration_is_m_ss() {
+        assert_eq!(display_duration(0.0), "0:00");
+        assert_eq!(display_duration(59.6), "1:00");
+        assert_eq!(display_duration(754.0), "12:34");
+        assert_eq!(display_duration(f64::NAN), "0:00");
+    }
+
+    #[test]
+    fn words_in_uses_word_middles() {
+        let t = Transcript {
+            words: vec![w("a", 0.0, 1.0), w("b", 1.0, 2.0), w("c", 2.0, 3.0)],
+            ..Default::default()
+        };
+        let got: Vec<_> = t
+            .words_in(0.9, 2.6)
+            .iter()
+            .map(|w| w.text.clone())
+            .collect();
+        assert_eq!(got, ["b", "c"]);
+    }
+}

@@ -1,0 +1,333 @@
+//! The pipeline on real media: espeak-ng speech over ffmpeg test pictures,
+//! the real Whisper model, real ffmpeg encodes.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use clipforge_actors::captions::subtitles::{parse_srt, parse_vtt};
+use clipforge_actors::captions::template::CaptionStyle;
+use clipforge_actors::project::pipeline::{self, PipelineOptions, PipelineResult};
+use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::project::stages::{probe, Progress, Stage, StageCtx, StageError};
+use clipforge_actors::transcript::join_words;
+use tokio_util::sync::CancellationToken;
+
+fn ctx() -> StageCtx {
+    StageCtx::new(CancellationToken::new(), Progress::silent())
+}
+
+fn options(out: &Path, range: (f64, f64)) -> PipelineOptions {
+    PipelineOptions {
+        out_dir: out.to_path_buf(),
+        range,
+        max_clips: 2,
+        skip_cuts: false,
+        duration: None,
+        language: None,
+        style: CaptionStyle::default(),
+        caption: None,
+        batch_size: 8,
+        rerank: None,
+    }
+}
+
+async fn run_pipeline(
+    input: &Path,
+    opts: &PipelineOptions,
+) -> (Result<PipelineResult, StageError>, Vec<(Stage, u8)>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let r = pipeline::run(
+        &input.to_string_lossy(),
+        common::model(),
+        opts,
+        CancellationToken::new(),
+        Arc::new(move |s, p| s2.lock().unwrap().push((s, p))),
+    )
+    .await;
+    let seen = seen.lock().unwrap().clone();
+    (r, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn transcript_matches_the_spoken_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = common::TALK[..6].join(" ");
+    let wav = common::speech_wav(dir.path(), "speech", &text);
+    let secs = common::duration_of(&wav);
+    let input = common::video(
+        dir.path(),
+        "speech",
+        "testsrc2",
+        "640x360",
+        Some(&wav),
+        secs + 0.5,
+    );
+
+    let info = probe::run(&input, "speech.mp4", &ctx())
+        .await
+        .expect("probe");
+    let out = transcribe::run(
+        &input,
+        common::model(),
+        TranscribeOptions {
+            expected_secs: info.duration,
+            ..TranscribeOptions::default()
+        },
+        &ctx(),
+    )
+    .await
+    .expect("transcribe");
+    let t = out.transcript;
+    assert_eq!(t.language, "en", "language detection");
+    let hyp = join_words(&t.words);
+    let wer = common::wer(&text, &hyp);
+    assert!(
+        wer <= 0.15,
+        "word error rate {wer:.3}\nref: {text}\nhyp: {hyp}"
+    );
+    let mut last = 0.0;
+    for w in &t.words {
+        assert!(w.start >= last - 1e-9, "word times go backwards at {w:?}");
+        assert!(w.end >= w.start, "{w:?}");
+        assert!(
+            w.end <= info.duration + 0.05,
+            "{w:?} is past the audio ({})",
+            info.duration
+        );
+        last = w.start;
+    }
+    assert!(
+        t.sentences.len() >= 5,
+        "sentences rebuilt from punctuation: {:?}",
+        t.sentences
+    );
+    assert!(!out.loudness_db.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clips_are_cut_on_words_inside_the_preset_and_encoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = common::talk_video(dir.path());
+    let out = dir.path().join("out");
+    let opts = options(&out, (15.0, 30.0));
+    let (result, progress) = run_pipeline(&input, &opts).await;
+    let r = result.expect("pipeline");
+    assert!(!r.clips.is_empty(), "no clips");
+    for stage in Stage::ALL {
+        assert!(
+            progress.contains(&(stage, 100)),
+            "{stage} never reported 100%: {progress:?}"
+        );
+    }
+    let words = &r.transcript.words;
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    let mut last_score = u8::MAX;
+    for c in &r.clips {
+        let p = &c.plan;
+        let len = p.end - p.start;
+        assert!(
+            (15.0..=30.0).contains(&len),
+            "clip {} is {len:.2} s",
+            c.index
+        );
+        assert!(
+            p.score <= 100 && p.score <= last_score,
+            "scores must be best first"
+        );
+        last_score = p.score;
+        // Word boundaries: no word straddles the clip's start or end.
+        for w in words {
+            let straddles = |t: f64| w.start + 0.02 < t && t < w.end - 0.02;
+            assert!(
+                !straddles(p.start) && !straddles(p.end),
+                "clip {} cuts through {w:?}",
+                c.index
+            );
+        }
+        assert!(p.end_word > p.first_word);
+        assert!(
+            words[p.first_word].start >= p.start - 1e-6
+                && words[p.end_word - 1].end <= p.end + 1e-6
+        );
+        for (s, e) in &spans {
+            assert!(p.end <= *s || p.start >= *e, "clips overlap");
+        }
+        spans.push((p.start, p.end));
+
+        let info = common::probe_json(&c.video);
+        let streams = info["streams"].as_array().unwrap();
+        let v = streams
+            .iter()
+            .find(|s| s["codec_type"] == "video")
+            .expect("video stream");
+        let a = streams
+            .iter()
+            .find(|s| s["codec_type"] == "audio")
+            .expect("audio stream");
+        assert_eq!(
+            (v["width"].as_u64(), v["height"].as_u64()),
+            (Some(1080), Some(1920))
+        );
+        assert_eq!(v["codec_name"], "h264");
+        assert_eq!(a["codec_name"], "aac");
+        let dur: f64 = info["format"]["duration"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (dur - len).abs() <= 0.2,
+            "clip {} lasts {dur:.3} s, plan {len:.3} s",
+            c.index
+        );
+        assert_eq!(c.quality, "1080p");
+
+        let srt = parse_srt(&std::fs::read_to_string(&c.srt).unwrap()).expect("valid SRT");
+        let vtt = parse_vtt(&std::fs::read_to_string(&c.vtt).unwrap()).expect("valid VTT");
+        assert_eq!(srt.len(), vtt.len());
+        assert!(!srt.is_empty());
+        for (s, v) in srt.iter().zip(&vtt) {
+            assert!((s.start - v.start).abs() < 0.002 && (s.end - v.end).abs() < 0.002);
+            assert!(
+                s.start >= 0.0 && s.end <= len + 0.01,
+                "cue {s:?} outside the clip"
+            );
+        }
+        let first_word = &c.words[0];
+        assert!(
+            (srt[0].start - first_word.start).abs() < 0.01,
+            "subtitles on the clip's timeline"
+        );
+        let jpg = std::fs::read(&c.thumbnail).unwrap();
+        assert_eq!(&jpg[..2], &[0xFF, 0xD8], "thumbnail is a JPEG");
+    }
+    let clips_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
+    let first = &clips_json["clips"][0];
+    for key in [
+        "title",
+        "score",
+        "startSec",
+        "endSec",
+        "duration",
+        "quality",
+        "transcripts",
+        "words",
+    ] {
+        assert!(!first[key].is_null(), "clips.json lacks {key}");
+    }
+    assert!(first["duration"].as_str().unwrap().contains(':'));
+    let transcript_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("transcript.json")).unwrap()).unwrap();
+    assert_eq!(transcript_json["language"], "en");
+    assert!(transcript_json["words"].as_array().unwrap().len() > 100);
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+
+    // Deterministic: the same input gives the same cuts.
+    let cut_only = clipforge_actors::project::stages::score::select_clips(
+        &r.transcript,
+        &Default::default(),
+        (15.0, 30.0),
+        2,
+    );
+    let again = clipforge_actors::project::stages::score::select_clips(
+        &r.transcript,
+        &Default::default(),
+        (15.0, 30.0),
+        2,
+    );
+    assert_eq!(cut_only, again);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn skip_cuts_captions_the_selected_range_as_one_clip() {
+    let dir = tempfile::tempdir().unwrap();
+    let wav = common::speech_wav(dir.path(), "s", &common::TALK[..4].join(" "));
+    let input = common::video(
+        dir.path(),
+        "s",
+        "testsrc2",
+        "1280x720",
+        Some(&wav),
+        common::duration_of(&wav) + 0.5,
+    );
+    let out = dir.path().join("out");
+    let mut opts = options(&out, (20.0, 60.0));
+    opts.skip_cuts = true;
+    opts.duration = Some(8.0);
+    let (result, _) = run_pipeline(&input, &opts).await;
+    let r = result.expect("pipeline");
+    assert_eq!(r.clips.len(), 1);
+    let c = &r.clips[0];
+    assert_eq!((c.plan.start, c.plan.end), (0.0, 8.0));
+    let dur = common::duration_of(&c.video);
+    assert!((dur - 8.0).abs() <= 0.2, "{dur}");
+    assert!(
+        r.transcript.words.iter().all(|w| w.end <= 8.05),
+        "only the first 8 s are transcribed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_inputs_are_refused_with_clear_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = common::video(
+        d,
+        "good",
+        "testsrc2",
+        "320x240",
+        Some(&common::speech_wav(d, "g", "hello there")),
+        3.0,
+    );
+
+    let text = d.join("notes.mp4");
+    std::fs::write(&text, "these are my notes, not a video\n".repeat(50)).unwrap();
+    let empty = d.join("empty.mp4");
+    std::fs::write(&empty, b"").unwrap();
+    let corrupt = d.join("corrupt.mp4");
+    std::fs::write(
+        &corrupt,
+        (0..200_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let truncated = d.join("truncated.mp4");
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let silent = common::video(d, "silent", "testsrc2", "320x240", None, 2.0);
+
+    let cases = [
+        (text, "not a video"),
+        (empty, "empty"),
+        (corrupt, "not a video file"),
+        (truncated, "truncated"),
+        (silent, "no audio track"),
+    ];
+    for (path, expected) in cases {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let err = probe::run(&path, &name, &ctx()).await.expect_err(&name);
+        assert!(
+            matches!(err, StageError::InvalidInput(_)),
+            "{name}: {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains(expected) && msg.contains(&name),
+            "{name}: {msg}"
+        );
+    }
+    probe::run(&good, "good.mp4", &ctx())
+        .await
+        .expect("a good video passes");
+}

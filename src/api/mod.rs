@@ -1,0 +1,265 @@
+//! The HTTP surface under `/api`: one file per resource group. Shared here:
+//! the uniform error body, authentication (bearer or cookie), pagination and
+//! the application state handed to every handler.
+
+use std::sync::Arc;
+
+use clipforge_actors::accounts::{Account, AccountError};
+use clipforge_actors::service::Services;
+use clipforge_actors::storage::objects::ObjectStore;
+use poem::Request;
+use poem_openapi::auth::{ApiKey, Bearer};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object, SecurityScheme};
+
+use crate::config::Config;
+
+pub mod auth;
+pub mod credits;
+pub mod media;
+pub mod notifications;
+pub mod projects;
+pub mod templates;
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "clipforge.session_token";
+
+/// Everything a handler needs.
+pub struct AppState {
+    pub services: Arc<Services>,
+    pub objects: Arc<dyn ObjectStore>,
+    /// Set when media is stored locally and served by `/media/...`.
+    pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,
+    pub config: Config,
+}
+
+pub type State = Arc<AppState>;
+
+/// The one error body: `{"error": "<snake_case_code>", "message": "<text>"}`.
+#[derive(Object, Debug, Clone)]
+pub struct ErrorBody {
+    pub error: String,
+    pub message: String,
+}
+
+#[derive(ApiResponse, Debug)]
+#[oai(bad_request_handler = "bad_request")]
+pub enum ApiError {
+    /// Invalid input.
+    #[oai(status = 400)]
+    BadRequest(Json<ErrorBody>),
+    /// No or invalid session.
+    #[oai(status = 401)]
+    Unauthorized(Json<ErrorBody>),
+    /// Not enough credits, or the plan must be bought first.
+    #[oai(status = 402)]
+    PaymentRequired(Json<ErrorBody>),
+    /// The plan does not allow it.
+    #[oai(status = 403)]
+    Forbidden(Json<ErrorBody>),
+    /// Not found (also another user's resource).
+    #[oai(status = 404)]
+    NotFound(Json<ErrorBody>),
+    /// Conflict with the current state.
+    #[oai(status = 409)]
+    Conflict(Json<ErrorBody>),
+    /// Upload larger than the plan allows.
+    #[oai(status = 413)]
+    PayloadTooLarge(Json<ErrorBody>),
+    /// Unsupported media type.
+    #[oai(status = 415)]
+    UnsupportedMediaType(Json<ErrorBody>),
+    /// Too many requests.
+    #[oai(status = 429)]
+    TooManyRequests(Json<ErrorBody>),
+    /// Unexpected failure (no internals are shown).
+    #[oai(status = 500)]
+    Internal(Json<ErrorBody>),
+    /// Overloaded or shutting down.
+    #[oai(status = 503)]
+    Unavailable(Json<ErrorBody>),
+}
+
+fn body(code: &str, message: impl Into<String>) -> Json<ErrorBody> {
+    Json(ErrorBody {
+        error: code.to_string(),
+        message: message.into(),
+    })
+}
+
+fn bad_request(err: poem::Error) -> ApiError {
+    ApiError::BadRequest(body("invalid_request", err.to_string()))
+}
+
+impl ApiError {
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest(body(code, message))
+    }
+    pub fn unauthorized() -> Self {
+        ApiError::Unauthorized(body(
+            "unauthorized",
+            "sign in first: send a valid session token",
+        ))
+    }
+    pub fn not_found(what: &str) -> Self {
+        ApiError::NotFound(body("not_found", format!("{what} not found")))
+    }
+    pub fn conflict(code: &str, message: impl Into<String>) -> Self {
+        ApiError::Conflict(body(code, message))
+    }
+    pub fn too_large(message: impl Into<String>) -> Self {
+        ApiError::PayloadTooLarge(body("payload_too_large", message))
+    }
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        ApiError::UnsupportedMediaType(body("unsupported_media_type", message))
+    }
+    pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
+        ApiError::Forbidden(body(code, message))
+    }
+    pub fn payment_required(code: &str, message: impl Into<String>) -> Self {
+        ApiError::PaymentRequired(body(code, message))
+    }
+    /// Logs the cause and answers 500 without internals.
+    pub fn internal(context: &str, cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "{context}");
+        ApiError::Internal(body(
+            "internal_error",
+            "something went wrong on our side; please try again",
+        ))
+    }
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        ApiError::Unavailable(body("unavailable", message))
+    }
+}
+
+impl From<AccountError> for ApiError {
+    fn from(e: AccountError) -> Self {
+        let msg = e.to_string();
+        match e.status() {
+            400 => ApiError::BadRequest(body(e.code(), msg)),
+            401 => ApiError::Unauthorized(body(e.code(), msg)),
+            402 => ApiError::PaymentRequired(body(e.code(), msg)),
+            403 => ApiError::Forbidden(body(e.code(), msg)),
+            404 => ApiError::NotFound(body(e.code(), msg)),
+            409 => ApiError::Conflict(body(e.code(), msg)),
+            429 => ApiError::TooManyRequests(body(e.code(), msg)),
+            _ => ApiError::internal("account operation failed", msg),
+        }
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Flattens the two layers of an account-actor call.
+pub fn account<T>(r: Result<Result<T, AccountError>, String>) -> ApiResult<T> {
+    match r {
+        Ok(inner) => inner.map_err(ApiError::from),
+        Err(e) => Err(ApiError::internal("account actor", e)),
+    }
+}
+
+/// The signed-in user.
+#[derive(Clone, Debug)]
+pub struct User {
+    pub account: Account,
+    /// The raw session token of this request (never logged).
+    pub token: String,
+}
+
+async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
+    let state = req
+        .data::<State>()
+        .ok_or_else(|| poem::Error::from_status(poem::http::StatusCode::INTERNAL_SERVER_ERROR))?;
+    let accounts = state.services.accounts.clone();
+    let t = token.to_string();
+    let found = tokio::task::spawn_blocking(move || accounts.session(&t))
+        .await
+        .map_err(|_| poem::Error::from_status(poem::http::StatusCode::INTERNAL_SERVER_ERROR))?;
+    match found {
+        Ok(Some((account, _))) => Ok(User {
+            account,
+            token: token.to_string(),
+        }),
+        _ => Err(unauthorized_error()),
+    }
+}
+
+/// A poem error whose response is the uniform 401 body.
+pub fn unauthorized_error() -> poem::Error {
+    let resp = poem::Response::builder()
+        .status(poem::http::StatusCode::UNAUTHORIZED)
+        .content_type("application/json; charset=utf-8")
+        .body(r#"{"error":"unauthorized","message":"sign in first: send a valid session token"}"#);
+    poem::Error::from_response(resp)
+}
+
+async fn bearer_checker(req: &Request, bearer: Bearer) -> poem::Result<User> {
+    check_token(req, &bearer.token).await
+}
+
+async fn cookie_checker(req: &Request, key: ApiKey) -> poem::Result<User> {
+    check_token(req, &key.key).await
+}
+
+/// `Authorization: Bearer <session token>`.
+#[derive(SecurityScheme)]
+#[oai(ty = "bearer", checker = "bearer_checker")]
+pub struct BearerAuth(pub User);
+
+/// The `clipforge.session_token` cookie set by sign-in.
+#[derive(SecurityScheme)]
+#[oai(
+    ty = "api_key",
+    key_name = "clipforge.session_token",
+    key_in = "cookie",
+    checker = "cookie_checker"
+)]
+pub struct CookieAuth(pub User);
+
+/// Either the bearer header or the session cookie.
+#[derive(SecurityScheme)]
+pub enum Auth {
+    Bearer(BearerAuth),
+    Cookie(CookieAuth),
+}
+
+impl Auth {
+    pub fn user(&self) -> &User {
+        match self {
+            Auth::Bearer(b) => &b.0,
+            Auth::Cookie(c) => &c.0,
+        }
+    }
+}
+
+/// `page` from 1 (default 1), `limit` default 20, max 100; out-of-range values
+/// are clamped (non-numbers are refused by the parameter parser with 400).
+pub fn paging(page: Option<i64>, limit: Option<i64>) -> (usize, usize) {
+    let page = page.unwrap_or(1).clamp(1, 1_000_000) as usize;
+    let limit = limit.unwrap_or(20).clamp(1, 100) as usize;
+    (page, limit)
+}
+
+/// The items of one page.
+pub fn page_of<T: Clone>(items: &[T], page: usize, limit: usize) -> Vec<T> {
+    items
+        .iter()
+        .skip((page - 1) * limit)
+        .take(limit)
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_is_clamped() {
+        assert_eq!(paging(None, None), (1, 20));
+        assert_eq!(paging(Some(0), Some(1000)), (1, 100));
+        assert_eq!(paging(Some(3), Some(-5)), (3, 1));
+        assert_eq!(page_of(&[1, 2, 3, 4, 5], 2, 2), vec![3, 4]);
+        assert!(page_of(&[1, 2], 5, 2).is_empty());
+    }
+}

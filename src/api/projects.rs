@@ -1,0 +1,489 @@
+//! Projects (contract 4.3): create, list, get, cancel, delete, and live
+//! status as Server-Sent Events.
+
+use std::time::Duration;
+
+use futures_util::stream::{self, BoxStream, StreamExt};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::payload::{EventStream, Json};
+use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::media::{meta_error, UploadRecord, UPLOADS};
+use super::{account, page_of, paging, ApiError, ApiResult, Auth, State};
+use clipforge_actors::media::download;
+use clipforge_actors::project::stages::score::preset_range;
+use clipforge_actors::service::events::{events_after, ProjectEvent};
+use clipforge_actors::service::projects::{
+    self as records, date_of, iso8601, now_ms, step_progress_json, ClipRecord, ProjectRecord,
+    ProjectState, Source,
+};
+use clipforge_actors::storage::kv::{self, KvOp};
+
+#[derive(Tags)]
+enum Tag {
+    /// Projects and their clips.
+    Projects,
+}
+
+pub struct ProjectsApi;
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct CreateProject {
+    /// URL of a YouTube or Vimeo video (or `fileKey`).
+    source_url: Option<String>,
+    /// Key returned by `POST /upload` (or `sourceUrl`).
+    file_key: Option<String>,
+    title: Option<String>,
+    thumbnail: Option<String>,
+    /// Seconds of the video to process (from the start).
+    duration_sec: Option<f64>,
+    /// auto, 15-30, 30-60 or 60-90.
+    clip_duration_preset: Option<String>,
+    /// Id of a saved template, a preset name (default, shorts, karaoke, minimal, bold) or a JSON template.
+    caption_template: Option<String>,
+    /// Only transcribe and caption; no cuts.
+    skip_cuts: Option<bool>,
+}
+
+/// One SSE event.
+#[derive(Object, Clone)]
+struct SseEvent {
+    id: u64,
+    event: String,
+    data: String,
+}
+
+#[derive(ApiResponse)]
+enum CreatedProject {
+    /// `{projectId, project}`.
+    #[oai(status = 201)]
+    Created(Json<Value>),
+}
+
+fn ttl(state: &State) -> Duration {
+    Duration::from_secs(state.config.storage.url_ttl_secs)
+}
+
+pub fn project_view(p: &ProjectRecord) -> Value {
+    json!({
+        "id": p.id,
+        "title": p.title,
+        "sourceUrl": records::source_url(p),
+        "durationSec": p.duration_sec,
+        "duration": records::duration_display(p.duration_sec),
+        "date": date_of(p.created_at),
+        "clips": p.clip_count,
+        "status": p.state.localized(),
+        "state": p.state.as_str(),
+        "thumbnail": p.thumbnail,
+        "stepProgress": step_progress_json(&p.step_progress),
+        "captionTemplate": p.caption_template,
+        "skipCuts": p.skip_cuts,
+        "clipDurationPreset": p.preset,
+        "error": p.error,
+        "createdAt": iso8601(p.created_at),
+        "updatedAt": iso8601(p.updated_at),
+    })
+}
+
+async fn clip_view(state: &State, c: &ClipRecord) -> ApiResult<Value> {
+    let url = |k: &str| {
+        let (objects, k, ttl) = (state.objects.clone(), k.to_string(), ttl(state));
+        async move {
+            objects
+                .url(&k, ttl)
+                .await
+                .map_err(|e| ApiError::internal("signing a media URL", e))
+        }
+    };
+    let transcripts: Vec<Value> = c
+        .segments
+        .iter()
+        .map(|s| json!({ "id": s.id, "start": records::duration_display(s.start), "end": records::duration_display(s.end), "text": s.text }))
+        .collect();
+    Ok(json!({
+        "id": c.id,
+        "projectId": c.project_id,
+        "title": c.title,
+        "score": c.score,
+        "duration": records::duration_display(c.end - c.start),
+        "quality": c.quality,
+        "thumbnail": url(&c.thumbnail_key).await?,
+        "url": url(&c.video_key).await?,
+        "subtitleUrl": url(&c.subtitle_key).await?,
+        "vttUrl": url(&c.vtt_key).await?,
+        "startSec": c.start,
+        "endSec": c.end,
+        "transcripts": transcripts,
+        "createdAt": iso8601(c.created_at),
+    }))
+}
+
+/// The caller's project, or 404 (also for another user's project).
+async fn owned_project(state: &State, user_id: &str, id: &str) -> ApiResult<ProjectRecord> {
+    let (uid, pid) = (user_id.to_string(), id.to_string());
+    state
+        .services
+        .blocking(move |kv| records::load_project(kv, &uid, &pid))
+        .await
+        .map_err(|e| ApiError::internal("loading a project", e))?
+        .ok_or_else(|| ApiError::not_found("project"))
+}
+
+fn bad(field: &str, msg: &str) -> ApiError {
+    ApiError::bad_request("invalid_field", format!("{field}: {msg}"))
+}
+
+#[OpenApi(prefix_path = "/projects", tag = "Tag::Projects")]
+impl ProjectsApi {
+    /// The user's projects, newest first: `{projects, total, page, limit}`.
+    #[oai(path = "/", method = "get")]
+    async fn list(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        page: Query<Option<i64>>,
+        limit: Query<Option<i64>>,
+    ) -> ApiResult<Json<Value>> {
+        let (page, limit) = paging(page.0, limit.0);
+        let uid = auth.user().account.id.clone();
+        let all = state
+            .services
+            .blocking(move |kv| records::list_projects(kv, &uid))
+            .await
+            .map_err(|e| ApiError::internal("listing projects", e))?;
+        let items: Vec<Value> = page_of(&all, page, limit)
+            .iter()
+            .map(project_view)
+            .collect();
+        Ok(Json(
+            json!({ "projects": items, "total": all.len(), "page": page, "limit": limit }),
+        ))
+    }
+
+    /// Create a project: credits are checked and reserved (402 when short), the
+    /// template is clamped, then processing is queued.
+    #[oai(path = "/", method = "post")]
+    async fn create(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        body: Json<CreateProject>,
+    ) -> ApiResult<CreatedProject> {
+        let user = auth.user().account.clone();
+        let b = body.0;
+        let preset = b
+            .clip_duration_preset
+            .clone()
+            .unwrap_or_else(|| "auto".into());
+        if preset_range(&preset).is_none() {
+            return Err(bad("clipDurationPreset", "use auto, 15-30, 30-60 or 60-90"));
+        }
+        if let Some(d) = b.duration_sec {
+            if !(d.is_finite() && d > 0.0) {
+                return Err(bad("durationSec", "must be a positive number of seconds"));
+            }
+        }
+        let (source, source_secs, meta_title, meta_thumb) =
+            match (b.source_url.as_deref(), b.file_key.as_deref()) {
+                (Some(_), Some(_)) => {
+                    return Err(bad("sourceUrl", "send sourceUrl or fileKey, not both"))
+                }
+                (None, None) => return Err(bad("sourceUrl", "sourceUrl or fileKey is required")),
+                (Some(url), None) => {
+                    let url = url.trim().to_string();
+                    if !download::is_supported_url(&url, &state.config.sources.extra_hosts) {
+                        return Err(ApiError::bad_request(
+                            "unsupported_platform",
+                            "sourceUrl: not a supported platform (YouTube or Vimeo)",
+                        ));
+                    }
+                    let meta = download::metadata(&url, &CancellationToken::new())
+                        .await
+                        .map_err(meta_error)?;
+                    (
+                        Source::Url(url),
+                        meta.duration_sec,
+                        meta.title,
+                        meta.thumbnail,
+                    )
+                }
+                (None, Some(key)) => {
+                    let k = key.to_string();
+                    let rec: Option<UploadRecord> = state
+                        .services
+                        .blocking(move |kv| kv::get_value(kv, UPLOADS, k.as_bytes()))
+                        .await
+                        .map_err(|e| ApiError::internal("loading an upload", e))?;
+                    match rec {
+                        Some(r) if r.user_id == user.id => {
+                            let name = key.rsplit('/').next().unwrap_or("upload").to_string();
+                            (
+                                Source::Upload(key.to_string()),
+                                r.duration_sec,
+                                name,
+                                String::new(),
+                            )
+                        }
+                        _ => return Err(ApiError::not_found("fileKey")),
+                    }
+                }
+            };
+        if source_secs <= 0.0 {
+            return Err(bad("sourceUrl", "the video has no known duration"));
+        }
+        let duration = b
+            .duration_sec
+            .map(|d| d.min(source_secs))
+            .unwrap_or(source_secs);
+        let credits = (duration / 60.0).ceil().max(1.0) as u64;
+        let spec = b.caption_template.clone().unwrap_or_default();
+        let project_id = uuid::Uuid::new_v4().to_string();
+        let now = now_ms();
+        let mut record = ProjectRecord {
+            id: project_id.clone(),
+            user_id: user.id.clone(),
+            title: b
+                .title
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or(meta_title)
+                .chars()
+                .take(200)
+                .collect(),
+            source,
+            thumbnail: b.thumbnail.unwrap_or(meta_thumb),
+            duration_sec: (duration * 1000.0).round() / 1000.0,
+            preset,
+            caption_template: if spec.is_empty() {
+                "default".into()
+            } else {
+                spec.clone()
+            },
+            style: Default::default(),
+            skip_cuts: b.skip_cuts.unwrap_or(false),
+            state: ProjectState::Queued,
+            step_progress: [0; 4],
+            error: None,
+            reserved_credits: credits,
+            clip_count: 0,
+            finished: Vec::new(),
+            created_at: now,
+            updated_at: now,
+            last_event: 0,
+        };
+        // In the account's actor: resolve the template, reserve, store — in order.
+        let uid = user.id.clone();
+        let mut rec = record.clone();
+        let store = state.services.kv.clone();
+        let stored = state
+            .services
+            .with_account(
+                &uid.clone(),
+                move |a| -> Result<ProjectRecord, clipforge_actors::accounts::AccountError> {
+                    let acc = a.get_account(&uid)?;
+                    // Contract 4.5 rule 4: the free plan's watermark is forced here.
+                    rec.style = a
+                        .plan_limits(acc.plan)
+                        .enforce(a.resolve_template(&uid, &spec)?);
+                    a.reserve(&uid, &rec.id, rec.reserved_credits)?;
+                    let ops = vec![
+                        records::put_project_op(&rec)
+                            .map_err(clipforge_actors::accounts::AccountError::Storage)?,
+                        KvOp::Put {
+                            tree: records::PROJECT_OWNER.into(),
+                            key: rec.id.as_bytes().to_vec(),
+                            value: uid.as_bytes().to_vec(),
+                        },
+                    ];
+                    if let Err(e) = store.apply(ops) {
+                        let _ = a.release(&uid, &rec.id);
+                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
+                    }
+                    Ok(rec)
+                },
+            )
+            .await;
+        record = account(stored)?;
+        state
+            .services
+            .start_project(record.clone())
+            .await
+            .map_err(|e| ApiError::internal("starting a project", e))?;
+        Ok(CreatedProject::Created(Json(
+            json!({ "projectId": project_id, "project": project_view(&record) }),
+        )))
+    }
+
+    /// A project and its clips; clip, subtitle and thumbnail URLs are signed and expire.
+    #[oai(path = "/:id", method = "get")]
+    async fn get(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+    ) -> ApiResult<Json<Value>> {
+        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        let pid = p.id.clone();
+        let clips = state
+            .services
+            .blocking(move |kv| records::load_clips(kv, &pid))
+            .await
+            .map_err(|e| ApiError::internal("loading clips", e))?;
+        let mut views = Vec::with_capacity(clips.len());
+        for c in &clips {
+            views.push(clip_view(&state, c).await?);
+        }
+        Ok(Json(json!({ "project": project_view(&p), "clips": views })))
+    }
+
+    /// Cancel processing: stops the running stage and its processes, releases
+    /// the reserved credits and removes the project.
+    #[oai(path = "/:id/cancel", method = "post")]
+    async fn cancel(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+    ) -> ApiResult<Json<Value>> {
+        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        if p.state.is_terminal() {
+            return Err(ApiError::conflict(
+                "not_running",
+                format!("the project is already {}", p.state.localized()),
+            ));
+        }
+        match state.services.project_actor(&p.id) {
+            Some(actor) => {
+                ractor::call_t!(
+                    actor,
+                    clipforge_actors::service::project_actor::ProjectMsg::Cancel,
+                    30_000
+                )
+                .map_err(|e| ApiError::internal("cancelling", e))?;
+            }
+            None => {
+                let mut p = p.clone();
+                state.services.cancel_project(&mut p).await;
+            }
+        }
+        Ok(Json(json!({ "projectId": p.id, "status": "Cancelado" })))
+    }
+
+    /// Delete a project, its clips and their media.
+    #[oai(path = "/:id", method = "delete")]
+    async fn delete(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+    ) -> ApiResult<Json<Value>> {
+        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        if let Some(actor) = state.services.project_actor(&p.id) {
+            let _ = ractor::call_t!(
+                actor,
+                clipforge_actors::service::project_actor::ProjectMsg::Cancel,
+                30_000
+            );
+        }
+        state
+            .services
+            .remove_project(&p)
+            .await
+            .map_err(|e| ApiError::internal("deleting a project", e))?;
+        Ok(Json(json!({ "projectId": p.id, "deleted": true })))
+    }
+
+    /// Live progress as Server-Sent Events: `progress`, `clip`, then one of
+    /// `completed`, `failed`, `cancelled`, after which the stream ends. Every
+    /// event has an id; reconnect with `Last-Event-ID` to get what was missed.
+    #[oai(path = "/:id/status", method = "get")]
+    async fn status(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+        #[oai(name = "Last-Event-ID")] last_event_id: Header<Option<String>>,
+    ) -> ApiResult<EventStream<BoxStream<'static, SseEvent>>> {
+        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        let after: u64 = last_event_id
+            .0
+            .as_deref()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        // Subscribe before reading the log so nothing falls in between.
+        let rx = state.services.hub.subscribe(&p.id);
+        let pid = p.id.clone();
+        let stored = state
+            .services
+            .blocking(move |kv| events_after(kv, &pid, after))
+            .await
+            .map_err(|e| ApiError::internal("reading events", e))?;
+        let mut last = after;
+        let mut backlog: Vec<ProjectEvent> = Vec::new();
+        let mut ended = false;
+        for e in stored {
+            last = e.id;
+            ended = e.is_terminal();
+            backlog.push(e);
+        }
+        if !ended && p.state.is_terminal() && backlog.is_empty() {
+            // A finished project answers with its terminal event at once.
+            let kind = match p.state {
+                ProjectState::Completed => "completed",
+                ProjectState::Failed => "failed",
+                _ => "cancelled",
+            };
+            backlog.push(ProjectEvent {
+                id: p.last_event,
+                kind: kind.into(),
+                data: json!({ "projectId": p.id, "state": p.state.as_str(), "status": p.state.localized(), "message": p.error }).to_string(),
+            });
+            ended = true;
+        }
+        let head = stream::iter(backlog.into_iter().map(|e| SseEvent {
+            id: e.id,
+            event: e.kind,
+            data: e.data,
+        }));
+        let live = if ended {
+            stream::empty().boxed()
+        } else {
+            stream::unfold((rx, last, false), |(mut rx, last, done)| async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    match rx.recv().await {
+                        Ok(e) if e.id <= last && !e.is_terminal() => continue,
+                        Ok(e) => {
+                            let terminal = e.is_terminal();
+                            let id = e.id.max(last);
+                            return Some((
+                                SseEvent {
+                                    id: e.id,
+                                    event: e.kind,
+                                    data: e.data,
+                                },
+                                (rx, id, terminal),
+                            ));
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(_) => return None,
+                    }
+                }
+            })
+            .boxed()
+        };
+        Ok(EventStream::new(head.chain(live).boxed())
+            .keep_alive(Duration::from_secs(15))
+            .to_event(|e| {
+                poem::web::sse::Event::message(e.data)
+                    .event_type(e.event)
+                    .id(e.id.to_string())
+            }))
+    }
+}

@@ -1,0 +1,428 @@
+//! Wiring: storage, the engine's services, the HTTP routes and middleware.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clipforge_actors::accounts::{Accounts, PlanTable};
+use clipforge_actors::media::whisper::ModelOptions;
+use clipforge_actors::service::{Services, Settings};
+use clipforge_actors::storage::kv::{KvStore, SledStore};
+use clipforge_actors::storage::objects::{LocalStore, ObjectStore, S3Config, S3Store};
+use poem::endpoint::make_sync;
+use poem::http::StatusCode;
+use poem::web::{Data, Path as PPath, Query};
+use poem::{
+    get, handler, Endpoint, EndpointExt, FromRequest, IntoResponse, Request, Response, Route,
+};
+use poem_openapi::OpenApiService;
+
+use crate::api::auth::AuthApi;
+use crate::api::credits::CreditsApi;
+use crate::api::media::MediaApi;
+use crate::api::notifications::NotificationsApi;
+use crate::api::projects::ProjectsApi;
+use crate::api::templates::TemplatesApi;
+use crate::api::{AppState, State};
+use crate::config::Config;
+
+pub type Apis = (
+    AuthApi,
+    MediaApi,
+    ProjectsApi,
+    TemplatesApi,
+    CreditsApi,
+    NotificationsApi,
+);
+
+/// The OpenAPI service (also used to write `openapi/openapi.json`).
+pub fn api_service() -> OpenApiService<Apis, ()> {
+    OpenApiService::new(
+        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi),
+        "Clipforge API",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .description("Long videos in, captioned vertical clips out. Every error has the body {\"error\": code, \"message\": text}.")
+    .server("/api")
+}
+
+fn media_secret(config: &Config) -> anyhow::Result<Vec<u8>> {
+    if !config.auth.media_secret.is_empty() {
+        return Ok(config.auth.media_secret.expose().as_bytes().to_vec());
+    }
+    let path = config.node.data_dir.join("media.secret");
+    if let Ok(s) = std::fs::read(&path) {
+        if s.len() >= 32 {
+            return Ok(s);
+        }
+    }
+    let mut bytes = vec![0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random: {e}"))?;
+    let hex = hex::encode(&bytes).into_bytes();
+    std::fs::write(&path, &hex).with_context(|| format!("writing {}", path.display()))?;
+    Ok(hex)
+}
+
+/// The configured object store, and the local one when media is served here.
+pub async fn object_store(
+    config: &Config,
+    public_url: &str,
+) -> anyhow::Result<(Arc<dyn ObjectStore>, Option<Arc<LocalStore>>)> {
+    Ok(match config.storage.backend.as_str() {
+        "s3" => (
+            Arc::new(
+                S3Store::connect(S3Config {
+                    bucket: config.storage.s3_bucket.clone(),
+                    region: config.storage.s3_region.clone(),
+                    endpoint_url: config.storage.s3_endpoint.clone(),
+                    access_key_id: config.storage.s3_access_key_id.clone(),
+                    secret_access_key: config.storage.s3_secret_access_key.expose().to_string(),
+                    create_bucket: true,
+                })
+                .await
+                .context("connecting to S3")?,
+            ),
+            None,
+        ),
+        _ => {
+            let dir = config
+                .storage
+                .local_dir
+                .clone()
+                .unwrap_or_else(|| config.node.data_dir.join("media"));
+            let local = Arc::new(
+                LocalStore::new(dir, public_url.to_string(), media_secret(config)?)
+                    .context("opening local storage")?,
+            );
+            (local.clone(), Some(local))
+        }
+    })
+}
+
+/// Builds the engine and returns the shared state.
+pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<State> {
+    let data = &config.node.data_dir;
+    std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
+    let kv: Arc<dyn KvStore> =
+        Arc::new(SledStore::open(&data.join("db")).context("opening the database")?);
+    let (objects, local) = object_store(&config, &public_url).await?;
+    let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
+    let p = &config.pipeline;
+    let settings = Settings {
+        data_dir: data.clone(),
+        model_dir: p
+            .model_dir
+            .clone()
+            .unwrap_or_else(crate::cli::default_model_dir),
+        model: ModelOptions {
+            threads: p.threads,
+            compute_type: p.compute_type.clone(),
+            beam_size: p.beam_size,
+        },
+        batch_size: p.batch_size,
+        x264_preset: p.x264_preset.clone(),
+        stage_retries: p.stage_retries,
+        workers: p.workers,
+        max_clips: 10,
+        idle: Duration::from_secs(p.idle_secs),
+    };
+    let services = Services::new(kv, objects.clone(), accounts, settings);
+    let resumed = services
+        .resume_all()
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed unfinished projects");
+    }
+    {
+        let s = services.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(15));
+            loop {
+                tick.tick().await;
+                let n = s.passivate_idle();
+                if n > 0 {
+                    tracing::debug!(passivated = n, "idle account actors stopped");
+                }
+            }
+        });
+    }
+    Ok(Arc::new(AppState {
+        services,
+        objects,
+        local,
+        config,
+    }))
+}
+
+#[handler]
+fn healthz() -> &'static str {
+    "ok"
+}
+
+#[handler]
+async fn readyz(state: Data<&State>) -> Response {
+    match state.services.kv.get("meta", b"ready") {
+        Ok(_) => "ready".into_response(),
+        Err(_) => Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body("storage unavailable"),
+    }
+}
+
+#[handler]
+fn metrics(state: Data<&State>) -> Response {
+    let s = &state.services;
+    let waiting = s
+        .live_projects()
+        .len()
+        .saturating_sub(s.settings.workers - s.pool.available_permits());
+    let gauges = [
+        (
+            "clipforge_queue_depth",
+            "Projects waiting for a worker.",
+            waiting as f64,
+        ),
+        (
+            "clipforge_workers_busy",
+            "Worker slots in use.",
+            (s.settings.workers - s.pool.available_permits()) as f64,
+        ),
+        (
+            "clipforge_live_project_actors",
+            "Live project actors.",
+            s.live_projects().len() as f64,
+        ),
+        (
+            "clipforge_live_user_actors",
+            "Live account actors.",
+            s.users.len() as f64,
+        ),
+        (
+            "clipforge_sse_channels",
+            "Projects with SSE subscribers.",
+            s.hub.channels() as f64,
+        ),
+    ];
+    Response::builder()
+        .content_type("text/plain; version=0.0.4")
+        .body(s.metrics.render(&gauges))
+}
+
+#[derive(serde::Deserialize)]
+struct Signed {
+    expires: u64,
+    sig: String,
+}
+
+/// Serves local media through signed, expiring URLs.
+#[handler]
+async fn media(
+    state: Data<&State>,
+    key: PPath<String>,
+    q: Query<Signed>,
+    req: &Request,
+) -> Response {
+    let Some(local) = state.local.as_ref() else {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "media is served by the object store",
+        );
+    };
+    let key = percent_encoding::percent_decode_str(&key.0)
+        .decode_utf8_lossy()
+        .into_owned();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if !local.verify(&key, q.expires, &q.sig, now) {
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "invalid_signature",
+            "the link is invalid or has expired",
+        );
+    }
+    let Ok(path) = local.path_of(&key) else {
+        return error_response(StatusCode::NOT_FOUND, "not_found", "media not found");
+    };
+    let ctype = match Path::new(&key)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+    {
+        "mp4" => "video/mp4",
+        "jpg" | "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "srt" => "application/x-subrip",
+        "vtt" => "text/vtt; charset=utf-8",
+        _ => "application/octet-stream",
+    };
+    match poem::web::StaticFileRequest::from_request_without_body(req).await {
+        Ok(sf) => match sf.create_response(&path, true, false) {
+            Ok(r) => r.into_response().with_content_type(ctype).into_response(),
+            Err(_) => error_response(StatusCode::NOT_FOUND, "not_found", "media not found"),
+        },
+        Err(_) => error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "bad range or conditional headers",
+        ),
+    }
+}
+
+#[handler]
+fn admin_actors(state: Data<&State>, req: &Request) -> Response {
+    if !admin_ok(&state, req) {
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "admin token required",
+        );
+    }
+    let s = &state.services;
+    let mut actors = Vec::new();
+    for (id, actor) in s.live_projects() {
+        actors.push(serde_json::json!({
+            "kind": "project", "id": id, "name": actor.get_name(), "state": format!("{:?}", actor.get_status()),
+            "children": actor.get_children().iter().map(|c| c.get_name()).collect::<Vec<_>>(),
+        }));
+    }
+    for (id, actor, idle) in s.users.snapshot() {
+        actors.push(serde_json::json!({
+            "kind": "user", "id": id, "state": format!("{:?}", actor.get_status()), "idleSecs": idle,
+        }));
+    }
+    let body = serde_json::json!({
+        "node": state.config.node.name,
+        "workers": { "total": s.settings.workers, "busy": s.settings.workers - s.pool.available_permits() },
+        "actors": actors,
+    });
+    Response::builder()
+        .content_type("application/json")
+        .body(body.to_string())
+}
+
+fn admin_ok(state: &State, req: &Request) -> bool {
+    let token = state.config.auth.admin_token.expose();
+    if token.is_empty() {
+        return false;
+    }
+    let given = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .unwrap_or("");
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    Response::builder()
+        .status(status)
+        .content_type("application/json; charset=utf-8")
+        .body(serde_json::json!({ "error": code, "message": message }).to_string())
+}
+
+/// Routes with logging, metrics and the uniform error body for errors that
+/// never reach a handler (unknown route, bad method, malformed body).
+pub fn routes(state: State) -> impl Endpoint {
+    let api = api_service();
+    let spec = api.spec();
+    let docs = api.swagger_ui();
+    let st = state.clone();
+    Route::new()
+        .nest("/api", api)
+        .at("/api/openapi.json", make_sync(move |_| Response::builder().content_type("application/json").body(spec.clone())))
+        .nest("/docs", docs)
+        .at("/healthz", get(healthz))
+        .at("/readyz", get(readyz))
+        .at("/metrics", get(metrics))
+        .at("/media/*key", get(media))
+        .at("/admin/actors", get(admin_actors))
+        .data(state)
+        .around(move |ep, req| {
+            let st = st.clone();
+            async move {
+                let started = Instant::now();
+                let method = req.method().to_string();
+                let path = req.uri().path().to_string();
+                let request_id = uuid::Uuid::new_v4().to_string();
+                let result = ep.call(req).await;
+                let mut resp = match result {
+                    Ok(r) => r.into_response(),
+                    Err(e) => uniform_error(e),
+                };
+                if resp.status().is_client_error() || resp.status().is_server_error() {
+                    resp = ensure_json_error(resp).await;
+                }
+                let status = resp.status().as_u16();
+                let secs = started.elapsed().as_secs_f64();
+                st.services.metrics.observe_request(&method, status, secs);
+                tracing::info!(request_id = %request_id, method = %method, path = %path, status, ms = secs * 1000.0, "request");
+                resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
+                Ok(resp)
+            }
+        })
+}
+
+fn uniform_error(e: poem::Error) -> Response {
+    let status = e.status();
+    if e.has_source() && status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(error = %e, "unhandled error");
+    }
+    let resp = e.into_response();
+    if resp
+        .content_type()
+        .map(|c| c.starts_with("application/json"))
+        .unwrap_or(false)
+    {
+        return resp;
+    }
+    let code = status_code(status);
+    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        "something went wrong on our side; please try again".to_string()
+    } else {
+        status.canonical_reason().unwrap_or("error").to_lowercase()
+    };
+    error_response(status, code, &message)
+}
+
+async fn ensure_json_error(resp: Response) -> Response {
+    if resp
+        .content_type()
+        .map(|c| c.starts_with("application/json"))
+        .unwrap_or(false)
+    {
+        return resp;
+    }
+    let status = resp.status();
+    let text = resp.into_body().into_string().await.unwrap_or_default();
+    let message = if status.is_server_error() || text.trim().is_empty() {
+        status.canonical_reason().unwrap_or("error").to_lowercase()
+    } else {
+        text.trim().chars().take(300).collect()
+    };
+    error_response(status, status_code(status), &message)
+}
+
+fn status_code(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "invalid_request",
+        401 => "unauthorized",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        409 => "conflict",
+        413 => "payload_too_large",
+        415 => "unsupported_media_type",
+        429 => "rate_limited",
+        503 => "unavailable",
+        _ => "internal_error",
+    }
+}

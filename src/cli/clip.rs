@@ -1,0 +1,311 @@
+//! `clipforge clip`: the pipeline as a command, with progress per stage (bars
+//! on a terminal, plain lines otherwise).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clipforge_actors::captions::template::{CaptionStyle, PRESETS};
+use clipforge_actors::media::whisper::{ModelOptions, WhisperModel};
+use clipforge_actors::project::pipeline::{self, PipelineOptions};
+use clipforge_actors::project::stages::caption::{CaptionOptions, Reframe};
+use clipforge_actors::project::stages::rerank::RerankConfig;
+use clipforge_actors::project::stages::score::preset_range;
+use clipforge_actors::project::stages::{Stage, StageError};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use tokio_util::sync::CancellationToken;
+
+use super::ModelArgs;
+
+#[derive(clap::Args, Debug)]
+pub struct ClipArgs {
+    /// A video file, or a YouTube/Vimeo URL.
+    pub input: String,
+    /// Output folder.
+    #[arg(long, default_value = "clips")]
+    pub out: PathBuf,
+    /// Clip length: auto (20–60 s), 15-30, 30-60 or 60-90.
+    #[arg(long, default_value = "auto")]
+    pub preset: String,
+    /// Caption template: a preset name (default, shorts, karaoke, minimal, bold) or a JSON file.
+    #[arg(long, default_value = "default")]
+    pub template: String,
+    /// Transcribe and caption the selected range as one clip, without cutting.
+    #[arg(long)]
+    pub skip_cuts: bool,
+    /// At most this many clips.
+    #[arg(long, default_value_t = 10)]
+    pub max_clips: usize,
+    /// Process only the first SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Spoken language (ISO code such as en); detected when omitted.
+    #[arg(long, value_name = "CODE")]
+    pub language: Option<String>,
+    /// Reframing: auto, face, center or fit.
+    #[arg(long, default_value = "auto")]
+    pub reframe: String,
+    /// Output size WxH.
+    #[arg(long, default_value = "1080x1920")]
+    pub size: String,
+    /// Force the watermark on (as the free plan does).
+    #[arg(long)]
+    pub watermark: bool,
+    /// libx264 preset for the clips.
+    #[arg(long, default_value = "veryfast")]
+    pub x264_preset: String,
+    /// OpenAI-compatible endpoint for the optional re-ranker (e.g. http://127.0.0.1:8000/v1).
+    #[arg(long, env = "CLIPFORGE_RERANK_URL")]
+    pub rerank_url: Option<String>,
+    #[arg(long, env = "CLIPFORGE_RERANK_MODEL", default_value = "gpt-4o-mini")]
+    pub rerank_model: String,
+    #[arg(long, env = "CLIPFORGE_RERANK_API_KEY", hide_env_values = true)]
+    pub rerank_api_key: Option<String>,
+    /// Print the result summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Benchmarks: keep each clip's filter graph and ffmpeg command here.
+    #[arg(long, hide = true)]
+    pub replay_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn load_style(spec: &str) -> Result<CaptionStyle, String> {
+    let path = std::path::Path::new(spec);
+    if spec.ends_with(".json") || path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read template {spec}: {e}"))?;
+        return CaptionStyle::from_json(&text)
+            .map_err(|e| format!("template {spec} is not valid JSON: {e}"));
+    }
+    CaptionStyle::preset(spec).ok_or_else(|| {
+        format!(
+            "unknown template {spec:?}: use one of {} or a .json file",
+            PRESETS.join(", ")
+        )
+    })
+}
+
+fn parse_size(s: &str) -> Option<(u32, u32)> {
+    let (w, h) = s.split_once(['x', 'X'])?;
+    let (w, h): (u32, u32) = (w.parse().ok()?, h.parse().ok()?);
+    ((16..=4096).contains(&w) && (16..=4096).contains(&h)).then_some((w / 2 * 2, h / 2 * 2))
+}
+
+/// Stage progress on stderr.
+struct Display {
+    bars: Option<(MultiProgress, BTreeMap<Stage, ProgressBar>)>,
+    last: Mutex<BTreeMap<Stage, u8>>,
+}
+
+impl Display {
+    fn new() -> Self {
+        let bars = std::io::stderr().is_terminal().then(|| {
+            let multi = MultiProgress::new();
+            let style = ProgressStyle::with_template("{prefix:>10} [{bar:32}] {pos:>3}%")
+                .expect("valid template")
+                .progress_chars("=> ");
+            let bars = Stage::ALL
+                .iter()
+                .map(|s| {
+                    let bar = multi.add(ProgressBar::new(100));
+                    bar.set_style(style.clone());
+                    bar.set_prefix(s.name());
+                    (*s, bar)
+                })
+                .collect();
+            (multi, bars)
+        });
+        Self {
+            bars,
+            last: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn report(&self, stage: Stage, pct: u8) {
+        match &self.bars {
+            Some((_, bars)) => {
+                if let Some(b) = bars.get(&stage) {
+                    b.set_position(pct as u64);
+                }
+            }
+            None => {
+                let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+                let prev = last.get(&stage).copied();
+                // Plain lines: every 10 % step, and the start and end.
+                if prev.is_none() || pct == 100 || pct / 10 > prev.unwrap_or(0) / 10 {
+                    eprintln!("[{stage}] {pct}%");
+                    last.insert(stage, pct);
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some((_, bars)) = &self.bars {
+            for b in bars.values() {
+                b.finish();
+            }
+        }
+    }
+}
+
+/// Peak resident memory of this process (children such as ffmpeg excluded).
+fn peak_rss_mb() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+pub async fn run(args: ClipArgs) -> ExitCode {
+    let Some(range) = preset_range(&args.preset) else {
+        return usage_error(format!(
+            "unknown preset {:?}: use auto, 15-30, 30-60 or 60-90",
+            args.preset
+        ));
+    };
+    let mut style = match load_style(&args.template) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    if args.watermark {
+        style.watermark_enabled = true;
+    }
+    let reframe: Reframe = match args.reframe.parse() {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let Some((width, height)) = parse_size(&args.size) else {
+        return usage_error(format!(
+            "bad --size {:?}: use WxH, e.g. 1080x1920",
+            args.size
+        ));
+    };
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0) {
+            return usage_error("--duration must be a positive number of seconds");
+        }
+    }
+    let model_opts = ModelOptions {
+        threads: args.model.threads,
+        compute_type: args.model.compute_type.clone(),
+        beam_size: args.model.beam_size,
+    };
+    let dir = args.model.dir();
+    let model =
+        match tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &model_opts)).await {
+            Ok(Ok(m)) => Arc::new(m),
+            Ok(Err(e)) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let mut caption = CaptionOptions::new(args.out.clone(), style.clone());
+    caption.width = width;
+    caption.height = height;
+    caption.reframe = reframe;
+    caption.x264_preset = args.x264_preset.clone();
+    caption.replay_dir = args.replay_dir.clone();
+    let opts = PipelineOptions {
+        out_dir: args.out.clone(),
+        range,
+        max_clips: args.max_clips,
+        skip_cuts: args.skip_cuts,
+        duration: args.duration,
+        language: args.language.clone(),
+        style,
+        caption: Some(caption),
+        batch_size: args.model.batch_size,
+        rerank: args.rerank_url.clone().map(|base_url| RerankConfig {
+            base_url,
+            api_key: args.rerank_api_key.clone(),
+            model: args.rerank_model.clone(),
+            timeout: Duration::from_secs(60),
+        }),
+    };
+
+    let cancel = CancellationToken::new();
+    {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            cancel.cancel();
+        });
+    }
+    let display = Arc::new(Display::new());
+    let d2 = display.clone();
+    let started = std::time::Instant::now();
+    let result = pipeline::run(
+        &args.input,
+        model,
+        &opts,
+        cancel,
+        Arc::new(move |s, p| d2.report(s, p)),
+    )
+    .await;
+    display.finish();
+    match result {
+        Ok(r) => {
+            if args.json {
+                let summary = serde_json::json!({
+                    "outDir": args.out,
+                    "clips": r.clips.len(),
+                    "language": r.transcript.language,
+                    "stageSeconds": r.times,
+                    "totalSeconds": started.elapsed().as_secs_f64(),
+                    "peakRssMb": peak_rss_mb(),
+                });
+                println!("{summary}");
+            } else {
+                eprintln!(
+                    "{} clip(s) in {} ({:.1} s): transcribed {:.0} s of {} speech",
+                    r.clips.len(),
+                    args.out.display(),
+                    started.elapsed().as_secs_f64(),
+                    r.transcript.duration,
+                    r.transcript.language
+                );
+                for c in &r.clips {
+                    eprintln!(
+                        "  clip-{}.mp4  score {:>3}  {}",
+                        c.index, c.plan.score, c.plan.title
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(StageError::Cancelled) => {
+            eprintln!("cancelled");
+            ExitCode::from(130)
+        }
+        Err(e @ (StageError::InvalidInput(_) | StageError::NoClips(_))) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `clipforge serve`: the HTTP service on one node.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use poem::listener::{Acceptor, Listener, TcpListener};
+
+use crate::config::Config;
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Config file (missing file = defaults).
+    #[arg(long, env = "CLIPFORGE_CONFIG", default_value = "cluster.toml")]
+    pub config: PathBuf,
+    /// HTTP port (0 picks a free port and prints it).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Data directory (sled database, local media, work folders).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+pub async fn run(args: ServeArgs) -> ExitCode {
+    crate::telemetry::init();
+    let mut config = match Config::load(Some(&args.config)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: configuration: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(d) = args.data_dir {
+        config.node.data_dir = d;
+    }
+    if let Some(p) = args.port {
+        let host = config
+            .node
+            .http_addr
+            .rsplit_once(':')
+            .map(|(h, _)| h.to_string())
+            .unwrap_or_else(|| "0.0.0.0".into());
+        config.node.http_addr = format!("{host}:{p}");
+    }
+    let acceptor = match TcpListener::bind(config.node.http_addr.clone())
+        .into_acceptor()
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: cannot listen on {}: {e}", config.node.http_addr);
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = acceptor
+        .local_addr()
+        .into_iter()
+        .find_map(|a| a.as_socket_addr().copied())
+        .map(|a| a.port())
+        .unwrap_or(0);
+    let public_url = config
+        .node
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://127.0.0.1:{local}"));
+    let state = match crate::app::build_state(config, public_url.clone()).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("clipforge listening on port {local}");
+    println!(
+        "API: {public_url}/api   docs: {public_url}/docs   OpenAPI: {public_url}/api/openapi.json"
+    );
+    let server = poem::Server::new_with_acceptor(acceptor);
+    let shutdown = async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    };
+    match server
+        .run_with_graceful_shutdown(
+            crate::app::routes(state),
+            shutdown,
+            Some(std::time::Duration::from_secs(10)),
+        )
+        .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

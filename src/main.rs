@@ -1,0 +1,28 @@
+//! `clipforge`: the command line. `clipforge clip` runs the pipeline on a
+//! file or URL without a server.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod api;
+mod app;
+mod cli;
+mod config;
+mod telemetry;
+
+fn main() -> ExitCode {
+    clipforge_actors::storage::objects::install_default_crypto_provider();
+    let args = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(cli::run(args))
+}

@@ -1,0 +1,652 @@
+//! Black-box tests of the HTTP service: each test starts the real binary on
+//! port 0 with its own data directory and talks to it over 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+struct App {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_app() -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clipforge"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--config",
+            "/nonexistent/cluster.toml",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("CLIPFORGE_NODE_HTTP_ADDR", "127.0.0.1:0")
+        .env("CLIPFORGE_AUTH_ADMIN_TOKEN", "admin-secret")
+        .env("CLIPFORGE_PIPELINE_X264_PRESET", "ultrafast")
+        .env("CLIPFORGE_PIPELINE_THREADS", "2")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start clipforge serve");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let port = loop {
+        let line = lines.next().expect("server output").expect("utf-8");
+        if let Some(p) = line.strip_prefix("clipforge listening on port ") {
+            break p.trim().parse::<u16>().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    App {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl App {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+    async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, Some(token), None)
+            .await
+    }
+    async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(token), Some(body))
+            .await
+    }
+    async fn sign_up(&self, email: &str) -> String {
+        let (s, v) = self
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/sign-up/email",
+                None,
+                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v["token"].as_str().unwrap().to_string()
+    }
+}
+
+fn assert_error(status: u16, body: &Value, expected: u16) {
+    assert_eq!(status, expected, "{body}");
+    assert!(
+        body["error"].is_string() && body["message"].is_string(),
+        "not the uniform error body: {body}"
+    );
+}
+
+#[tokio::test]
+async fn accounts_sessions_and_errors() {
+    let app = spawn_app();
+    let token = app.sign_up("ana@example.com").await;
+    let (s, v) = app.get("/api/auth/get-session", &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["user"]["email"], "ana@example.com");
+
+    // The cookie works too; nothing at all is 401 with the uniform body.
+    let r = app
+        .client
+        .get(format!("{}/api/auth/get-session", app.base))
+        .header("cookie", format!("clipforge.session_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (s, v) = app
+        .call(reqwest::Method::GET, "/api/credits", None, None)
+        .await;
+    assert_error(s, &v, 401);
+    let (s, v) = app.get("/api/credits", "not-a-token").await;
+    assert_error(s, &v, 401);
+
+    // Change password revokes the other sessions by default.
+    let (s, second) = app
+        .call(
+            reqwest::Method::POST,
+            "/api/auth/sign-in/email",
+            None,
+            Some(json!({"email": "ana@example.com", "password": "correct horse"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{second}");
+    let second = second["token"].as_str().unwrap().to_string();
+    let (s, v) = app
+        .post(
+            "/api/auth/change-password",
+            &token,
+            json!({"currentPassword": "correct horse", "newPassword": "battery staple"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = app.get("/api/auth/get-session", &second).await;
+    assert_error(s, &v, 401);
+    let (s, _) = app.get("/api/auth/get-session", &token).await;
+    assert_eq!(s, 200, "the current session stays");
+    let (s, v) = app
+        .post(
+            "/api/auth/change-password",
+            &token,
+            json!({"currentPassword": "wrong", "newPassword": "whatever12"}),
+        )
+        .await;
+    assert_error(s, &v, 401);
+
+    // Duplicate email, wrong password, then the rate limit.
+    let (s, v) = app
+        .call(
+            reqwest::Method::POST,
+            "/api/auth/sign-up/email",
+            None,
+            Some(json!({"email": "ANA@example.com", "password": "another one", "name": "A"})),
+        )
+        .await;
+    assert_error(s, &v, 409);
+    let mut last = 0;
+    for _ in 0..8 {
+        let (s, v) = app
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/sign-in/email",
+                None,
+                Some(json!({"email": "ana@example.com", "password": "wrong password"})),
+            )
+            .await;
+        assert!(s == 401 || s == 429, "{s} {v}");
+        last = s;
+    }
+    assert_eq!(last, 429, "sign-in is rate limited");
+
+    // Unknown route and malformed body keep the uniform error body.
+    let (s, v) = app.get("/api/nope", &token).await;
+    assert_error(s, &v, 404);
+    let r = app
+        .client
+        .post(format!("{}/api/caption-templates", app.base))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_error(s, &v, 400);
+
+    let (s, _) = app.post("/api/auth/sign-out", &token, json!({})).await;
+    assert_eq!(s, 200);
+    let (s, v) = app.get("/api/auth/get-session", &token).await;
+    assert_error(s, &v, 401);
+}
+
+#[tokio::test]
+async fn templates_credits_and_notifications() {
+    let app = spawn_app();
+    let token = app.sign_up("bo@example.com").await;
+    let other = app.sign_up("cy@example.com").await;
+
+    let (s, v) = app.get("/api/caption-templates", &token).await;
+    assert_eq!(s, 200, "{v}");
+    let templates = v["templates"].as_array().unwrap();
+    assert_eq!(templates.len(), 1);
+    let default = &templates[0];
+    assert_eq!(default["isDefault"], true);
+
+    let (s, created) = app
+        .post(
+            "/api/caption-templates",
+            &token,
+            json!({"name": "Loud", "fontSize": 999, "animation": "spin"}),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    assert_eq!(created["fontSize"], 200.0, "clamped");
+    assert_eq!(
+        created["fontColor"], default["fontColor"],
+        "inherited from the default"
+    );
+    assert!(created["id"].is_string() && created["createdAt"].is_string());
+
+    let id = default["id"].as_str().unwrap();
+    let r = app
+        .client
+        .delete(format!("{}/api/caption-templates/{id}", app.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_error(s, &v, 409);
+    let cid = created["id"].as_str().unwrap();
+    let r = app
+        .client
+        .put(format!("{}/api/caption-templates/{cid}", app.base))
+        .bearer_auth(&other)
+        .json(&json!({"name": "mine now"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        404,
+        "another user's template is not found"
+    );
+
+    let (s, v) = app.get("/api/credits", &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["plan"], "free");
+    assert_eq!(v["credits"], 60);
+    assert_eq!(v["totalCredits"], 60);
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "pro"}))
+        .await;
+    assert_error(s, &v, 402);
+    let (s, v) = app
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "platinum"}),
+        )
+        .await;
+    assert_error(s, &v, 400);
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("free")));
+
+    let (s, v) = app.get("/api/notifications", &token).await;
+    assert_eq!(s, 200);
+    assert!(v["notifications"].is_array());
+    let (s, v) = app
+        .post(
+            "/api/notifications/00000000-0000-0000-0000-000000000000/read",
+            &token,
+            json!({}),
+        )
+        .await;
+    assert_error(s, &v, 404);
+    let (s, _) = app.post("/api/notifications/read", &token, json!({})).await;
+    assert_eq!(s, 200);
+
+    let (s, v) = app.get("/api/projects?page=0&limit=1000", &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["page"].clone(), v["limit"].clone(), v["total"].clone()),
+        (json!(1), json!(100), json!(0))
+    );
+    let (s, v) = app.get("/api/projects?page=abc", &token).await;
+    assert_error(s, &v, 400);
+
+    // Project creation validation names the field and takes nothing.
+    let (s, v) = app.post("/api/projects", &token, json!({})).await;
+    assert_error(s, &v, 400);
+    let (s, v) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"sourceUrl": "https://example.com/v.mp4"}),
+        )
+        .await;
+    assert_error(s, &v, 400);
+    let (s, v) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"fileKey": "uploads/nope/x.mp4"}),
+        )
+        .await;
+    assert_error(s, &v, 404);
+    let (_, v) = app.get("/api/credits", &token).await;
+    assert_eq!(v["credits"], 60, "failed creations take no credits");
+    let (s, v) = app
+        .post(
+            "/api/meta",
+            &token,
+            json!({"url": "https://example.com/watch"}),
+        )
+        .await;
+    assert_error(s, &v, 400);
+    assert!(v["message"]
+        .as_str()
+        .unwrap()
+        .contains("supported platform"));
+
+    let r = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("clipforge_http_requests_total"));
+    let r = app
+        .client
+        .get(format!("{}/admin/actors", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let r = app
+        .client
+        .get(format!("{}/admin/actors", app.base))
+        .bearer_auth("admin-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["actors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["kind"] == "user"));
+}
+
+fn speech_video(dir: &Path) -> PathBuf {
+    let wav = dir.join("talk.wav");
+    let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
+                three seconds whether they will keep watching. So your opening must promise something valuable. \
+                Here is the biggest mistake I see every day. Creators start with a long introduction. Nobody cares \
+                about your name before they care about your idea. Open with a question instead!";
+    assert!(Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&wav)
+        .arg(text)
+        .status()
+        .unwrap()
+        .success());
+    let mp4 = dir.join("talk.mp4");
+    assert!(Command::new("ffmpeg")
+        .args([
+            "-nostdin",
+            "-y",
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=640x360:r=25",
+            "-i"
+        ])
+        .arg(&wav)
+        .args([
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac"
+        ])
+        .arg(&mp4)
+        .status()
+        .unwrap()
+        .success());
+    mp4
+}
+
+async fn upload(app: &App, token: &str, path: &Path, name: &str) -> (u16, Value) {
+    let bytes = std::fs::read(path).unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()),
+    );
+    let r = app
+        .client
+        .post(format!("{}/api/upload", app.base))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Reads SSE events until a terminal one; returns (event, id, data) triples.
+async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u64, Value)> {
+    let mut resp = app
+        .client
+        .get(format!("{}/api/projects/{project}/status", app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut buf = String::new();
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while Instant::now() < deadline {
+        let Some(chunk) = tokio::time::timeout(Duration::from_secs(120), resp.chunk())
+            .await
+            .expect("events keep coming")
+            .unwrap()
+        else {
+            break;
+        };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut ev, mut id, mut data) = (String::new(), 0u64, String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    ev = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().unwrap_or(0);
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim());
+                }
+            }
+            if !ev.is_empty() {
+                events.push((ev, id, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn upload_process_follow_and_download() {
+    let app = spawn_app();
+    let token = app.sign_up("dee@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+
+    let text = dir.path().join("notes.mp4");
+    std::fs::write(&text, "not a video at all\n".repeat(100)).unwrap();
+    let (s, v) = upload(&app, &token, &text, "notes.mp4").await;
+    assert_error(s, &v, 415);
+
+    let video = speech_video(dir.path());
+    let (s, up) = upload(&app, &token, &video, "My Talk.mp4").await;
+    assert_eq!(s, 200, "{up}");
+    let key = up["fileKey"].as_str().unwrap();
+    assert!(
+        key.starts_with("uploads/") && key.ends_with("/My_Talk.mp4"),
+        "{key}"
+    );
+    let secs = up["durationSec"].as_f64().unwrap();
+    assert!(secs > 20.0, "{secs}");
+
+    let (s, created) = app
+        .post("/api/projects", &token, json!({"fileKey": key, "title": "Viral talk", "clipDurationPreset": "15-30", "captionTemplate": "karaoke"}))
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let pid = created["projectId"].as_str().unwrap().to_string();
+    assert_eq!(created["project"]["status"], "Na fila");
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59, "one minute reserved");
+
+    let events = follow_sse(&app, &token, &pid).await;
+    let last = events.last().expect("events");
+    assert_eq!(last.0, "completed", "{events:?}");
+    assert!(events.iter().any(|e| e.0 == "progress"));
+    assert!(
+        events.windows(2).all(|w| w[0].1 < w[1].1),
+        "event ids increase"
+    );
+    // A reconnect with Last-Event-ID gets only what came after.
+    let r = app
+        .client
+        .get(format!("{}/api/projects/{pid}/status", app.base))
+        .bearer_auth(&token)
+        .header("Last-Event-ID", (last.1 - 1).to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("event: completed") && !text.contains("event: progress"),
+        "{text}"
+    );
+
+    let (s, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["project"]["status"], "Concluído");
+    assert_eq!(v["project"]["state"], "completed");
+    let clips = v["clips"].as_array().unwrap();
+    assert!(!clips.is_empty());
+    for c in clips {
+        for (field, magic) in [
+            ("url", &b"ftyp"[..]),
+            ("thumbnail", &[0xFF, 0xD8][..]),
+            ("subtitleUrl", &b"1"[..]),
+        ] {
+            let url = c[field].as_str().unwrap();
+            let bytes = app
+                .client
+                .get(url)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let found = bytes.windows(magic.len()).take(64).any(|w| w == magic);
+            assert!(
+                found,
+                "{field} of clip {} does not download a valid file",
+                c["id"]
+            );
+        }
+        assert!(c["transcripts"].as_array().is_some_and(|t| !t.is_empty()));
+        let d = c["endSec"].as_f64().unwrap() - c["startSec"].as_f64().unwrap();
+        assert!((15.0..=30.0).contains(&d), "{d}");
+    }
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59, "charged exactly the started minute");
+    let (_, n) = app.get("/api/notifications", &token).await;
+    let first = &n["notifications"][0];
+    assert_eq!(first["type"], "project_completed");
+    assert!(first["message"].as_str().unwrap().contains("Viral talk"));
+
+    // Another user sees nothing.
+    let other = app.sign_up("eve@example.com").await;
+    let (s, v) = app.get(&format!("/api/projects/{pid}"), &other).await;
+    assert_error(s, &v, 404);
+
+    // Delete removes the project and its media.
+    let url = clips[0]["url"].as_str().unwrap().to_string();
+    let r = app
+        .client
+        .delete(format!("{}/api/projects/{pid}", app.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        app.client.get(&url).send().await.unwrap().status().as_u16(),
+        404
+    );
+    let (s, _) = app.get(&format!("/api/projects/{pid}"), &token).await;
+    assert_eq!(s, 404);
+}
+
+#[tokio::test]
+async fn cancel_releases_credits_and_removes_the_project() {
+    let app = spawn_app();
+    let token = app.sign_up("fay@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = speech_video(dir.path());
+    let (_, up) = upload(&app, &token, &video, "talk.mp4").await;
+    let (s, created) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"fileKey": up["fileKey"], "skipCuts": true}),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let pid = created["projectId"].as_str().unwrap();
+    let (s, v) = app
+        .post(&format!("/api/projects/{pid}/cancel"), &token, json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["status"], "Cancelado");
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 60);
+    let (s, _) = app.get(&format!("/api/projects/{pid}"), &token).await;
+    assert_eq!(s, 404);
+}
+
+#[test]
+fn committed_openapi_document_is_current() {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let ok = Command::new(env!("CARGO_BIN_EXE_clipforge"))
+        .arg("openapi")
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let fresh = std::fs::read_to_string(out.path()).unwrap();
+    let committed =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi/openapi.json"))
+            .expect("openapi/openapi.json is committed");
+    assert!(
+        fresh == committed,
+        "openapi/openapi.json is stale: run `clipforge openapi`"
+    );
+}

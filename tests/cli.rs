@@ -1,0 +1,131 @@
+//! `clipforge clip` as a user runs it: plain progress lines when stderr is
+//! not a terminal, the files it promises, and clear errors with exit code 2.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_clipforge"))
+}
+
+fn make_video(dir: &Path) -> std::path::PathBuf {
+    let wav = dir.join("s.wav");
+    let ok = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&wav)
+        .arg("Short clips win attention. Captions keep people watching. Try it today!")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mp4 = dir.join("in.mp4");
+    let ok = Command::new("ffmpeg")
+        .args([
+            "-nostdin",
+            "-y",
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=640x360:r=25:d=6",
+            "-i",
+        ])
+        .arg(&wav)
+        .args([
+            "-af",
+            "apad",
+            "-t",
+            "6",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+        ])
+        .arg(&mp4)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    mp4
+}
+
+#[test]
+fn clip_command_writes_clips_and_reports_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = make_video(dir.path());
+    let out = dir.path().join("out");
+    let res = bin()
+        .arg("clip")
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--skip-cuts",
+            "--duration",
+            "5",
+            "--template",
+            "karaoke",
+            "--x264-preset",
+            "ultrafast",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "exit {:?}: {stderr}", res.status);
+    for stage in ["download", "transcribe", "cut", "caption"] {
+        assert!(
+            stderr.contains(&format!("[{stage}] 100%")),
+            "no progress line for {stage}: {stderr}"
+        );
+    }
+    for f in [
+        "clip-1.mp4",
+        "clip-1.srt",
+        "clip-1.vtt",
+        "clip-1.jpg",
+        "clips.json",
+        "transcript.json",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let clips: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
+    assert_eq!(clips["clips"].as_array().unwrap().len(), 1);
+    assert_eq!(clips["clips"][0]["endSec"], 5.0);
+}
+
+#[test]
+fn clip_command_explains_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("holiday.mp4");
+    std::fs::write(&fake, "just some text\n").unwrap();
+    let res = bin()
+        .arg("clip")
+        .arg(&fake)
+        .arg("--out")
+        .arg(dir.path().join("o"))
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        stderr.contains("holiday.mp4") && stderr.contains("not a video"),
+        "{stderr}"
+    );
+
+    let res = bin()
+        .args(["clip", "x.mp4", "--preset", "5-10"])
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("unknown preset"));
+    let res = bin()
+        .args(["clip", "x.mp4", "--template", "sparkly"])
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("unknown template"));
+}
