@@ -14,9 +14,9 @@ use crate::project::stages::StageError;
 static MODEL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/seeta_fd_frontal_v1.0.bin"));
 
 /// Frames per second sampled for face detection.
-pub const SAMPLE_FPS: f64 = 2.0;
+pub const SAMPLE_FPS: f64 = 1.0;
 /// Width of the grey frames the detector sees.
-const DETECT_WIDTH: u32 = 640;
+const DETECT_WIDTH: u32 = 480;
 
 /// The main face in one sampled frame, in 0..1 frame coordinates.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -151,7 +151,7 @@ pub fn smooth_path(samples: &FaceSamples) -> Vec<f64> {
         }
         *slot = known[k].1;
     }
-    // Centred moving average over 2.5 s.
+    // Centred moving average over five samples (5 s at 1 fps).
     let radius = 2usize;
     let avg: Vec<f64> = (0..n)
         .map(|i| {

@@ -1,0 +1,262 @@
+//! Tests of `templates`.
+
+use super::*;
+use crate::accounts::testutil::Fixture;
+
+fn input(json: &str) -> TemplateInput {
+    serde_json::from_str(json).expect("template input")
+}
+
+fn defaults(fx: &Fixture, user_id: &str) -> Vec<String> {
+    fx.accounts
+        .list_templates(user_id)
+        .expect("list")
+        .into_iter()
+        .filter(|t| t.is_default)
+        .map(|t| t.id)
+        .collect()
+}
+
+#[test]
+fn creation_inherits_the_default_template_and_clamps() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let user = account.id.as_str();
+    fx.accounts
+        .update_template(
+            user,
+            &account.default_template_id,
+            &input(r##"{"fontSize": 90, "fontColor": "#123", "backgroundColor": "#000"}"##),
+        )
+        .expect("update default");
+
+    let created = fx
+        .accounts
+        .create_template(
+            user,
+            &input(
+                r#"{"name": " Big ", "strokeWidth": 50, "animation": "spin",
+                      "watermarkPosition": "Top-Left", "id": "ignored"}"#,
+            ),
+        )
+        .expect("create");
+    assert_eq!(created.name, "Big");
+    assert_eq!(created.font_size, 90.0, "inherited from the default");
+    assert_eq!(created.font_color, "#112233", "inherited, normalised");
+    assert_eq!(created.background_color.as_deref(), Some("#000000"));
+    assert_eq!(created.stroke_width, 20.0, "clamped");
+    assert_eq!(created.animation, "pop", "unknown value falls back");
+    assert_eq!(created.watermark_position, "top-left");
+    assert!(!created.is_default);
+    assert_eq!(created.created_at, "2026-11-21T23:50:06.123Z");
+    assert!(created.id != "ignored");
+
+    let json = serde_json::to_value(&created).expect("json");
+    for field in [
+        "isDefault",
+        "fontFamily",
+        "positionY",
+        "watermarkSize",
+        "updatedAt",
+    ] {
+        assert!(json.get(field).is_some(), "{field} missing from {json}");
+    }
+
+    for (body, field) in [
+        (r#"{"fontSize": 40}"#, "name"),
+        (r#"{"name": "   "}"#, "name"),
+        (r#"{"name": "x", "description": "{long}"}"#, "description"),
+    ] {
+        let body = body.replace("{long}", &"d".repeat(501));
+        match fx.accounts.create_template(user, &input(&body)) {
+            Err(AccountError::InvalidInput(message)) => {
+                assert!(message.starts_with(field), "{message}")
+            }
+            other => panic!("expected InvalidInput for {body}, got {other:?}"),
+        }
+    }
+    let long_name = format!(r#"{{"name": "{}"}}"#, "n".repeat(101));
+    assert!(fx
+        .accounts
+        .create_template(user, &input(&long_name))
+        .is_err());
+}
+
+#[test]
+fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let user = account.id.as_str();
+    let t = fx
+        .accounts
+        .create_template(
+            user,
+            &input(r##"{"name": "A", "backgroundColor": "#FF000080"}"##),
+        )
+        .expect("create");
+    fx.advance(1000);
+    let updated = fx
+        .accounts
+        .update_template(
+            user,
+            &t.id,
+            &input(r#"{"positionY": -5, "description": "d"}"#),
+        )
+        .expect("update");
+    assert_eq!(updated.position_y, 0.0);
+    assert_eq!(updated.name, "A");
+    assert_eq!(updated.description, "d");
+    assert_eq!(updated.background_color.as_deref(), Some("#FF000080"));
+    assert_eq!(updated.created_at, t.created_at);
+    assert_eq!(updated.updated_at, "2026-11-21T23:50:07.123Z");
+    let cleared = fx
+        .accounts
+        .update_template(user, &t.id, &input(r#"{"backgroundColor": null}"#))
+        .expect("clear");
+    assert_eq!(cleared.background_color, None);
+    assert_eq!(fx.accounts.get_template(user, &t.id).expect("get"), cleared);
+}
+
+#[test]
+fn exactly_one_default_and_it_cannot_be_deleted() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let user = account.id.as_str();
+    let first = account.default_template_id.clone();
+
+    let err = fx
+        .accounts
+        .delete_template(user, &first)
+        .expect_err("default");
+    assert_eq!((err.status(), err.code()), (409, "conflict"));
+    assert!(err
+        .to_string()
+        .contains("set another template as the default first"));
+
+    let second = fx
+        .accounts
+        .create_template(user, &input(r#"{"name": "B", "isDefault": true}"#))
+        .expect("create default");
+    assert!(second.is_default);
+    assert_eq!(defaults(&fx, user), [second.id.as_str()]);
+    let err = fx
+        .accounts
+        .update_template(user, &second.id, &input(r#"{"isDefault": false}"#))
+        .expect_err("unsetting the default");
+    assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+
+    let moved = fx
+        .accounts
+        .update_template(user, &first, &input(r#"{"isDefault": true}"#))
+        .expect("move back");
+    assert!(moved.is_default);
+    assert_eq!(defaults(&fx, user), [first.as_str()]);
+    fx.accounts
+        .delete_template(user, &second.id)
+        .expect("delete non-default");
+    let left = fx.accounts.list_templates(user).expect("list");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].id, first);
+    assert_eq!(
+        fx.accounts
+            .get_account(user)
+            .expect("account")
+            .default_template_id,
+        first
+    );
+}
+
+#[test]
+fn other_users_templates_are_not_found() {
+    let fx = Fixture::new();
+    let (ana, _) = fx.user("ana");
+    let (bob, _) = fx.user("bob");
+    let bobs = bob.default_template_id.as_str();
+    let not_found = |result: Result<TemplateView>| {
+        assert!(
+            matches!(result, Err(AccountError::NotFound(_))),
+            "{result:?}"
+        )
+    };
+    not_found(fx.accounts.get_template(&ana.id, bobs));
+    not_found(
+        fx.accounts
+            .update_template(&ana.id, bobs, &input(r#"{"name": "x"}"#)),
+    );
+    not_found(fx.accounts.get_template(&ana.id, "../../etc"));
+    let err = fx
+        .accounts
+        .delete_template(&ana.id, bobs)
+        .expect_err("delete");
+    assert_eq!(err.status(), 404);
+    assert_eq!(
+        fx.accounts.get_template(&bob.id, bobs).expect("own").name,
+        "Default"
+    );
+}
+
+#[test]
+fn resolves_ids_presets_json_and_refuses_garbage() {
+    let fx = Fixture::new();
+    let (ana, _) = fx.user("ana");
+    let (bob, _) = fx.user("bob");
+    let user = ana.id.as_str();
+    let custom = fx
+        .accounts
+        .create_template(
+            user,
+            &input(r#"{"name": "Mine", "fontSize": 99, "isDefault": true}"#),
+        )
+        .expect("create");
+    let resolve = |spec: &str| fx.accounts.resolve_template(user, spec);
+
+    assert_eq!(resolve(&custom.id).expect("id").font_size, 99.0);
+    assert_eq!(
+        resolve("").expect("empty").font_size,
+        99.0,
+        "the default template"
+    );
+    assert_eq!(resolve("default").expect("default").font_size, 99.0);
+    let karaoke = resolve(" Karaoke ").expect("preset");
+    assert_eq!(Some(karaoke), CaptionStyle::preset("karaoke"));
+
+    let json = resolve(r#"{"fontColor": "0f0", "strokeWidth": 99}"#).expect("json");
+    assert_eq!(
+        json.font_size, 99.0,
+        "JSON inherits the user's default template"
+    );
+    assert_eq!(json.font_color, "#00FF00");
+    assert_eq!(json.stroke_width, 20.0, "clamped");
+
+    for garbage in ["comic-sans", "{not json", r#"{"fontSize": "big"}"#] {
+        match resolve(garbage) {
+            Err(AccountError::InvalidInput(message)) => {
+                assert!(message.starts_with("captionTemplate:"), "{message}")
+            }
+            other => panic!("expected InvalidInput for {garbage}, got {other:?}"),
+        }
+    }
+    let err = resolve(&bob.default_template_id).expect_err("bob's template");
+    assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
+    let missing = uuid::Uuid::new_v4().to_string();
+    assert!(matches!(resolve(&missing), Err(AccountError::NotFound(_))));
+}
+
+#[test]
+fn template_count_is_capped() {
+    let fx = Fixture::new();
+    let (ana, _) = fx.user("ana");
+    for i in 1..MAX_TEMPLATES {
+        let body = input(&format!(r#"{{"name": "t{i}"}}"#));
+        fx.accounts.create_template(&ana.id, &body).expect("create");
+    }
+    let err = fx
+        .accounts
+        .create_template(&ana.id, &input(r#"{"name": "one too many"}"#))
+        .expect_err("cap");
+    assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
+    assert_eq!(
+        fx.accounts.list_templates(&ana.id).expect("list").len(),
+        MAX_TEMPLATES
+    );
+}

@@ -1,0 +1,151 @@
+//! Tests of `kv`.
+
+use super::*;
+use serde::Deserialize;
+use std::process::Command;
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+enum State {
+    Queued,
+    Done { clips: u32 },
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Job {
+    id: String,
+    state: State,
+    tags: Vec<String>,
+    score: Option<f64>,
+}
+
+#[test]
+fn memory_store_conforms() {
+    kv_conformance(&MemoryStore::new());
+}
+
+#[test]
+fn sled_store_conforms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kv = SledStore::open(&dir.path().join("db")).expect("open");
+    kv_conformance(&kv);
+}
+
+#[test]
+fn sled_store_keeps_data_across_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    {
+        let kv = SledStore::open(&path).expect("open");
+        kv.put("t", b"a", b"1").expect("put");
+        kv.put("t", b"gone", b"x").expect("put");
+        kv.delete("t", b"gone").expect("delete");
+        kv.apply(vec![KvOp::Put {
+            tree: "u".into(),
+            key: b"b".to_vec(),
+            value: vec![7; 100_000],
+        }])
+        .expect("apply");
+    }
+    let kv = SledStore::open(&path).expect("reopen");
+    assert_eq!(kv.get("t", b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(kv.get("t", b"gone").expect("get"), None);
+    assert_eq!(kv.get("u", b"b").expect("get"), Some(vec![7; 100_000]));
+}
+
+const EXIT_CHILD_DIR: &str = "CLIPFORGE_KV_EXIT_CHILD_DIR";
+
+/// Helper for the next test, run in a child process: writes, then exits
+/// without running any destructor, so sled gets no chance to flush on
+/// drop. Does nothing in a normal test run.
+#[test]
+fn exit_child_writes_then_exits() {
+    let Some(dir) = std::env::var_os(EXIT_CHILD_DIR) else {
+        return;
+    };
+    let kv = SledStore::open(Path::new(&dir)).expect("open in child");
+    kv.put("t", b"put", b"1").expect("put");
+    kv.apply(vec![
+        KvOp::Put {
+            tree: "t".into(),
+            key: b"batch".to_vec(),
+            value: b"2".to_vec(),
+        },
+        KvOp::Put {
+            tree: "u".into(),
+            key: b"batch".to_vec(),
+            value: b"3".to_vec(),
+        },
+    ])
+    .expect("apply");
+    kv.put("t", b"deleted", b"x").expect("put");
+    kv.delete("t", b"deleted").expect("delete");
+    std::process::exit(0);
+}
+
+#[test]
+fn sled_writes_are_durable_when_they_return() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let module = module_path!()
+        .split_once("::")
+        .map_or("", |(_crate, rest)| rest);
+    let child_test = format!("{module}::exit_child_writes_then_exits");
+    let exe = std::env::current_exe().expect("test executable");
+    let child = Command::new(exe)
+        .args([child_test.as_str(), "--exact", "--test-threads=1"])
+        .env(EXIT_CHILD_DIR, &path)
+        .output()
+        .expect("run child test process");
+    assert!(
+        child.status.success(),
+        "child process failed: {}\n{}{}",
+        child.status,
+        String::from_utf8_lossy(&child.stdout),
+        String::from_utf8_lossy(&child.stderr)
+    );
+
+    let kv = SledStore::open(&path).expect("reopen after child exit");
+    assert_eq!(
+        kv.get("t", b"put").expect("get"),
+        Some(b"1".to_vec()),
+        "a put acknowledged before exit was lost (or the child test {child_test} did not run)"
+    );
+    assert_eq!(kv.get("t", b"batch").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(kv.get("u", b"batch").expect("get"), Some(b"3".to_vec()));
+    assert_eq!(kv.get("t", b"deleted").expect("get"), None);
+}
+
+#[test]
+fn typed_values_round_trip() {
+    let kv = MemoryStore::new();
+    let job = Job {
+        id: "job-1".into(),
+        state: State::Done { clips: 3 },
+        tags: vec!["a".into(), "b".into()],
+        score: None,
+    };
+    put_value(&kv, "jobs", b"job-1", &job).expect("put_value");
+    assert_eq!(
+        get_value::<Job>(&kv, "jobs", b"job-1").expect("get_value"),
+        Some(job)
+    );
+    assert_eq!(get_value::<Job>(&kv, "jobs", b"none").expect("get"), None);
+    let queued = encode(&State::Queued).expect("encode");
+    assert_eq!(decode::<State>(&queued).expect("decode"), State::Queued);
+}
+
+#[test]
+fn undecodable_values_are_corrupt() {
+    let kv = MemoryStore::new();
+    kv.put("jobs", b"bad", &[0xff, 0xff, 0xff]).expect("put");
+    let err = get_value::<Job>(&kv, "jobs", b"bad").expect_err("garbage must not decode");
+    assert!(
+        matches!(err, StorageError::Corrupt(ref m) if m.contains("\"bad\"")),
+        "{err}"
+    );
+
+    let mut bytes = encode(&7u32).expect("encode");
+    bytes.push(0);
+    let err = decode::<u32>(&bytes).expect_err("trailing bytes");
+    assert!(matches!(err, StorageError::Corrupt(_)), "{err}");
+}
