@@ -23,7 +23,11 @@ impl Drop for App {
 }
 
 fn spawn_app() -> App {
-    let dir = tempfile::tempdir().unwrap();
+    spawn_app_in(tempfile::tempdir().unwrap())
+}
+
+/// Starts the server on the data directory inside `dir` (kept across restarts).
+fn spawn_app_in(dir: tempfile::TempDir) -> App {
     let mut child = Command::new(env!("CARGO_BIN_EXE_clipforge"))
         .args([
             "serve",
@@ -630,6 +634,74 @@ async fn cancel_releases_credits_and_removes_the_project() {
     assert_eq!(credits["credits"], 60);
     let (s, _) = app.get(&format!("/api/projects/{pid}"), &token).await;
     assert_eq!(s, 404);
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_transcription_resumes_and_charges_once() {
+    killed_during("transcribing").await;
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_captioning_resumes_and_charges_once() {
+    killed_during("captioning").await;
+}
+
+/// Creates a project, SIGKILLs the server once the project is in `state`,
+/// restarts it on the same data and checks the project completes, charged once.
+async fn killed_during(state: &str) {
+    let app = spawn_app();
+    let token = app.sign_up("gus@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = speech_video(dir.path());
+    let (_, up) = upload(&app, &token, &video, "talk.mp4").await;
+    let (s, created) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"fileKey": up["fileKey"], "title": "Crash", "skipCuts": true}),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let pid = created["projectId"].as_str().unwrap().to_string();
+    // Wait until the stage runs, then SIGKILL the server.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
+        if v["project"]["state"] == state {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reached {state}: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut app = app;
+    let _ = Command::new("kill")
+        .args(["-KILL", &app.child.id().to_string()])
+        .status();
+    let _ = app.child.wait();
+    let data = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
+    drop(app);
+
+    let app = spawn_app_in(data);
+    let (s, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
+    assert_eq!(s, 200, "the project survived the crash: {v}");
+    let events = follow_sse(&app, &token, &pid).await;
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
+    let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
+    assert_eq!(v["clips"].as_array().map(|c| c.len()), Some(1));
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59, "charged once: {credits}");
+    let (_, ledger) = app.get("/api/credits/ledger", &token).await;
+    let charges = ledger["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "charge")
+        .count();
+    assert_eq!(charges, 1, "{ledger}");
 }
 
 #[test]

@@ -176,8 +176,16 @@ async fn caption_stage(
     let media: MediaInfo = read_json(&dir.join("media.json"))?;
     let transcript: Transcript = read_json(&dir.join("transcript.json"))?;
     let plans: Vec<ClipPlan> = read_json(&dir.join("plans.json"))?;
-    let out_dir = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out_dir);
+    // A fresh folder per attempt: an ffmpeg left running by a killed server
+    // may still be writing into the previous one, which is removed here.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with("out-") {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let out_dir = dir.join(format!("out-{}", uuid::Uuid::new_v4()));
     let mut opts = CaptionOptions::new(out_dir.clone(), project.style.clone());
     opts.x264_preset = services.settings.x264_preset.clone();
     // Encoding is 95% of this stage; uploads take the rest.
