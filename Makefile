@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test bench-pipeline fmt
+.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +34,10 @@ test: setup-test
 
 bench-pipeline: setup-test
 	bash scripts/bench-pipeline.sh
+
+# wrk on the API against the bare route; RSS of 100,000 idle accounts.
+bench-api: setup
+	bash scripts/bench-api.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use clipforge_actors::accounts::{Accounts, PlanTable};
+use clipforge_actors::accounts::Accounts;
 use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
@@ -107,7 +107,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     let kv: Arc<dyn KvStore> =
         Arc::new(SledStore::open(&data.join("db")).context("opening the database")?);
     let (objects, local) = object_store(&config, &public_url).await?;
-    let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
+    let accounts = Arc::new(Accounts::new(kv.clone(), config.plans.table()));
     let p = &config.pipeline;
     let settings = Settings {
         data_dir: data.clone(),
@@ -137,8 +137,10 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     }
     {
         let s = services.clone();
+        // Sweep at least as often as the idle limit (at most every 15 s).
+        let every = Duration::from_secs(config.pipeline.idle_secs.clamp(1, 15));
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(15));
+            let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
                 let n = s.passivate_idle();
@@ -161,13 +163,29 @@ fn healthz() -> &'static str {
     "ok"
 }
 
+/// Ready when storage answers and the speech model is installed; 503 with
+/// the reasons otherwise (a load balancer then sends work elsewhere).
 #[handler]
 async fn readyz(state: Data<&State>) -> Response {
-    match state.services.kv.get("meta", b"ready") {
-        Ok(_) => "ready".into_response(),
-        Err(_) => Response::builder()
-            .status(StatusCode::SERVICE_UNAVAILABLE)
-            .body("storage unavailable"),
+    let mut problems = Vec::new();
+    if state.services.kv.get("meta", b"ready").is_err() {
+        problems.push("storage unavailable".to_string());
+    }
+    let model = state.services.settings.model_dir.join("model.bin");
+    if !model.is_file() {
+        problems.push(format!(
+            "speech model missing: {} (run `make setup`)",
+            model.display()
+        ));
+    }
+    if problems.is_empty() {
+        "ready".into_response()
+    } else {
+        error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            &problems.join("; "),
+        )
     }
 }
 
@@ -273,36 +291,94 @@ async fn media(
     }
 }
 
-#[handler]
-fn admin_actors(state: Data<&State>, req: &Request) -> Response {
-    if !admin_ok(&state, req) {
-        return error_response(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "admin token required",
-        );
-    }
+/// The admin view of every live entity actor of this node.
+fn actor_views(state: &State) -> Vec<serde_json::Value> {
     let s = &state.services;
     let mut actors = Vec::new();
-    for (id, actor) in s.live_projects() {
+    for (id, p) in s.live_projects() {
         actors.push(serde_json::json!({
-            "kind": "project", "id": id, "name": actor.get_name(), "state": format!("{:?}", actor.get_status()),
-            "children": actor.get_children().iter().map(|c| c.get_name()).collect::<Vec<_>>(),
+            "name": format!("project:{id}"), "kind": "project", "id": id,
+            "state": format!("{:?}", p.actor.get_status()),
+            "mailbox": p.meta.mailbox(), "uptimeSecs": p.meta.uptime().as_secs_f64(),
+            "children": p.actor.get_children().iter().filter_map(|c| c.get_name()).collect::<Vec<_>>(),
         }));
     }
-    for (id, actor, idle) in s.users.snapshot() {
+    for u in s.users.snapshot() {
         actors.push(serde_json::json!({
-            "kind": "user", "id": id, "state": format!("{:?}", actor.get_status()), "idleSecs": idle,
+            "name": format!("user:{}", u.user_id), "kind": "user", "id": u.user_id,
+            "state": format!("{:?}", u.actor.get_status()),
+            "mailbox": u.meta.mailbox(), "uptimeSecs": u.meta.uptime().as_secs_f64(),
+            "idleSecs": u.idle_secs, "children": [],
         }));
     }
-    let body = serde_json::json!({
-        "node": state.config.node.name,
-        "workers": { "total": s.settings.workers, "busy": s.settings.workers - s.pool.available_permits() },
-        "actors": actors,
-    });
+    actors
+}
+
+fn json_response(body: serde_json::Value) -> Response {
     Response::builder()
         .content_type("application/json")
         .body(body.to_string())
+}
+
+#[handler]
+fn admin_actors(state: Data<&State>, req: &Request) -> Response {
+    if !admin_ok(&state, req) {
+        return admin_refused();
+    }
+    let s = &state.services;
+    json_response(serde_json::json!({
+        "node": state.config.node.name,
+        "workers": { "total": s.settings.workers, "busy": s.settings.workers - s.pool.available_permits() },
+        "actors": actor_views(&state),
+    }))
+}
+
+/// One actor by name (`project:<id>` or `user:<id>`), with a project's
+/// stored state and progress.
+#[handler]
+async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request) -> Response {
+    if !admin_ok(&state, req) {
+        return admin_refused();
+    }
+    let Some(mut view) = actor_views(&state)
+        .into_iter()
+        .find(|a| a["name"] == name.0.as_str())
+    else {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no live actor by that name on this node (idle actors are passivated)",
+        );
+    };
+    view["node"] = serde_json::json!(state.config.node.name);
+    if view["kind"] == "project" {
+        let id = view["id"].as_str().unwrap_or_default().to_string();
+        let found = state
+            .services
+            .blocking(move |kv| {
+                use clipforge_actors::service::projects::{load_project, owner_of};
+                match owner_of(kv, &id)? {
+                    Some(user) => load_project(kv, &user, &id),
+                    None => Ok(None),
+                }
+            })
+            .await;
+        if let Ok(Some(p)) = found {
+            view["project"] = serde_json::json!({
+                "userId": p.user_id, "title": p.title, "state": p.state.as_str(),
+                "stepProgress": clipforge_actors::service::projects::step_progress_json(&p.step_progress),
+            });
+        }
+    }
+    json_response(view)
+}
+
+fn admin_refused() -> Response {
+    error_response(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "admin token required",
+    )
 }
 
 fn admin_ok(state: &State, req: &Request) -> bool {
@@ -345,6 +421,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/metrics", get(metrics))
         .at("/media/*key", get(media))
         .at("/admin/actors", get(admin_actors))
+        .at("/admin/actors/:name", get(admin_actor))
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();
@@ -353,7 +430,11 @@ pub fn routes(state: State) -> impl Endpoint {
                 let method = req.method().to_string();
                 let path = req.uri().path().to_string();
                 let request_id = uuid::Uuid::new_v4().to_string();
-                let result = ep.call(req).await;
+                let mut req = req;
+                let result = match upload_precheck(&st, &method, &path, &mut req).await {
+                    Some(refused) => Ok(refused),
+                    None => ep.call(req).await.map(IntoResponse::into_response),
+                };
                 let mut resp = match result {
                     Ok(r) => r.into_response(),
                     Err(e) => uniform_error(e),
@@ -369,6 +450,56 @@ pub fn routes(state: State) -> impl Endpoint {
                 Ok(resp)
             }
         })
+}
+
+/// Refuses an upload whose declared size is over the caller's plan limit
+/// without storing any of it: the body is read and dropped chunk by chunk
+/// (so every client gets the 413 instead of a broken pipe), then the
+/// connection is closed. The handler checks the real size again.
+async fn upload_precheck(
+    st: &State,
+    method: &str,
+    path: &str,
+    req: &mut Request,
+) -> Option<Response> {
+    if method != "POST" || path != "/api/upload" {
+        return None;
+    }
+    let declared: u64 = req
+        .header("content-length")
+        .and_then(|v| v.trim().parse().ok())?;
+    let token = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string)
+        .or_else(|| {
+            req.cookie()
+                .get(crate::api::SESSION_COOKIE)
+                .map(|c| c.value_str().to_string())
+        })?;
+    let accounts = st.services.accounts.clone();
+    let (account, _) = tokio::task::spawn_blocking(move || accounts.session(&token))
+        .await
+        .ok()?
+        .ok()??;
+    let limit = st.services.accounts.plan_limits(account.plan).upload_max_bytes;
+    // A multipart body carries a little more than the file itself.
+    if declared <= limit + 64 * 1024 {
+        return None;
+    }
+    let mut body = req.take_body().into_bytes_stream();
+    while let Some(Ok(_)) = futures_util::StreamExt::next(&mut body).await {}
+    let mut resp = error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        &format!(
+            "the file is larger than your plan's upload limit of {} MB",
+            limit / (1024 * 1024)
+        ),
+    );
+    resp.headers_mut()
+        .insert("connection", poem::http::HeaderValue::from_static("close"));
+    Some(resp)
 }
 
 fn uniform_error(e: poem::Error) -> Response {

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use clipforge_actors::accounts::{PlanLimits, PlanTable};
 use serde::Deserialize;
 
 /// A string that never appears in logs or `Debug` output.
@@ -38,6 +39,7 @@ pub struct Config {
     pub pipeline: PipelineConfig,
     pub auth: AuthConfig,
     pub sources: SourcesConfig,
+    pub plans: PlansConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -100,6 +102,69 @@ pub struct SourcesConfig {
     pub extra_hosts: Vec<String>,
 }
 
+/// Overrides of the plan defaults of DESIGN.md (`[plans.free]`, …; env
+/// `CLIPFORGE_PLANS_<PLAN>_<FIELD>`, e.g. `CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlansConfig {
+    pub free: PlanOverride,
+    pub creator: PlanOverride,
+    pub pro: PlanOverride,
+    pub enterprise: PlanOverride,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanOverride {
+    pub upload_max_mb: Option<u64>,
+    pub storage_mb: Option<u64>,
+    pub monthly_credits: Option<u64>,
+    pub welcome_bonus: Option<u64>,
+    pub watermark_forced: Option<bool>,
+}
+
+impl PlanOverride {
+    fn apply(&self, limits: &mut PlanLimits) {
+        const MB: u64 = 1024 * 1024;
+        if let Some(v) = self.upload_max_mb {
+            limits.upload_max_bytes = v * MB;
+        }
+        if let Some(v) = self.storage_mb {
+            limits.storage_bytes = v * MB;
+        }
+        if let Some(v) = self.monthly_credits {
+            limits.monthly_credits = Some(v);
+        }
+        if let Some(v) = self.welcome_bonus {
+            limits.welcome_bonus = v;
+        }
+        if let Some(v) = self.watermark_forced {
+            limits.watermark_forced = v;
+        }
+    }
+}
+
+impl PlansConfig {
+    /// The plan table: DESIGN.md's defaults with these overrides.
+    pub fn table(&self) -> PlanTable {
+        let mut t = PlanTable::default();
+        self.free.apply(&mut t.free);
+        self.creator.apply(&mut t.creator);
+        self.pro.apply(&mut t.pro);
+        self.enterprise.apply(&mut t.enterprise);
+        t
+    }
+
+    fn get_mut(&mut self, plan: &str) -> &mut PlanOverride {
+        match plan {
+            "FREE" => &mut self.free,
+            "CREATOR" => &mut self.creator,
+            "PRO" => &mut self.pro,
+            _ => &mut self.enterprise,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -108,6 +173,7 @@ impl Default for Config {
             pipeline: PipelineConfig::default(),
             auth: AuthConfig::default(),
             sources: SourcesConfig::default(),
+            plans: PlansConfig::default(),
         }
     }
 }
@@ -261,6 +327,29 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     env_field!("CLIPFORGE_PIPELINE_IDLE_SECS", cfg.pipeline.idle_secs, num);
     env_field!("CLIPFORGE_AUTH_ADMIN_TOKEN", cfg.auth.admin_token, secret);
     env_field!("CLIPFORGE_AUTH_MEDIA_SECRET", cfg.auth.media_secret, secret);
+    for plan in ["FREE", "CREATOR", "PRO", "ENTERPRISE"] {
+        let o = cfg.plans.get_mut(plan);
+        let num = |field: &str| -> Result<Option<u64>, String> {
+            let name = format!("CLIPFORGE_PLANS_{plan}_{field}");
+            get(&name).map(|v| parse(&name, v)).transpose()
+        };
+        if let Some(v) = num("UPLOAD_MAX_MB")? {
+            o.upload_max_mb = Some(v);
+        }
+        if let Some(v) = num("STORAGE_MB")? {
+            o.storage_mb = Some(v);
+        }
+        if let Some(v) = num("MONTHLY_CREDITS")? {
+            o.monthly_credits = Some(v);
+        }
+        if let Some(v) = num("WELCOME_BONUS")? {
+            o.welcome_bonus = Some(v);
+        }
+        let name = format!("CLIPFORGE_PLANS_{plan}_WATERMARK_FORCED");
+        if let Some(v) = get(&name) {
+            o.watermark_forced = Some(parse(&name, v)?);
+        }
+    }
     if let Some(v) = get("CLIPFORGE_SOURCES_EXTRA_HOSTS") {
         cfg.sources.extra_hosts = v
             .split(',')
@@ -317,6 +406,8 @@ mod tests {
         )
         .unwrap();
         let env: HashMap<&str, &str> = [
+            ("CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB", "3"),
+            ("CLIPFORGE_PLANS_PRO_MONTHLY_CREDITS", "7"),
             ("CLIPFORGE_PIPELINE_WORKERS", "2"),
             ("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1, localhost"),
         ]
@@ -327,6 +418,10 @@ mod tests {
         assert_eq!(cfg.sources.extra_hosts, ["127.0.0.1", "localhost"]);
         assert!(!format!("{cfg:?}").contains("s3cr3t"));
         assert_eq!(cfg.auth.admin_token.expose(), "s3cr3t");
+        let plans = cfg.plans.table();
+        assert_eq!(plans.free.upload_max_bytes, 3 * 1024 * 1024);
+        assert_eq!(plans.pro.monthly_credits, Some(7));
+        assert_eq!(plans.creator.monthly_credits, Some(300), "defaults stay");
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! Video preparation (contract 4.2): metadata of a URL and file uploads.
 
 use poem::web::Data;
-use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::types::multipart::Upload;
 use poem_openapi::{Multipart, Object, OpenApi, Tags};
@@ -136,23 +135,17 @@ impl MediaApi {
         &self,
         state: Data<&State>,
         auth: Auth,
-        req: &Request,
         form: UploadForm,
     ) -> ApiResult<Json<UploadResponse>> {
         let user = auth.user().account.clone();
         let limits = state.services.accounts.plan_limits(user.plan).clone();
-        let declared: Option<u64> = req
-            .headers()
-            .get(poem::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
+        // A declared size over the limit was refused before the body was
+        // read (app::upload_precheck); this catches bodies without one.
         let size = form.file.size() as u64;
-        if size > limits.upload_max_bytes
-            || declared.is_some_and(|d| d > limits.upload_max_bytes + 1024 * 1024)
-        {
+        if size > limits.upload_max_bytes {
             return Err(ApiError::too_large(format!(
                 "the file is larger than your plan's upload limit of {} MB",
-                limits.upload_max_bytes / 1_000_000
+                limits.upload_max_bytes / (1024 * 1024)
             )));
         }
         if size == 0 {

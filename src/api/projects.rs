@@ -359,7 +359,7 @@ impl ProjectsApi {
         match state.services.project_actor(&p.id) {
             Some(actor) => {
                 ractor::call_t!(
-                    actor,
+                    actor.sent(),
                     clipforge_actors::service::project_actor::ProjectMsg::Cancel,
                     30_000
                 )
@@ -384,7 +384,7 @@ impl ProjectsApi {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         if let Some(actor) = state.services.project_actor(&p.id) {
             let _ = ractor::call_t!(
-                actor,
+                actor.sent(),
                 clipforge_actors::service::project_actor::ProjectMsg::Cancel,
                 30_000
             );

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_seed;
 mod clip;
 mod serve;
 
@@ -64,6 +65,8 @@ pub enum Command {
     Clip(clip::ClipArgs),
     /// Run the HTTP service.
     Serve(serve::ServeArgs),
+    /// Fill a data directory with accounts and projects for `make bench-api`.
+    BenchSeed(bench_seed::BenchSeedArgs),
     /// Write the OpenAPI document (default: openapi/openapi.json).
     Openapi {
         #[arg(default_value = "openapi/openapi.json")]
@@ -75,6 +78,11 @@ pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Clip(args) => clip::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::BenchSeed(args) => {
+            tokio::task::spawn_blocking(move || bench_seed::run(args))
+                .await
+                .unwrap_or(ExitCode::FAILURE)
+        }
         Command::Openapi { out } => {
             let spec = crate::app::api_service().spec();
             if let Some(dir) = out.parent() {

@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::storage::kv::KvStore;
 
-pub use auth::{normalize_email, SESSION_TTL_MS};
+pub use auth::{hash_password, normalize_email, SESSION_TTL_MS};
 pub use clock::{iso8601, now_ms, system_clock, Clock, DAY_MS};
 pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,

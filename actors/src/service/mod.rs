@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ractor::{Actor, ActorRef};
+use ractor::Actor;
 use tokio::sync::{OnceCell, Semaphore};
 
 use crate::accounts::{Accounts, NotificationKind};
@@ -16,6 +16,7 @@ use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::objects::ObjectStore;
 
 pub mod events;
+pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
 pub mod projects;
@@ -24,6 +25,7 @@ pub mod work;
 
 use events::{event_op, EventHub, ProjectEvent};
 use metrics::Metrics;
+use mailbox::{ActorMeta, Tracked};
 use project_actor::{ProjectActor, ProjectMsg};
 use projects::{ClipRecord, ProjectRecord, ProjectState};
 use user_actor::UserRegistry;
@@ -51,7 +53,7 @@ pub struct Services {
     pub pool: Arc<Semaphore>,
     pub settings: Settings,
     pub metrics: Metrics,
-    projects: Mutex<HashMap<String, ActorRef<ProjectMsg>>>,
+    projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
 }
 
@@ -113,17 +115,18 @@ impl Services {
     /// Starts (or resumes) processing of a stored project.
     pub async fn start_project(self: &Arc<Self>, project: ProjectRecord) -> Result<(), String> {
         let id = project.id.clone();
+        let meta = ActorMeta::new();
         let (actor, _) = Actor::spawn(
             Some(format!("project:{id}")),
             ProjectActor,
-            (self.clone(), project),
+            (self.clone(), project, meta.clone()),
         )
         .await
         .map_err(|e| e.to_string())?;
         self.projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, actor);
+            .insert(id, Tracked::new(actor, meta));
         Ok(())
     }
 
@@ -148,7 +151,7 @@ impl Services {
             .remove(id);
     }
 
-    pub fn project_actor(&self, id: &str) -> Option<ActorRef<ProjectMsg>> {
+    pub fn project_actor(&self, id: &str) -> Option<Tracked<ProjectMsg>> {
         self.projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -156,7 +159,7 @@ impl Services {
             .cloned()
     }
 
-    pub fn live_projects(&self) -> Vec<(String, ActorRef<ProjectMsg>)> {
+    pub fn live_projects(&self) -> Vec<(String, Tracked<ProjectMsg>)> {
         self.projects
             .lock()
             .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())

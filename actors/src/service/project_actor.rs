@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::projects::{now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState};
 use super::work::{self, CaptionResult};
+use super::mailbox::{ActorMeta, Tracked};
 use super::Services;
 use crate::project::stages::{Progress, Stage, StageError};
 
@@ -39,6 +40,8 @@ pub struct ProjectActorState {
     attempts: u32,
     current: Option<Stage>,
     started: std::time::Instant,
+    /// This actor's reference with counted sends (mailbox length).
+    me: Tracked<ProjectMsg>,
 }
 
 impl ProjectActorState {
@@ -76,7 +79,7 @@ pub struct StageArgs {
     project: ProjectRecord,
     stage: Stage,
     cancel: CancellationToken,
-    parent: ActorRef<ProjectMsg>,
+    parent: Tracked<ProjectMsg>,
 }
 
 impl Actor for StageActor {
@@ -99,7 +102,7 @@ impl Actor for StageActor {
         let progress = {
             let parent = parent.clone();
             Progress::new(move |p| {
-                let _ = parent.send_message(ProjectMsg::Progress(stage, p));
+                let _ = parent.send(ProjectMsg::Progress(stage, p));
             })
         };
         let started = std::time::Instant::now();
@@ -108,7 +111,7 @@ impl Actor for StageActor {
             services
                 .metrics
                 .observe_stage(stage, started.elapsed().as_secs_f64());
-            let _ = parent.send_message(ProjectMsg::StageDone(stage, result));
+            let _ = parent.send(ProjectMsg::StageDone(stage, result));
             myself.stop(None);
         });
         Ok(())
@@ -118,14 +121,15 @@ impl Actor for StageActor {
 impl Actor for ProjectActor {
     type Msg = ProjectMsg;
     type State = ProjectActorState;
-    type Arguments = (Arc<Services>, ProjectRecord);
+    type Arguments = (Arc<Services>, ProjectRecord, Arc<ActorMeta>);
 
     async fn pre_start(
         &self,
         myself: ActorRef<ProjectMsg>,
-        (services, project): Self::Arguments,
+        (services, project, meta): Self::Arguments,
     ) -> Result<ProjectActorState, ActorProcessingErr> {
-        myself.send_message(ProjectMsg::Start)?;
+        let me = Tracked::new(myself, meta);
+        me.send(ProjectMsg::Start)?;
         Ok(ProjectActorState {
             services,
             project,
@@ -134,6 +138,7 @@ impl Actor for ProjectActor {
             attempts: 0,
             current: None,
             started: std::time::Instant::now(),
+            me,
         })
     }
 
@@ -153,18 +158,19 @@ impl Actor for ProjectActor {
         msg: ProjectMsg,
         state: &mut ProjectActorState,
     ) -> Result<(), ActorProcessingErr> {
+        state.me.meta.received();
         match msg {
             ProjectMsg::Start => {
                 state.project.state = ProjectState::Queued;
                 let event = state.progress_event(None);
                 state.save(Some(("progress", event))).await;
                 let pool = state.services.pool.clone();
-                let me = myself.clone();
+                let me = state.me.clone();
                 let cancel = state.cancel.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         permit = pool.acquire_owned() => {
-                            if let Ok(p) = permit { let _ = me.send_message(ProjectMsg::SlotGranted(p)); }
+                            if let Ok(p) = permit { let _ = me.send(ProjectMsg::SlotGranted(p)); }
                         }
                         _ = cancel.cancelled() => {}
                     }
@@ -265,7 +271,7 @@ impl ProjectActor {
             project: state.project.clone(),
             stage,
             cancel: state.cancel.clone(),
-            parent: myself.clone(),
+            parent: state.me.clone(),
         };
         let name = format!("stage:{}:{}", state.project.id, stage.name());
         myself.spawn_linked(Some(name), StageActor, args).await?;
@@ -299,7 +305,11 @@ impl ProjectActor {
                 state.attempts += 1;
                 let delay = Duration::from_millis(500 * 2u64.pow(state.attempts));
                 tracing::warn!(project_id = %state.project.id, %stage, attempt = state.attempts, error = %e, "stage failed; retrying");
-                myself.send_after(delay, move || ProjectMsg::Retry(stage));
+                let meta = state.me.meta.clone();
+                myself.send_after(delay, move || {
+                    meta.sent();
+                    ProjectMsg::Retry(stage)
+                });
                 Ok(())
             }
             Err(e) => {

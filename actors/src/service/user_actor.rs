@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use super::mailbox::ActorMeta;
 use crate::accounts::Accounts;
 
 type Job = Box<dyn FnOnce(&Accounts) + Send>;
@@ -51,10 +52,24 @@ impl Actor for UserActor {
     }
 }
 
+struct Live {
+    actor: ActorRef<UserMsg>,
+    used: Instant,
+    meta: Arc<ActorMeta>,
+}
+
+/// What the admin view shows of a live user actor.
+pub struct UserActorInfo {
+    pub user_id: String,
+    pub actor: ActorRef<UserMsg>,
+    pub idle_secs: f64,
+    pub meta: Arc<ActorMeta>,
+}
+
 /// Live user actors, activated on demand and passivated when idle.
 #[derive(Default)]
 pub struct UserRegistry {
-    live: Mutex<HashMap<String, (ActorRef<UserMsg>, Instant)>>,
+    live: Mutex<HashMap<String, Live>>,
 }
 
 impl UserRegistry {
@@ -62,28 +77,36 @@ impl UserRegistry {
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-    ) -> Result<ActorRef<UserMsg>, String> {
-        if let Some((actor, used)) = self
+    ) -> Result<(ActorRef<UserMsg>, Arc<ActorMeta>), String> {
+        if let Some(l) = self
             .live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(user_id)
         {
-            *used = Instant::now();
-            return Ok(actor.clone());
+            l.used = Instant::now();
+            return Ok((l.actor.clone(), l.meta.clone()));
         }
         let (actor, _) = Actor::spawn(None, UserActor, accounts.clone())
             .await
             .map_err(|e| e.to_string())?;
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         // Another request may have activated it meanwhile: keep that one.
-        if let Some((existing, used)) = live.get_mut(user_id) {
-            *used = Instant::now();
+        if let Some(l) = live.get_mut(user_id) {
+            l.used = Instant::now();
             actor.stop(None);
-            return Ok(existing.clone());
+            return Ok((l.actor.clone(), l.meta.clone()));
         }
-        live.insert(user_id.to_string(), (actor.clone(), Instant::now()));
-        Ok(actor)
+        let meta = ActorMeta::new();
+        live.insert(
+            user_id.to_string(),
+            Live {
+                actor: actor.clone(),
+                used: Instant::now(),
+                meta: meta.clone(),
+            },
+        );
+        Ok((actor, meta))
     }
 
     /// Runs `f` in the user's actor and returns its result.
@@ -94,13 +117,17 @@ impl UserRegistry {
         f: impl FnOnce(&Accounts) -> T + Send + 'static,
     ) -> Result<T, String> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let (actor, meta) = self.actor(accounts, user_id).await?;
+        let taken = meta.clone();
         let job: Job = Box::new(move |a| {
+            taken.received();
             let _ = tx.send(f(a));
         });
-        let actor = self.actor(accounts, user_id).await?;
-        actor
-            .send_message(UserMsg::Run(job))
-            .map_err(|e| format!("account actor unavailable: {e}"))?;
+        meta.sent();
+        if let Err(e) = actor.send_message(UserMsg::Run(job)) {
+            meta.received();
+            return Err(format!("account actor unavailable: {e}"));
+        }
         rx.await.map_err(|_| "account actor stopped".to_string())
     }
 
@@ -108,10 +135,10 @@ impl UserRegistry {
     pub fn passivate(&self, idle: Duration) -> usize {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let before = live.len();
-        live.retain(|_, (actor, used)| {
-            let keep = used.elapsed() < idle;
+        live.retain(|_, l| {
+            let keep = l.used.elapsed() < idle || l.meta.mailbox() > 0;
             if !keep {
-                actor.stop(Some("idle".into()));
+                l.actor.stop(Some("idle".into()));
             }
             keep
         });
@@ -126,13 +153,18 @@ impl UserRegistry {
         self.len() == 0
     }
 
-    /// (user id, mailbox length, seconds since last use) of every live actor.
-    pub fn snapshot(&self) -> Vec<(String, ActorRef<UserMsg>, f64)> {
+    /// Every live actor, for the admin view.
+    pub fn snapshot(&self) -> Vec<UserActorInfo> {
         self.live
             .lock()
-            .map(|l| {
-                l.iter()
-                    .map(|(id, (a, used))| (id.clone(), a.clone(), used.elapsed().as_secs_f64()))
+            .map(|live| {
+                live.iter()
+                    .map(|(id, l)| UserActorInfo {
+                        user_id: id.clone(),
+                        actor: l.actor.clone(),
+                        idle_secs: l.used.elapsed().as_secs_f64(),
+                        meta: l.meta.clone(),
+                    })
                     .collect()
             })
             .unwrap_or_default()

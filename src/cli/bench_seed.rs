@@ -1,0 +1,114 @@
+//! `clipforge bench-seed`: fills a data directory for `make bench-api`.
+//!
+//! Creates N accounts (one argon2id hash computed once and shared, since
+//! hashing 100,000 passwords would take longer than the benchmark) with a
+//! session each, and M finished projects on the first account, then flushes
+//! once. Writes one session token per line to `--tokens`; the first line is
+//! the account with the projects.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clipforge_actors::accounts::{hash_password, Accounts, PlanTable};
+use clipforge_actors::captions::template::CaptionStyle;
+use clipforge_actors::service::projects::{put_project_op, now_ms, ProjectRecord, ProjectState, Source};
+use clipforge_actors::storage::kv::{KvStore, SledStore};
+
+#[derive(clap::Args, Debug)]
+pub struct BenchSeedArgs {
+    /// The server's data directory (its `db` is created inside).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    #[arg(long, default_value_t = 100_000)]
+    pub accounts: usize,
+    /// Finished projects owned by the first account.
+    #[arg(long, default_value_t = 1_000)]
+    pub projects: usize,
+    /// Where to write the session tokens, one per line.
+    #[arg(long)]
+    pub tokens: PathBuf,
+}
+
+pub fn run(args: BenchSeedArgs) -> ExitCode {
+    match seed(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir)?;
+    let kv: Arc<dyn KvStore> = Arc::new(SledStore::open_for_import(&args.data_dir.join("db"))?);
+    let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
+    let hash = hash_password("bench password 1")?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let per = args.accounts.div_ceil(threads);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let accounts = accounts.clone();
+            let hash = hash.clone();
+            let range = (t * per)..((t + 1) * per).min(args.accounts);
+            std::thread::spawn(move || -> anyhow::Result<Vec<(String, String)>> {
+                range
+                    .map(|i| {
+                        let email = format!("bench{i}@example.com");
+                        let (account, token) =
+                            accounts.sign_up_hashed(&email, format!("Bench {i}"), hash.clone())?;
+                        Ok((account.id, token))
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    let mut sessions = Vec::with_capacity(args.accounts);
+    for h in handles {
+        sessions.extend(h.join().map_err(|_| anyhow::anyhow!("a seeding thread panicked"))??);
+    }
+    if let Some((owner, _)) = sessions.first() {
+        let now = now_ms();
+        let ops = (0..args.projects)
+            .map(|i| {
+                put_project_op(&ProjectRecord {
+                    id: format!("bench-{i:05}"),
+                    user_id: owner.clone(),
+                    title: format!("Benchmark project {i}"),
+                    source: Source::Upload(format!("uploads/bench/{i}.mp4")),
+                    thumbnail: String::new(),
+                    duration_sec: 600.0,
+                    preset: "auto".into(),
+                    caption_template: "shorts".into(),
+                    style: CaptionStyle::default(),
+                    skip_cuts: false,
+                    state: ProjectState::Completed,
+                    step_progress: [100; 4],
+                    error: None,
+                    reserved_credits: 0,
+                    clip_count: 10,
+                    finished: Vec::new(),
+                    created_at: now - i as i64 * 1000,
+                    updated_at: now,
+                    last_event: 0,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        kv.apply(ops)?;
+    }
+    kv.flush()?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&args.tokens)?);
+    for (_, token) in &sessions {
+        writeln!(out, "{token}")?;
+    }
+    out.flush()?;
+    println!(
+        "seeded {} accounts and {} projects into {}",
+        sessions.len(),
+        args.projects,
+        args.data_dir.display()
+    );
+    Ok(())
+}
