@@ -83,14 +83,14 @@ worst = min(p, c) / b
 print(f"   worst ratio to the bare route: {worst:.3f} (target >= 0.5: {'met' if worst >= 0.5 else 'NOT met'})")
 PY
 
-echo "== touching all $ACCOUNTS accounts once (GET /api/credits with each token)"
+echo "== touching all $ACCOUNTS accounts once (GET /api/notifications with each token: one account actor each)"
 cat >"$WORK/each.lua" <<LUA
 local tokens, i = {}, 0
 for line in io.lines("$WORK/tokens.txt") do tokens[#tokens + 1] = line end
 request = function()
   i = i + 1
   if i > #tokens then i = 1 end
-  return wrk.format("GET", "/api/credits", { ["Authorization"] = "Bearer " .. tokens[i] })
+  return wrk.format("GET", "/api/notifications", { ["Authorization"] = "Bearer " .. tokens[i] })
 end
 LUA
 served() { curl -fsS "$BASE/metrics" | awk '/^clipforge_http_requests_total.*status="200"/ {n += $2} END {printf "%d", n}'; }

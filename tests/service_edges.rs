@@ -280,8 +280,8 @@ async fn readiness_and_the_admin_view_of_one_actor() {
     let token = app.sign_up("lea@example.com").await;
     let (_, session) = app.get("/api/auth/get-session", &token).await;
     let uid = session["user"]["id"].as_str().unwrap().to_string();
-    // Touch the account so its actor is live.
-    let (s, _) = app.get("/api/credits", &token).await;
+    // Touch the account so its actor is live (notifications go through it).
+    let (s, _) = app.get("/api/notifications", &token).await;
     assert_eq!(s, 200);
 
     let (s, v) = app.get("/admin/actors", "admin-secret").await;

@@ -216,18 +216,12 @@ impl AuthApi {
         state: poem::web::Data<&State>,
         auth: Auth,
     ) -> ApiResult<Json<SessionInfoView>> {
-        let accounts = state.services.accounts.clone();
-        let token = auth.user().token.clone();
-        let found = account(
-            tokio::task::spawn_blocking(move || accounts.session(&token))
-                .await
-                .map_err(|e| e.to_string()),
-        )?;
-        let (acc, info) = found.ok_or_else(ApiError::unauthorized)?;
+        // The session was looked up when the request was authenticated.
+        let (acc, info) = (&auth.user().account, &auth.user().session);
         Ok(Json(SessionInfoView {
-            user: user_view(&state, &acc).await,
+            user: user_view(&state, acc).await,
             session: SessionMeta {
-                expires_at: info.expires_at,
+                expires_at: info.expires_at.clone(),
             },
         }))
     }

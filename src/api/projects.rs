@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::media::{meta_error, UploadRecord, UPLOADS};
-use super::{account, page_of, paging, ApiError, ApiResult, Auth, State};
+use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
@@ -20,7 +20,7 @@ use clipforge_actors::service::projects::{
     self as records, date_of, iso8601, now_ms, step_progress_json, ClipRecord, ProjectRecord,
     ProjectState, Source,
 };
-use clipforge_actors::storage::kv::{self, KvOp};
+use clipforge_actors::storage::kv;
 
 #[derive(Tags)]
 enum Tag {
@@ -148,21 +148,18 @@ impl ProjectsApi {
         auth: Auth,
         page: Query<Option<i64>>,
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<RawJson> {
         let (page, limit) = paging(page.0, limit.0);
         let uid = auth.user().account.id.clone();
-        let all = state
+        let body = state
             .services
-            .blocking(move |kv| records::list_projects(kv, &uid))
-            .await
+            .listing_page(&uid, (page - 1) * limit, limit, |items, total| {
+                let items: Vec<Value> = items.iter().map(project_view).collect();
+                let page = json!({ "projects": items, "total": total, "page": page, "limit": limit });
+                serde_json::to_vec(&page).unwrap_or_default().into()
+            })
             .map_err(|e| ApiError::internal("listing projects", e))?;
-        let items: Vec<Value> = page_of(&all, page, limit)
-            .iter()
-            .map(project_view)
-            .collect();
-        Ok(Json(
-            json!({ "projects": items, "total": all.len(), "page": page, "limit": limit }),
-        ))
+        Ok(RawJson(body))
     }
 
     /// Create a project: credits are checked and reserved (402 when short), the
@@ -290,15 +287,8 @@ impl ProjectsApi {
                         .plan_limits(acc.plan)
                         .enforce(a.resolve_template(&uid, &spec)?);
                     a.reserve(&uid, &rec.id, rec.reserved_credits)?;
-                    let ops = vec![
-                        records::put_project_op(&rec)
-                            .map_err(clipforge_actors::accounts::AccountError::Storage)?,
-                        KvOp::Put {
-                            tree: records::PROJECT_OWNER.into(),
-                            key: rec.id.as_bytes().to_vec(),
-                            value: uid.as_bytes().to_vec(),
-                        },
-                    ];
+                    let ops = records::new_project_ops(&rec)
+                        .map_err(clipforge_actors::accounts::AccountError::Storage)?;
                     if let Err(e) = store.apply(ops) {
                         let _ = a.release(&uid, &rec.id);
                         return Err(clipforge_actors::accounts::AccountError::Storage(e));
@@ -308,6 +298,7 @@ impl ProjectsApi {
             )
             .await;
         record = account(stored)?;
+        state.services.projects_changed(&record.user_id);
         state
             .services
             .start_project(record.clone())

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use clipforge_actors::accounts::{hash_password, Accounts, PlanTable};
 use clipforge_actors::captions::template::CaptionStyle;
-use clipforge_actors::service::projects::{put_project_op, now_ms, ProjectRecord, ProjectState, Source};
+use clipforge_actors::service::projects::{
+    new_project_ops, now_ms, ProjectRecord, ProjectState, Source,
+};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
 
 #[derive(clap::Args, Debug)]
@@ -71,9 +73,9 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
     }
     if let Some((owner, _)) = sessions.first() {
         let now = now_ms();
-        let ops = (0..args.projects)
-            .map(|i| {
-                put_project_op(&ProjectRecord {
+        let mut ops = Vec::new();
+        for i in 0..args.projects {
+            ops.extend(new_project_ops(&ProjectRecord {
                     id: format!("bench-{i:05}"),
                     user_id: owner.clone(),
                     title: format!("Benchmark project {i}"),
@@ -93,9 +95,8 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                     created_at: now - i as i64 * 1000,
                     updated_at: now,
                     last_event: 0,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            })?);
+        }
         kv.apply(ops)?;
     }
     kv.flush()?;

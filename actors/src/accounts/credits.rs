@@ -306,6 +306,15 @@ impl Accounts {
     }
 
     /// The balance of the current cycle (renewing it if due).
+    /// The balance when reading it changes nothing (no cycle to renew), so a
+    /// reader need not queue behind the account's actor; `None` otherwise.
+    pub fn peek_balance(&self, user_id: &str) -> Result<Option<CreditBalance>> {
+        let _guard = self.lock(user_id);
+        let account = self.stored_account(user_id)?;
+        let book = self.book(&account, self.now())?;
+        Ok((!book.changed()).then(|| book.balance()))
+    }
+
     pub fn balance(&self, user_id: &str) -> Result<CreditBalance> {
         let _guard = self.lock(user_id);
         let account = self.stored_account(user_id)?;

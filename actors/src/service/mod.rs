@@ -44,6 +44,12 @@ pub struct Settings {
     pub idle: Duration,
 }
 
+/// A user's cached listing: total and rendered pages by (skip, take).
+struct Listing {
+    total: usize,
+    pages: HashMap<(usize, usize), bytes::Bytes>,
+}
+
 pub struct Services {
     pub kv: Arc<dyn KvStore>,
     pub objects: Arc<dyn ObjectStore>,
@@ -55,6 +61,11 @@ pub struct Services {
     pub metrics: Metrics,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
+    /// Per user: the project count (counting keys is O(n)) and rendered
+    /// listing pages; dropped whenever one of the user's projects changes.
+    listings: Mutex<HashMap<String, Listing>>,
+    /// Bumped on every change, so nothing read meanwhile is cached.
+    listings_gen: std::sync::atomic::AtomicU64,
 }
 
 impl Services {
@@ -74,6 +85,8 @@ impl Services {
             settings,
             metrics: Metrics::default(),
             projects: Mutex::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
+            listings_gen: std::sync::atomic::AtomicU64::new(0),
             model: OnceCell::new(),
         })
     }
@@ -132,6 +145,13 @@ impl Services {
 
     /// Resumes every project a previous run left unfinished.
     pub async fn resume_all(self: &Arc<Self>) -> Result<usize, String> {
+        let indexed = self
+            .blocking(projects::ensure_order_index)
+            .await
+            .map_err(|e| e.to_string())?;
+        if indexed > 0 {
+            tracing::info!(indexed, "built the project listing index");
+        }
         let unfinished = self
             .blocking(projects::unfinished_projects)
             .await
@@ -186,6 +206,7 @@ impl Services {
             ops.push(event_op(&project.id, e)?);
         }
         self.blocking(move |kv| kv.apply(ops)).await?;
+        self.projects_changed(&project.user_id);
         if let Some(e) = event {
             self.hub.publish(&project.id, e);
         }
@@ -316,6 +337,7 @@ impl Services {
     /// Deletes a project's records, events, clips and media.
     pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
+        let order = projects::order_key(project);
         self.blocking(move |kv| {
             let mut ops = vec![
                 KvOp::Delete {
@@ -325,6 +347,10 @@ impl Services {
                 KvOp::Delete {
                     tree: projects::PROJECT_OWNER.into(),
                     key: pid.as_bytes().to_vec(),
+                },
+                KvOp::Delete {
+                    tree: projects::PROJECT_ORDER.into(),
+                    key: order,
                 },
             ];
             for (k, _) in kv.scan_prefix(projects::CLIPS, format!("{pid}/").as_bytes())? {
@@ -343,12 +369,71 @@ impl Services {
         })
         .await
         .map_err(|e| e.to_string())?;
+        self.projects_changed(&project.user_id);
         self.objects
             .delete_prefix(&format!("projects/{}/", project.id))
             .await
             .map_err(|e| e.to_string())?;
         let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
         Ok(())
+    }
+
+    /// A rendered page of the user's listing (`skip`, `take`), cached until
+    /// one of the user's projects changes; `render` builds it from the page
+    /// and the total on a miss. Runs inline: a page is a handful of reads
+    /// that sled serves from its cache.
+    pub fn listing_page(
+        &self,
+        user_id: &str,
+        skip: usize,
+        take: usize,
+        render: impl FnOnce(&[ProjectRecord], usize) -> bytes::Bytes,
+    ) -> kv::Result<bytes::Bytes> {
+        use std::sync::atomic::Ordering;
+        let gen = self.listings_gen.load(Ordering::Acquire);
+        let total = {
+            let listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
+            match listings.get(user_id) {
+                Some(l) => {
+                    if let Some(page) = l.pages.get(&(skip, take)) {
+                        return Ok(page.clone());
+                    }
+                    Some(l.total)
+                }
+                None => None,
+            }
+        };
+        let total = match total {
+            Some(t) => t,
+            None => projects::count_projects(self.kv.as_ref(), user_id)?,
+        };
+        let page = projects::list_projects_page(self.kv.as_ref(), user_id, skip, take)?;
+        let body = render(&page, total);
+        let mut listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
+        if self.listings_gen.load(Ordering::Acquire) == gen {
+            if listings.len() >= 10_000 {
+                listings.clear();
+            }
+            let l = listings.entry(user_id.to_string()).or_insert(Listing {
+                total,
+                pages: HashMap::new(),
+            });
+            if l.pages.len() < 16 {
+                l.pages.insert((skip, take), body.clone());
+            }
+        }
+        Ok(body)
+    }
+
+    /// Call after any change to a project of `user_id` (created, saved,
+    /// removed): its cached listing is dropped.
+    pub fn projects_changed(&self, user_id: &str) {
+        self.listings_gen
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.listings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(user_id);
     }
 
     /// Stops idle account actors; call periodically.

@@ -11,6 +11,9 @@ use crate::transcript::display_duration;
 pub const PROJECTS: &str = "projects";
 pub const PROJECT_OWNER: &str = "project_owner";
 pub const CLIPS: &str = "clips";
+/// `user/<newest-first time>/<project>` → project id: listings read one
+/// page of keys instead of decoding every project of the user.
+pub const PROJECT_ORDER: &str = "project_order";
 pub const EVENTS: &str = "project_events";
 
 /// The machine state of a project (DESIGN.md's `state`).
@@ -148,6 +151,78 @@ pub fn event_key(project_id: &str, id: u64) -> Vec<u8> {
     let mut k = format!("{project_id}/").into_bytes();
     k.extend_from_slice(&id.to_be_bytes());
     k
+}
+
+/// Sorts newest first (then by id) under the user's prefix.
+pub fn order_key(p: &ProjectRecord) -> Vec<u8> {
+    let newest_first = i64::MAX - p.created_at.max(0);
+    format!("{}/{newest_first:020}/{}", p.user_id, p.id).into_bytes()
+}
+
+/// Everything stored when a project is created: the record, its owner and
+/// its place in the user's listing.
+pub fn new_project_ops(p: &ProjectRecord) -> Result<Vec<KvOp>> {
+    Ok(vec![
+        put_project_op(p)?,
+        KvOp::Put {
+            tree: PROJECT_OWNER.into(),
+            key: p.id.as_bytes().to_vec(),
+            value: p.user_id.as_bytes().to_vec(),
+        },
+        KvOp::Put {
+            tree: PROJECT_ORDER.into(),
+            key: order_key(p),
+            value: p.id.as_bytes().to_vec(),
+        },
+    ])
+}
+
+/// How many projects the user has (keys of the listing index).
+pub fn count_projects(kv: &dyn KvStore, user_id: &str) -> Result<usize> {
+    kv.count_prefix(PROJECT_ORDER, format!("{user_id}/").as_bytes())
+}
+
+/// One page of a user's projects, newest first.
+pub fn list_projects_page(
+    kv: &dyn KvStore,
+    user_id: &str,
+    skip: usize,
+    take: usize,
+) -> Result<Vec<ProjectRecord>> {
+    let prefix = format!("{user_id}/");
+    let mut page = Vec::new();
+    for (_, id) in kv.scan_prefix_page(PROJECT_ORDER, prefix.as_bytes(), skip, take)? {
+        let id = String::from_utf8_lossy(&id).into_owned();
+        if let Some(p) = load_project(kv, user_id, &id)? {
+            page.push(p);
+        }
+    }
+    Ok(page)
+}
+
+/// Builds the listing index for projects stored before it existed (once).
+pub fn ensure_order_index(kv: &dyn KvStore) -> Result<usize> {
+    const DONE: &[u8] = b"project_order_v1";
+    if kv.get("meta", DONE)?.is_some() {
+        return Ok(0);
+    }
+    let mut ops = Vec::new();
+    for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
+        let p: ProjectRecord = kv::decode(&v)?;
+        ops.push(KvOp::Put {
+            tree: PROJECT_ORDER.into(),
+            key: order_key(&p),
+            value: p.id.as_bytes().to_vec(),
+        });
+    }
+    let n = ops.len();
+    ops.push(KvOp::Put {
+        tree: "meta".into(),
+        key: DONE.to_vec(),
+        value: Vec::new(),
+    });
+    kv.apply(ops)?;
+    Ok(n)
 }
 
 pub fn put_project_op(p: &ProjectRecord) -> Result<KvOp> {

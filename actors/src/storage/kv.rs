@@ -116,6 +116,24 @@ pub trait KvStore: Send + Sync + 'static {
     /// How many keys start with `prefix`.
     fn count_prefix(&self, tree: &str, prefix: &[u8]) -> Result<usize>;
 
+    /// The entries of [`scan_prefix`](Self::scan_prefix) after skipping
+    /// `skip`, at most `take` of them (one page of a listing). Stores that
+    /// can iterate lazily should override it.
+    fn scan_prefix_page(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        Ok(self
+            .scan_prefix(tree, prefix)?
+            .into_iter()
+            .skip(skip)
+            .take(take)
+            .collect())
+    }
+
     /// Applies the operations in order, atomically across all the trees they
     /// name: readers see either none or all of them.
     fn apply(&self, batch: Vec<KvOp>) -> Result<()>;
@@ -218,6 +236,28 @@ impl KvStore for SledStore {
     fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.tree(tree)?
             .scan_prefix(prefix)
+            .map(|entry| {
+                entry.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| {
+                    sled_error(
+                        format!("scanning prefix {} in tree {tree:?}", KeyDisplay(prefix)),
+                        e,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn scan_prefix_page(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.tree(tree)?
+            .scan_prefix(prefix)
+            .skip(skip)
+            .take(take)
             .map(|entry| {
                 entry.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| {
                     sled_error(
@@ -525,6 +565,11 @@ pub fn kv_conformance(kv: &dyn KvStore) {
         [(b"user/3".to_vec(), b"b:user/3".to_vec())]
     );
     assert_eq!(kv.count_prefix(A, b"user/").expect("count"), 3);
+    assert_eq!(
+        kv.scan_prefix_page(A, b"user/", 1, 1).expect("page"),
+        [(b"user/10".to_vec(), b"a:user/10".to_vec())]
+    );
+    assert!(kv.scan_prefix_page(A, b"user/", 3, 5).expect("page").is_empty());
     assert_eq!(kv.count_prefix(A, b"user").expect("count"), 4);
     assert_eq!(kv.count_prefix(A, b"").expect("count all"), 6);
     assert_eq!(kv.count_prefix(A, b"nothing").expect("count"), 0);
