@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clipforge_actors::accounts::Accounts;
+use clipforge_actors::billing::Billing;
 use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
@@ -14,11 +15,12 @@ use poem::endpoint::make_sync;
 use poem::http::StatusCode;
 use poem::web::{Data, Path as PPath, Query};
 use poem::{
-    get, handler, Endpoint, EndpointExt, FromRequest, IntoResponse, Request, Response, Route,
+    get, handler, post, Endpoint, EndpointExt, FromRequest, IntoResponse, Request, Response, Route,
 };
 use poem_openapi::OpenApiService;
 
 use crate::api::auth::AuthApi;
+use crate::api::billing::{admin_set_plan, BillingApi};
 use crate::api::credits::CreditsApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
@@ -34,12 +36,13 @@ pub type Apis = (
     TemplatesApi,
     CreditsApi,
     NotificationsApi,
+    BillingApi,
 );
 
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi),
+        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )
@@ -150,12 +153,27 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
             }
         });
     }
+    let billing = billing(&config)?;
     Ok(Arc::new(AppState {
         services,
         objects,
         local,
         config,
+        billing,
     }))
+}
+
+/// Stripe billing when fully configured; otherwise off, with a warning
+/// naming what is missing (billing routes then answer 503).
+fn billing(config: &Config) -> anyhow::Result<Option<Arc<Billing>>> {
+    let settings = config.billing.settings();
+    let missing = settings.missing();
+    if !missing.is_empty() {
+        tracing::warn!(missing = %missing.join(","), "billing is off: settings missing");
+        return Ok(None);
+    }
+    let billing = Billing::new(settings).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(Some(Arc::new(billing)))
 }
 
 #[handler]
@@ -381,7 +399,7 @@ fn admin_refused() -> Response {
     )
 }
 
-fn admin_ok(state: &State, req: &Request) -> bool {
+pub(crate) fn admin_ok(state: &State, req: &Request) -> bool {
     let token = state.config.auth.admin_token.expose();
     if token.is_empty() {
         return false;
@@ -422,6 +440,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/media/*key", get(media))
         .at("/admin/actors", get(admin_actors))
         .at("/admin/actors/:name", get(admin_actor))
+        .at("/admin/accounts/:id/plan", post(admin_set_plan))
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();

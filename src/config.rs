@@ -40,6 +40,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub sources: SourcesConfig,
     pub plans: PlansConfig,
+    pub billing: BillingConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -144,6 +145,48 @@ impl PlanOverride {
     }
 }
 
+/// Stripe billing. Billing routes answer 503 `billing_not_configured` until
+/// the key, webhook secret, the four price ids and both URLs are set.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BillingConfig {
+    pub stripe_secret_key: Secret,
+    /// Signing secret of the webhook endpoint (`whsec_...`).
+    pub webhook_secret: Secret,
+    pub price_creator_monthly: String,
+    pub price_creator_yearly: String,
+    pub price_pro_monthly: String,
+    pub price_pro_yearly: String,
+    /// Where Stripe returns the user after paying; `{CHECKOUT_SESSION_ID}`
+    /// is added as `session_id` when the URL does not carry it.
+    pub success_url: String,
+    pub cancel_url: String,
+    /// Where the customer portal returns the user (default: `cancel_url`).
+    pub portal_return_url: String,
+    /// Stripe API base URL (default: Stripe's own).
+    pub stripe_api_base: Option<String>,
+    /// Largest accepted age of a webhook signature.
+    pub webhook_tolerance_secs: u64,
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            stripe_secret_key: Secret::default(),
+            webhook_secret: Secret::default(),
+            price_creator_monthly: String::new(),
+            price_creator_yearly: String::new(),
+            price_pro_monthly: String::new(),
+            price_pro_yearly: String::new(),
+            success_url: String::new(),
+            cancel_url: String::new(),
+            portal_return_url: String::new(),
+            stripe_api_base: None,
+            webhook_tolerance_secs: 300,
+        }
+    }
+}
+
 impl PlansConfig {
     /// The plan table: DESIGN.md's defaults with these overrides.
     pub fn table(&self) -> PlanTable {
@@ -165,6 +208,28 @@ impl PlansConfig {
     }
 }
 
+impl BillingConfig {
+    /// The engine's billing settings.
+    pub fn settings(&self) -> clipforge_actors::billing::BillingSettings {
+        use clipforge_actors::billing::{BillingSettings, Prices};
+        BillingSettings {
+            secret_key: self.stripe_secret_key.expose().to_string(),
+            webhook_secret: self.webhook_secret.expose().to_string(),
+            prices: Prices {
+                creator_monthly: self.price_creator_monthly.clone(),
+                creator_yearly: self.price_creator_yearly.clone(),
+                pro_monthly: self.price_pro_monthly.clone(),
+                pro_yearly: self.price_pro_yearly.clone(),
+            },
+            success_url: self.success_url.clone(),
+            cancel_url: self.cancel_url.clone(),
+            portal_return_url: self.portal_return_url.clone(),
+            api_base: self.stripe_api_base.clone(),
+            webhook_tolerance_secs: self.webhook_tolerance_secs,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -174,6 +239,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             sources: SourcesConfig::default(),
             plans: PlansConfig::default(),
+            billing: BillingConfig::default(),
         }
     }
 }
@@ -350,6 +416,18 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
             o.watermark_forced = Some(parse(&name, v)?);
         }
     }
+    let b = &mut cfg.billing;
+    env_field!("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", b.stripe_secret_key, secret);
+    env_field!("CLIPFORGE_BILLING_WEBHOOK_SECRET", b.webhook_secret, secret);
+    env_field!("CLIPFORGE_BILLING_PRICE_CREATOR_MONTHLY", b.price_creator_monthly, str);
+    env_field!("CLIPFORGE_BILLING_PRICE_CREATOR_YEARLY", b.price_creator_yearly, str);
+    env_field!("CLIPFORGE_BILLING_PRICE_PRO_MONTHLY", b.price_pro_monthly, str);
+    env_field!("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", b.price_pro_yearly, str);
+    env_field!("CLIPFORGE_BILLING_SUCCESS_URL", b.success_url, str);
+    env_field!("CLIPFORGE_BILLING_CANCEL_URL", b.cancel_url, str);
+    env_field!("CLIPFORGE_BILLING_PORTAL_RETURN_URL", b.portal_return_url, str);
+    env_field!("CLIPFORGE_BILLING_STRIPE_API_BASE", b.stripe_api_base, opt);
+    env_field!("CLIPFORGE_BILLING_WEBHOOK_TOLERANCE_SECS", b.webhook_tolerance_secs, num);
     if let Some(v) = get("CLIPFORGE_SOURCES_EXTRA_HOSTS") {
         cfg.sources.extra_hosts = v
             .split(',')
@@ -410,6 +488,8 @@ mod tests {
             ("CLIPFORGE_PLANS_PRO_MONTHLY_CREDITS", "7"),
             ("CLIPFORGE_PIPELINE_WORKERS", "2"),
             ("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1, localhost"),
+            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", "sk_test_hidden"),
+            ("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", "price_py"),
         ]
         .into();
         apply_env(&mut cfg, &|k| env.get(k).map(|v| v.to_string())).unwrap();
@@ -422,6 +502,12 @@ mod tests {
         assert_eq!(plans.free.upload_max_bytes, 3 * 1024 * 1024);
         assert_eq!(plans.pro.monthly_credits, Some(7));
         assert_eq!(plans.creator.monthly_credits, Some(300), "defaults stay");
+        assert!(!format!("{cfg:?}").contains("sk_test_hidden"));
+        let billing = cfg.billing.settings();
+        assert_eq!(billing.secret_key, "sk_test_hidden");
+        assert_eq!(billing.prices.pro_yearly, "price_py");
+        assert_eq!(billing.webhook_tolerance_secs, 300);
+        assert!(!billing.missing().is_empty(), "incomplete: billing stays off");
     }
 
     #[test]

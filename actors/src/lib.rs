@@ -2,6 +2,7 @@
 //! the caption renderer, and the building blocks the service's actors use.
 
 pub mod accounts;
+pub mod billing;
 pub mod captions;
 pub mod media;
 pub mod project;

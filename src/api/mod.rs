@@ -15,6 +15,7 @@ use poem_openapi::{ApiResponse, Object, SecurityScheme};
 use crate::config::Config;
 
 pub mod auth;
+pub mod billing;
 pub mod credits;
 pub mod media;
 pub mod notifications;
@@ -31,6 +32,8 @@ pub struct AppState {
     /// Set when media is stored locally and served by `/media/...`.
     pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,
     pub config: Config,
+    /// Stripe billing; `None` when not configured (billing routes answer 503).
+    pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
 }
 
 pub type State = Arc<AppState>;

@@ -291,11 +291,12 @@ impl Accounts {
             entries: Vec::new(),
         };
         if now >= book.state.cycle_end {
-            // Whole cycles since the last start, so renewals keep the anchor.
-            let cycles = (now - book.state.cycle_start).div_euclid(CYCLE_MS).max(1);
+            // Whole cycles since the last end, so renewals keep the anchor
+            // (also when billing aligned the last cycle to a paid period).
+            let cycles = (now - book.state.cycle_end).div_euclid(CYCLE_MS);
             let start = book
                 .state
-                .cycle_start
+                .cycle_end
                 .saturating_add(cycles.saturating_mul(CYCLE_MS));
             let total = limits.monthly_credits.unwrap_or(0);
             book.start_cycle(total, 0, start);

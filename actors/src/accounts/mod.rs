@@ -27,11 +27,16 @@
 //! | `accounts.notifications` | `user/newest-first-time/id` | notification |
 //! | `accounts.notification_ids` | notification id | its key in `accounts.notifications` |
 //! | `accounts.storage` | user id | bytes of stored uploads |
+//! | `accounts.billing` | user id | payment customer, subscription |
+//! | `accounts.stripe_customers` | customer id | user id |
+//! | `accounts.stripe_events` | provider event id | user id, time applied |
+//! | `accounts.checkouts` | checkout session id | user, plan, frequency, activation |
 //!
 //! Timestamps are stored as unix milliseconds and shown as ISO 8601 UTC
 //! ([`iso8601`]).
 
 mod auth;
+mod billing;
 mod clock;
 mod credits;
 mod error;
@@ -49,6 +54,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::storage::kv::KvStore;
 
 pub use auth::{hash_password, normalize_email, SESSION_TTL_MS};
+pub use billing::{
+    Activation, Applied, BillingFrequency, BillingRecord, CheckoutRecord, SubscriptionRecord,
+    SubscriptionUpdate,
+};
 pub use clock::{iso8601, now_ms, system_clock, Clock, DAY_MS};
 pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
@@ -197,7 +206,7 @@ pub(crate) mod testutil {
     }
 
     /// Every tree the accounts layer writes.
-    pub const TREES: [&str; 11] = [
+    pub const TREES: [&str; 15] = [
         store::USERS,
         store::EMAILS,
         store::SESSIONS,
@@ -209,6 +218,10 @@ pub(crate) mod testutil {
         store::NOTIFICATIONS,
         store::NOTIFICATION_IDS,
         store::STORAGE,
+        store::BILLING,
+        store::STRIPE_CUSTOMERS,
+        store::STRIPE_EVENTS,
+        store::CHECKOUTS,
     ];
 
     /// Every tree's entries, in order.

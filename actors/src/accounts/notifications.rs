@@ -26,6 +26,7 @@ pub enum NotificationKind {
     PostFailed,
     PlanChanged,
     CreditsLow,
+    PaymentFailed,
 }
 
 impl NotificationKind {
@@ -37,6 +38,7 @@ impl NotificationKind {
             NotificationKind::PostFailed => "post_failed",
             NotificationKind::PlanChanged => "plan_changed",
             NotificationKind::CreditsLow => "credits_low",
+            NotificationKind::PaymentFailed => "payment_failed",
         }
     }
 }

@@ -84,7 +84,7 @@ impl Accounts {
 
     /// Moves `account` to `plan` with a new cycle, writing the account and a
     /// `plan_changed` notification into `batch`; the caller writes `book`.
-    fn switch_plan(
+    pub(super) fn switch_plan(
         &self,
         batch: &mut Batch,
         account: &mut StoredAccount,

@@ -19,6 +19,10 @@ pub(crate) const RESERVATIONS: &str = "accounts.reservations";
 pub(crate) const NOTIFICATIONS: &str = "accounts.notifications";
 pub(crate) const NOTIFICATION_IDS: &str = "accounts.notification_ids";
 pub(crate) const STORAGE: &str = "accounts.storage";
+pub(crate) const BILLING: &str = "accounts.billing";
+pub(crate) const STRIPE_CUSTOMERS: &str = "accounts.stripe_customers";
+pub(crate) const STRIPE_EVENTS: &str = "accounts.stripe_events";
+pub(crate) const CHECKOUTS: &str = "accounts.checkouts";
 
 /// `user/` — the prefix of everything one user owns in a shared tree. User
 /// ids are UUIDs, so no user's prefix is a prefix of another's.

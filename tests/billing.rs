@@ -1,0 +1,915 @@
+//! Black-box tests of billing: the real binary, configured to use a local
+//! server (started here) that speaks Stripe's wire format — form-encoded
+//! requests, Stripe-shaped JSON objects and error bodies — through the real
+//! `async-stripe` client. Webhooks are signed with Stripe's scheme, computed
+//! here independently of the server's code.
+
+#![recursion_limit = "256"]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use hmac::{Hmac, KeyInit, Mac};
+use poem::listener::{Acceptor, Listener, TcpListener};
+use poem::web::{Data, Form, Path as PPath};
+use poem::{get, handler, post, EndpointExt, Request, Response, Route, Server};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+const SECRET_KEY: &str = "sk_test_clipforge";
+const WEBHOOK_SECRET: &str = "whsec_test_clipforge";
+const PRICES: [(&str, &str, &str); 4] = [
+    ("creator", "monthly", "price_creator_m"),
+    ("creator", "yearly", "price_creator_y"),
+    ("pro", "monthly", "price_pro_m"),
+    ("pro", "yearly", "price_pro_y"),
+];
+const SUCCESS_URL: &str = "https://app.example/billing/success";
+const CANCEL_URL: &str = "https://app.example/billing";
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn price(plan: &str, frequency: &str) -> &'static str {
+    PRICES
+        .iter()
+        .find(|(p, f, _)| *p == plan && *f == frequency)
+        .unwrap()
+        .2
+}
+
+// ---------------------------------------------------------------------------
+// The local Stripe.
+
+/// One request the fake received: method, path and the decoded form fields.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    form: HashMap<String, String>,
+}
+
+#[derive(Default)]
+struct StripeState {
+    seen: Vec<Seen>,
+    sessions: HashMap<String, Value>,
+    next: u32,
+}
+
+#[derive(Clone, Default)]
+struct FakeStripe(Arc<Mutex<StripeState>>);
+
+impl FakeStripe {
+    fn state(&self) -> std::sync::MutexGuard<'_, StripeState> {
+        self.0.lock().unwrap()
+    }
+
+    fn seen(&self, path: &str) -> Vec<Seen> {
+        let state = self.state();
+        state.seen.iter().filter(|s| s.path == path).cloned().collect()
+    }
+
+    fn session(&self, id: &str) -> Value {
+        self.state().sessions[id].clone()
+    }
+
+    /// The customer pays: the session completes with a new subscription.
+    fn pay(&self, id: &str) -> Value {
+        let mut state = self.state();
+        state.next += 1;
+        let sub = format!("sub_test_{}", state.next);
+        let session = state.sessions.get_mut(id).unwrap();
+        session["status"] = json!("complete");
+        session["payment_status"] = json!("paid");
+        session["subscription"] = json!(sub);
+        session["amount_total"] = json!(1900);
+        session.clone()
+    }
+}
+
+fn stripe_error(status: u16, kind: &str, code: &str, message: &str, param: &str) -> Response {
+    Response::builder()
+        .status(poem::http::StatusCode::from_u16(status).unwrap())
+        .content_type("application/json")
+        .body(
+            json!({"error": {
+                "type": kind, "code": code, "message": message, "param": param,
+                "doc_url": format!("https://stripe.com/docs/error-codes/{code}"),
+                "request_log_url": "https://dashboard.stripe.com/test/logs/req_test"
+            }})
+            .to_string(),
+        )
+}
+
+fn stripe_json(v: &Value) -> Response {
+    Response::builder()
+        .content_type("application/json")
+        .header("request-id", "req_test")
+        .body(v.to_string())
+}
+
+/// Records the request; `Err` with Stripe's 401 when the key is wrong.
+fn record(
+    fake: &FakeStripe,
+    req: &Request,
+    form: Vec<(String, String)>,
+) -> Result<HashMap<String, String>, Response> {
+    let auth = req.header("authorization").unwrap_or("");
+    if auth != format!("Bearer {SECRET_KEY}") {
+        return Err(stripe_error(
+            401,
+            "invalid_request_error",
+            "api_key_invalid",
+            "Invalid API Key provided",
+            "",
+        ));
+    }
+    let form: HashMap<String, String> = form.into_iter().collect();
+    fake.state().seen.push(Seen {
+        method: req.method().to_string(),
+        path: req.uri().path().to_string(),
+        form: form.clone(),
+    });
+    Ok(form)
+}
+
+/// The metadata fields of a form (`metadata[key]=value`).
+fn metadata(form: &HashMap<String, String>, prefix: &str) -> Value {
+    let mut map = serde_json::Map::new();
+    for (k, v) in form {
+        if let Some(key) = k
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.strip_suffix(']'))
+        {
+            map.insert(key.to_string(), json!(v));
+        }
+    }
+    Value::Object(map)
+}
+
+#[handler]
+fn create_customer(
+    fake: Data<&FakeStripe>,
+    req: &Request,
+    form: Form<Vec<(String, String)>>,
+) -> Response {
+    let form = match record(&fake, req, form.0) {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let n = {
+        let mut s = fake.state();
+        s.next += 1;
+        s.next
+    };
+    stripe_json(&json!({
+        "id": format!("cus_test_{n}"), "object": "customer", "address": null, "balance": 0,
+        "created": now(), "currency": null, "default_source": null, "delinquent": false,
+        "description": null, "discount": null, "email": form.get("email"),
+        "invoice_prefix": "ABC123", "invoice_settings": {"custom_fields": null,
+        "default_payment_method": null, "footer": null, "rendering_options": null},
+        "livemode": false, "metadata": metadata(&form, "metadata"), "name": form.get("name"),
+        "next_invoice_sequence": 1, "phone": null, "preferred_locales": [], "shipping": null,
+        "tax_exempt": "none", "test_clock": null
+    }))
+}
+
+#[handler]
+fn create_session(
+    fake: Data<&FakeStripe>,
+    req: &Request,
+    form: Form<Vec<(String, String)>>,
+) -> Response {
+    let form = match record(&fake, req, form.0) {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    if form.get("line_items[0][price]").is_none() {
+        return stripe_error(
+            400,
+            "invalid_request_error",
+            "parameter_missing",
+            "Missing required param: line_items.",
+            "line_items",
+        );
+    }
+    let mut state = fake.state();
+    state.next += 1;
+    let id = format!("cs_test_a1B2c3{}", state.next);
+    let session = json!({
+        "id": id, "object": "checkout.session", "adaptive_pricing": null,
+        "after_expiration": null, "allow_promotion_codes": null, "amount_subtotal": 1900,
+        "amount_total": 1900,
+        "automatic_tax": {"enabled": false, "liability": null, "provider": null, "status": null},
+        "billing_address_collection": null, "cancel_url": form.get("cancel_url"),
+        "client_reference_id": form.get("client_reference_id"), "client_secret": null,
+        "consent": null, "consent_collection": null, "created": now(), "currency": "usd",
+        "custom_fields": [],
+        "custom_text": {"after_submit": null, "shipping_address": null, "submit": null,
+                        "terms_of_service_acceptance": null},
+        "customer": form.get("customer"), "customer_creation": null, "customer_details": null,
+        "customer_email": null, "expires_at": now() + 86400, "invoice": null,
+        "invoice_creation": null, "livemode": false, "locale": null,
+        "metadata": metadata(&form, "metadata"), "mode": form.get("mode"),
+        "payment_intent": null, "payment_link": null, "payment_method_collection": "always",
+        "payment_method_types": ["card"], "payment_status": "unpaid",
+        "phone_number_collection": {"enabled": false}, "recovered_from": null,
+        "setup_intent": null, "shipping_address_collection": null, "shipping_cost": null,
+        "shipping_options": [], "status": "open", "submit_type": null, "subscription": null,
+        "success_url": form.get("success_url"), "total_details": {"amount_discount": 0,
+        "amount_shipping": 0, "amount_tax": 0}, "ui_mode": "hosted_page",
+        "url": format!("https://checkout.stripe.com/c/pay/{id}")
+    });
+    state.sessions.insert(id, session.clone());
+    stripe_json(&session)
+}
+
+#[handler]
+fn retrieve_session(fake: Data<&FakeStripe>, req: &Request, id: PPath<String>) -> Response {
+    if let Err(r) = record(&fake, req, Vec::new()) {
+        return r;
+    }
+    let session = fake.state().sessions.get(&id.0).cloned();
+    match session {
+        Some(s) => stripe_json(&s),
+        None => stripe_error(
+            404,
+            "invalid_request_error",
+            "resource_missing",
+            &format!("No such checkout.session: '{}'", id.0),
+            "session",
+        ),
+    }
+}
+
+#[handler]
+fn create_portal(
+    fake: Data<&FakeStripe>,
+    req: &Request,
+    form: Form<Vec<(String, String)>>,
+) -> Response {
+    let form = match record(&fake, req, form.0) {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    stripe_json(&json!({
+        "id": "bps_test_1", "object": "billing_portal.session", "configuration": "bpc_test_1",
+        "created": now(), "customer": form.get("customer"), "flow": null, "livemode": false,
+        "locale": null, "on_behalf_of": null, "return_url": form.get("return_url"),
+        "url": "https://billing.stripe.com/p/session/test_YWNjdF8x"
+    }))
+}
+
+/// Starts the local Stripe; returns it and its base URL.
+async fn start_stripe() -> (FakeStripe, String) {
+    let fake = FakeStripe::default();
+    let app = Route::new()
+        .at("/v1/customers", post(create_customer))
+        .at("/v1/checkout/sessions", post(create_session))
+        .at("/v1/checkout/sessions/:id", get(retrieve_session))
+        .at("/v1/billing_portal/sessions", post(create_portal))
+        .data(fake.clone());
+    let acceptor = TcpListener::bind("127.0.0.1:0")
+        .into_acceptor()
+        .await
+        .unwrap();
+    let port = acceptor.local_addr()[0].as_socket_addr().unwrap().port();
+    tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
+    (fake, format!("http://127.0.0.1:{port}"))
+}
+
+// ---------------------------------------------------------------------------
+// The server under test.
+
+struct App {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the server; with `stripe`, billing is configured to use it.
+fn spawn_app(stripe: Option<&str>) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clipforge"));
+    cmd.args([
+        "serve",
+        "--port",
+        "0",
+        "--config",
+        "/nonexistent/cluster.toml",
+        "--data-dir",
+    ])
+    .arg(dir.path().join("data"))
+    .env("CLIPFORGE_NODE_HTTP_ADDR", "127.0.0.1:0")
+    .env("CLIPFORGE_AUTH_ADMIN_TOKEN", "admin-secret")
+    .env("RUST_LOG", "warn")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    if let Some(base) = stripe {
+        cmd.env("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY)
+            .env("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL)
+            .env("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL)
+            .env("CLIPFORGE_BILLING_STRIPE_API_BASE", base);
+        for (plan, freq, id) in PRICES {
+            let var = format!(
+                "CLIPFORGE_BILLING_PRICE_{}_{}",
+                plan.to_uppercase(),
+                freq.to_uppercase()
+            );
+            cmd.env(var, id);
+        }
+    }
+    let mut child = cmd.spawn().expect("start clipforge serve");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let port = loop {
+        let line = lines.next().expect("server output").expect("utf-8");
+        if let Some(p) = line.strip_prefix("clipforge listening on port ") {
+            break p.trim().parse::<u16>().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    App {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl App {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+    async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, Some(token), None)
+            .await
+    }
+    async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(token), Some(body))
+            .await
+    }
+    /// Signs up; returns (token, user id).
+    async fn sign_up(&self, email: &str) -> (String, String) {
+        let (s, v) = self
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/sign-up/email",
+                None,
+                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        (
+            v["token"].as_str().unwrap().to_string(),
+            v["user"]["id"].as_str().unwrap().to_string(),
+        )
+    }
+    /// Sends a webhook with the given `Stripe-Signature` header (if any).
+    async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
+        let mut req = self
+            .client
+            .post(format!("{}/api/stripe/webhook", self.base))
+            .header("content-type", "application/json; charset=utf-8")
+            .body(payload.to_string());
+        if let Some(sig) = signature {
+            req = req.header("stripe-signature", sig);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+    /// Sends `event` signed now with the endpoint's secret.
+    async fn webhook(&self, event: &Value) -> (u16, Value) {
+        let payload = event.to_string();
+        let sig = signature(&payload, WEBHOOK_SECRET, now());
+        self.webhook_raw(&payload, Some(sig)).await
+    }
+    /// (plan, credits, totalCredits).
+    async fn credits(&self, token: &str) -> (String, u64, u64) {
+        let (s, v) = self.get("/api/credits", token).await;
+        assert_eq!(s, 200, "{v}");
+        (
+            v["plan"].as_str().unwrap().to_string(),
+            v["credits"].as_u64().unwrap(),
+            v["totalCredits"].as_u64().unwrap(),
+        )
+    }
+    /// Everything a change could touch: balance, ledger and notifications.
+    async fn snapshot(&self, token: &str) -> Value {
+        let (_, credits) = self.get("/api/credits", token).await;
+        let (_, ledger) = self.get("/api/credits/ledger?limit=100", token).await;
+        let (_, notes) = self.get("/api/notifications", token).await;
+        json!({"credits": credits, "ledger": ledger, "notifications": notes})
+    }
+    async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
+        self.post(
+            "/api/stripe/checkout",
+            token,
+            json!({"plan": plan, "frequency": frequency}),
+        )
+        .await
+    }
+}
+
+/// `t=…,v1=…`: HMAC-SHA256 of `"{t}.{payload}"` keyed with the secret.
+fn signature(payload: &str, secret: &str, t: i64) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{t}.{payload}").as_bytes());
+    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn assert_error(status: u16, body: &Value, expected: u16, code: &str) {
+    assert_eq!(status, expected, "{body}");
+    assert_eq!(body["error"], code, "{body}");
+    assert!(body["message"].is_string(), "{body}");
+}
+
+fn event(id: &str, kind: &str, object: Value) -> Value {
+    json!({
+        "id": id, "object": "event", "api_version": "2026-09-30.endive", "created": now(),
+        "data": {"object": object}, "livemode": false, "pending_webhooks": 1,
+        "request": {"id": null, "idempotency_key": null}, "type": kind
+    })
+}
+
+fn subscription(id: &str, customer: &str, price: &str, status: &str, cancel_at_end: bool) -> Value {
+    json!({
+        "id": id, "object": "subscription", "customer": customer, "status": status,
+        "cancel_at_period_end": cancel_at_end, "created": now(), "livemode": false,
+        "items": {"object": "list", "data": [{
+            "id": "si_test_1", "object": "subscription_item",
+            "price": {"id": price, "object": "price", "recurring": {"interval": "month"}},
+            "current_period_start": now(), "current_period_end": now() + 30 * 86400
+        }]},
+        "metadata": {}
+    })
+}
+
+fn invoice(customer: &str, sub: &str, period_start: i64, period_end: i64) -> Value {
+    json!({
+        "id": format!("in_test_{period_start}"), "object": "invoice", "customer": customer,
+        "billing_reason": "subscription_cycle", "status": "paid", "amount_paid": 1900,
+        "created": now(), "next_payment_attempt": null,
+        "parent": {"type": "subscription_details",
+                   "subscription_details": {"subscription": sub, "metadata": {}}},
+        "lines": {"object": "list", "data": [{
+            "id": "il_test_1", "object": "line_item",
+            "period": {"start": period_start, "end": period_end}
+        }]}
+    })
+}
+
+/// Opens a checkout; returns the session id.
+async fn open_checkout(app: &App, token: &str, plan: &str, frequency: &str) -> String {
+    let (s, v) = app.checkout(token, plan, frequency).await;
+    assert_eq!(s, 200, "{v}");
+    let url = v["url"].as_str().unwrap();
+    url.rsplit('/').next().unwrap().to_string()
+}
+
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_stripe_settings_billing_answers_503() {
+    let app = spawn_app(None);
+    let (token, _) = app.sign_up("ana@example.com").await;
+    let (s, v) = app.checkout(&token, "pro", "monthly").await;
+    assert_error(s, &v, 503, "billing_not_configured");
+    let (s, v) = app
+        .post("/api/stripe/customer-portal", &token, json!({}))
+        .await;
+    assert_error(s, &v, 503, "billing_not_configured");
+    let (s, v) = app.get("/api/stripe/checkout/cs_test_1", &token).await;
+    assert_error(s, &v, 503, "billing_not_configured");
+    let payload = event("evt_1", "invoice.paid", json!({})).to_string();
+    let (s, v) = app
+        .webhook_raw(&payload, Some(signature(&payload, WEBHOOK_SECRET, now())))
+        .await;
+    assert_error(s, &v, 503, "billing_not_configured");
+    // The rest of the service works.
+    assert_eq!(app.credits(&token).await, ("free".into(), 60, 60));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_for_each_plan_and_frequency() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let (token, user_id) = app.sign_up("ana@example.com").await;
+
+    for (plan, freq, price_id) in PRICES {
+        let (s, v) = app.checkout(&token, plan, freq).await;
+        assert_eq!(s, 200, "{plan} {freq}: {v}");
+        let url = v["url"].as_str().unwrap();
+        let session_id = url.rsplit('/').next().unwrap();
+        assert_eq!(url, format!("https://checkout.stripe.com/c/pay/{session_id}"));
+        let seen = stripe.seen("/v1/checkout/sessions");
+        let form = &seen.last().unwrap().form;
+        assert_eq!(seen.last().unwrap().method, "POST");
+        assert_eq!(form["mode"], "subscription");
+        assert_eq!(form["line_items[0][price]"], price_id);
+        assert_eq!(form["line_items[0][quantity]"], "1");
+        assert_eq!(form["client_reference_id"], user_id);
+        assert_eq!(form["customer"], "cus_test_1", "one customer per account");
+        assert_eq!(
+            form["success_url"],
+            format!("{SUCCESS_URL}?session_id={{CHECKOUT_SESSION_ID}}")
+        );
+        assert_eq!(form["cancel_url"], CANCEL_URL);
+        assert_eq!(form["metadata[plan]"], plan);
+        assert_eq!(form["metadata[frequency]"], freq);
+        assert_eq!(form["subscription_data[metadata][user_id]"], user_id);
+    }
+    let customers = stripe.seen("/v1/customers");
+    assert_eq!(customers.len(), 1, "the customer is created once");
+    assert_eq!(customers[0].form["email"], "ana@example.com");
+    assert_eq!(customers[0].form["metadata[user_id]"], user_id);
+
+    for body in [
+        json!({"plan": "enterprise", "frequency": "monthly"}),
+        json!({"plan": "free", "frequency": "monthly"}),
+        json!({"plan": "gold", "frequency": "yearly"}),
+        json!({"plan": "pro", "frequency": "weekly"}),
+        json!({"plan": "pro"}),
+        json!({}),
+    ] {
+        let (s, v) = app.post("/api/stripe/checkout", &token, body.clone()).await;
+        assert_eq!(s, 400, "{body}: {v}");
+        assert!(v["error"].is_string() && v["message"].is_string(), "{v}");
+    }
+    let (s, _) = app
+        .call(
+            reqwest::Method::POST,
+            "/api/stripe/checkout",
+            None,
+            Some(json!({"plan": "pro", "frequency": "monthly"})),
+        )
+        .await;
+    assert_eq!(s, 401);
+    assert_eq!(stripe.seen("/v1/checkout/sessions").len(), 4, "bad input reaches no one");
+
+    // Never paid: no portal.
+    let (s, v) = app
+        .post("/api/stripe/customer-portal", &token, json!({}))
+        .await;
+    assert_error(s, &v, 409, "no_billing_account");
+    assert_eq!(app.credits(&token).await, ("free".into(), 60, 60), "opening checkouts buys nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_return_path_activates_at_once_and_only_once() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let (token, _) = app.sign_up("ana@example.com").await;
+    let (other, _) = app.sign_up("bob@example.com").await;
+    let session = open_checkout(&app, &token, "creator", "monthly").await;
+
+    let path = format!("/api/stripe/checkout/{session}");
+    let (s, v) = app.get(&path, &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["status"].clone(), v["paymentStatus"].clone(), v["activated"].clone(), v["plan"].clone()),
+        (json!("open"), json!("unpaid"), json!(false), json!("free"))
+    );
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .await;
+    assert_error(s, &v, 402, "checkout_required");
+
+    let paid = stripe.pay(&session);
+    let (s, v) = app.get(&path, &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!((v["activated"].clone(), v["plan"].clone()), (json!(true), json!("creator")));
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360), "300 + 60 bonus");
+    let before = app.snapshot(&token).await;
+    let (s, v) = app.get(&path, &token).await;
+    assert_eq!((s, v["activated"].clone()), (200, json!(true)));
+    // The webhook for the same checkout comes later and changes nothing.
+    let (s, v) = app
+        .webhook(&event("evt_cs_1", "checkout.session.completed", paid))
+        .await;
+    assert_eq!((s, v["result"].clone()), (200, json!("unchanged")), "{v}");
+    assert_eq!(app.snapshot(&token).await, before);
+
+    let (s, v) = app.get(&path, &other).await;
+    assert_error(s, &v, 404, "not_found");
+    let (s, v) = app.get("/api/stripe/checkout/cs_test_missing", &token).await;
+    assert_error(s, &v, 404, "not_found");
+    let (s, _) = app.get("/api/stripe/checkout/..%2Fcustomers", &token).await;
+    assert_eq!(s, 404);
+
+    // Paid now: the portal opens for the account's customer.
+    let (s, v) = app
+        .post("/api/stripe/customer-portal", &token, json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["url"], "https://billing.stripe.com/p/session/test_YWNjdF8x");
+    let portal = stripe.seen("/v1/billing_portal/sessions");
+    assert_eq!(portal[0].form["customer"], stripe.session(&session)["customer"]);
+    assert_eq!(portal[0].form["return_url"], CANCEL_URL);
+    let (s, v) = app
+        .post("/api/stripe/customer-portal", &other, json!({}))
+        .await;
+    assert_error(s, &v, 409, "no_billing_account");
+
+    // A second subscription is refused; plan changes go through the portal.
+    let (s, v) = app.checkout(&token, "pro", "monthly").await;
+    assert_error(s, &v, 409, "subscription_active");
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("free")));
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "subscribed, so selectable");
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "pro"}))
+        .await;
+    assert_error(s, &v, 402, "checkout_required");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_drive_the_subscription_once_each() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let (token, _) = app.sign_up("ana@example.com").await;
+    let session = open_checkout(&app, &token, "pro", "yearly").await;
+    let paid = stripe.pay(&session);
+    let customer = paid["customer"].as_str().unwrap().to_string();
+    let sub = paid["subscription"].as_str().unwrap().to_string();
+
+    // checkout.session.completed: activation and bonus, without the return path.
+    let completed = event("evt_1", "checkout.session.completed", paid);
+    let (s, v) = app.webhook(&completed).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
+    assert_eq!(app.credits(&token).await, ("pro".into(), 1200, 1200));
+    let before = app.snapshot(&token).await;
+    let (s, v) = app.webhook(&completed).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("duplicate")), "{v}");
+    assert_eq!(app.snapshot(&token).await, before, "a replayed event changes nothing");
+
+    // customer.subscription.updated: a plan change made in the portal.
+    let updated = event(
+        "evt_2",
+        "customer.subscription.updated",
+        subscription(&sub, &customer, price("creator", "monthly"), "active", false),
+    );
+    let (s, v) = app.webhook(&updated).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360), "creator + its bonus");
+    let before = app.snapshot(&token).await;
+    let (_, v) = app.webhook(&updated).await;
+    assert_eq!(v["result"], "duplicate");
+    assert_eq!(app.snapshot(&token).await, before);
+
+    // invoice.payment_failed: the user is told.
+    let mut failed_invoice = invoice(&customer, &sub, now(), now() + 30 * 86400);
+    failed_invoice["next_payment_attempt"] = json!(now() + 3 * 86400);
+    let (s, v) = app
+        .webhook(&event("evt_3", "invoice.payment_failed", failed_invoice))
+        .await;
+    assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
+    let (_, notes) = app.get("/api/notifications", &token).await;
+    assert_eq!(notes["notifications"][0]["type"], "payment_failed", "{notes}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
+
+    // invoice.paid for the period activation started: nothing to renew.
+    let (_, v) = app
+        .webhook(&event("evt_4", "invoice.paid", invoice(&customer, &sub, now(), now() + 30 * 86400)))
+        .await;
+    assert_eq!(v["result"], "unchanged", "{v}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
+
+    // invoice.paid for the next period: the cycle renews to the plan's
+    // credits; the unused 360 do not roll over. (The server's clock cannot
+    // be moved, so the next period is one that starts later.)
+    let next = now() + 31 * 86400;
+    let renewal = event("evt_5", "invoice.paid", invoice(&customer, &sub, next, next + 30 * 86400));
+    let (_, v) = app.webhook(&renewal).await;
+    assert_eq!(v["result"], "changed", "{v}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 300, 300));
+    let (_, ledger) = app.get("/api/credits/ledger", &token).await;
+    assert_eq!(ledger["entries"][0]["type"], "renew", "{ledger}");
+    let before = app.snapshot(&token).await;
+    let (_, v) = app.webhook(&renewal).await;
+    assert_eq!(v["result"], "duplicate");
+    assert_eq!(app.snapshot(&token).await, before);
+
+    // customer.subscription.deleted: back to free, and paid plans are closed.
+    let deleted = event(
+        "evt_6",
+        "customer.subscription.deleted",
+        subscription(&sub, &customer, price("creator", "monthly"), "canceled", false),
+    );
+    let (_, v) = app.webhook(&deleted).await;
+    assert_eq!(v["result"], "changed", "{v}");
+    assert_eq!(app.credits(&token).await.0, "free");
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .await;
+    assert_error(s, &v, 402, "checkout_required");
+
+    // Buying creator again: no second welcome bonus.
+    let again = open_checkout(&app, &token, "creator", "monthly").await;
+    let paid = stripe.pay(&again);
+    let (_, v) = app
+        .webhook(&event("evt_7", "checkout.session.completed", paid))
+        .await;
+    assert_eq!(v["result"], "changed", "{v}");
+    let (plan, _, total) = app.credits(&token).await;
+    assert_eq!((plan.as_str(), total), ("creator", 300), "the bonus came once");
+    let (_, ledger) = app.get("/api/credits/ledger?limit=100", &token).await;
+    let bonuses: Vec<_> = ledger["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "bonus")
+        .map(|e| e["amount"].clone())
+        .collect();
+    assert_eq!(bonuses, [json!(60), json!(200)], "one per paid plan: {ledger}");
+
+    // Events about unknown customers or other types are acknowledged.
+    let stranger = event(
+        "evt_8",
+        "customer.subscription.deleted",
+        subscription("sub_x", "cus_unknown", price("pro", "monthly"), "canceled", false),
+    );
+    let (s, v) = app.webhook(&stranger).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("ignored")), "{v}");
+    let (s, v) = app
+        .webhook(&event("evt_9", "charge.refunded", json!({"id": "ch_1"})))
+        .await;
+    assert_eq!((s, v["result"].clone()), (200, json!("ignored")), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_signatures_are_refused_and_change_nothing() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let (token, _) = app.sign_up("ana@example.com").await;
+    let session = open_checkout(&app, &token, "pro", "monthly").await;
+    let paid = stripe.pay(&session);
+    let payload = event("evt_sig", "checkout.session.completed", paid).to_string();
+    let before = app.snapshot(&token).await;
+
+    let t = now();
+    let good = signature(&payload, WEBHOOK_SECRET, t);
+    let tampered = payload.replace("\"paid\"", "\"unpaid\"");
+    let cases: Vec<(&str, String, Option<String>)> = vec![
+        ("missing", payload.clone(), None),
+        ("empty", payload.clone(), Some(String::new())),
+        ("garbage", payload.clone(), Some("nonsense".into())),
+        ("wrong secret", payload.clone(), Some(signature(&payload, "whsec_wrong", t))),
+        ("stale", payload.clone(), Some(signature(&payload, WEBHOOK_SECRET, t - 600))),
+        ("future", payload.clone(), Some(signature(&payload, WEBHOOK_SECRET, t + 600))),
+        ("tampered payload", tampered, Some(good.clone())),
+        (
+            "timestamp swapped",
+            payload.clone(),
+            Some(good.replacen(&format!("t={t}"), &format!("t={}", t - 1), 1)),
+        ),
+    ];
+    for (name, body, sig) in cases {
+        let (s, v) = app.webhook_raw(&body, sig).await;
+        assert_error(s, &v, 400, "invalid_signature");
+        assert!(v["message"].as_str().unwrap().contains("webhook"), "{name}: {v}");
+    }
+    assert_eq!(app.snapshot(&token).await, before, "nothing changed");
+
+    // Signed properly, the same event is applied: it was not remembered.
+    let (s, v) = app.webhook_raw(&payload, Some(good)).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
+    assert_eq!(app.credits(&token).await, ("pro".into(), 1200, 1200));
+    // Signed, but not an event.
+    let junk = "not json";
+    let (s, v) = app
+        .webhook_raw(junk, Some(signature(junk, WEBHOOK_SECRET, now())))
+        .await;
+    assert_error(s, &v, 400, "invalid_input");
+}
+
+/// A `secs`-long video with sound, as small as ffmpeg can make it.
+fn long_quiet_video(dir: &Path, secs: u32) -> std::path::PathBuf {
+    let out = dir.join("long.mp4");
+    let status = Command::new("ffmpeg")
+        .args(["-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i"])
+        .arg("color=c=black:s=16x16:r=1")
+        .args(["-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t"])
+        .arg(secs.to_string())
+        .args([
+            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "8k", "-shortest",
+        ])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overdrawing_is_refused_and_operators_grant_enterprise() {
+    let (_stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let (token, user_id) = app.sign_up("ana@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = long_quiet_video(dir.path(), 61 * 60 + 5);
+    let bytes = std::fs::read(&video).unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(bytes).file_name("long.mp4"),
+    );
+    let r = app
+        .client
+        .post(format!("{}/api/upload", app.base))
+        .bearer_auth(&token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let up: Value = r.json().await.unwrap();
+
+    let before = app.snapshot(&token).await;
+    let (s, v) = app
+        .post("/api/projects", &token, json!({"fileKey": up["fileKey"]}))
+        .await;
+    assert_error(s, &v, 402, "insufficient_credits");
+    assert!(v["message"].as_str().unwrap().contains("62 needed"), "{v}");
+    assert_eq!(app.snapshot(&token).await, before, "nothing reserved");
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!((credits["credits"].clone(), credits["reserved"].clone()), (json!(60), json!(0)));
+    let (_, projects) = app.get("/api/projects", &token).await;
+    assert_eq!(projects["total"], 0);
+
+    // Enterprise: only an operator grants it.
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .await;
+    assert_error(s, &v, 402, "checkout_required");
+    let plan_path = format!("/admin/accounts/{user_id}/plan");
+    let (s, v) = app.post(&plan_path, &token, json!({"plan": "enterprise"})).await;
+    assert_error(s, &v, 401, "unauthorized");
+    let (s, v) = app.post(&plan_path, "admin-secret", json!({"plan": "pro"})).await;
+    assert_error(s, &v, 400, "invalid_input");
+    let (s, v) = app
+        .post("/admin/accounts/nobody/plan", "admin-secret", json!({"plan": "enterprise"}))
+        .await;
+    assert_error(s, &v, 404, "not_found");
+    let (s, v) = app
+        .post(&plan_path, "admin-secret", json!({"plan": "enterprise"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("enterprise")), "{v}");
+    let (_, credits) = app.get("/api/credits", &token).await;
+    assert_eq!((credits["plan"].clone(), credits["unlimited"].clone()), (json!("enterprise"), json!(true)));
+    let (s, _) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
+        .await;
+    assert_eq!(s, 200);
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("enterprise")), "granted, so selectable");
+    let (s, v) = app.post(&plan_path, "admin-secret", json!({"plan": "free"})).await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("free")), "{v}");
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .await;
+    assert_error(s, &v, 402, "checkout_required");
+}
