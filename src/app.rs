@@ -20,9 +20,11 @@ use poem_openapi::OpenApiService;
 
 use crate::api::auth::AuthApi;
 use crate::api::credits::CreditsApi;
+use crate::api::integrations::IntegrationsApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
 use crate::api::projects::ProjectsApi;
+use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
 use crate::api::{AppState, State};
 use crate::config::Config;
@@ -34,12 +36,14 @@ pub type Apis = (
     TemplatesApi,
     CreditsApi,
     NotificationsApi,
+    ScheduleApi,
+    IntegrationsApi,
 );
 
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi),
+        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi, ScheduleApi, IntegrationsApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )
@@ -128,6 +132,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         idle: Duration::from_secs(p.idle_secs),
     };
     let services = Services::new(kv, objects.clone(), accounts, settings);
+    let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
     let resumed = services
         .resume_all()
         .await
@@ -153,6 +158,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         objects,
         local,
         config,
+        publishing,
     }))
 }
 

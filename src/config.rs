@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod publish;
+pub use publish::PublishConfig;
+
 /// A string that never appears in logs or `Debug` output.
 #[derive(Clone, Default, Deserialize, PartialEq)]
 #[serde(transparent)]
@@ -38,6 +41,7 @@ pub struct Config {
     pub pipeline: PipelineConfig,
     pub auth: AuthConfig,
     pub sources: SourcesConfig,
+    pub publish: PublishConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -108,6 +112,7 @@ impl Default for Config {
             pipeline: PipelineConfig::default(),
             auth: AuthConfig::default(),
             sources: SourcesConfig::default(),
+            publish: PublishConfig::default(),
         }
     }
 }
@@ -268,6 +273,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
             .filter(|h| !h.is_empty())
             .collect();
     }
+    publish::apply_env(&mut cfg.publish, get)?;
     Ok(())
 }
 
@@ -301,7 +307,7 @@ impl Config {
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }
-        Ok(())
+        self.publish.validate()
     }
 }
 

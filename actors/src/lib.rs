@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod captions;
 pub mod media;
 pub mod project;
+pub mod publish;
 pub mod service;
 pub mod storage;
 pub mod transcript;

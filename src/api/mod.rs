@@ -16,9 +16,11 @@ use crate::config::Config;
 
 pub mod auth;
 pub mod credits;
+pub mod integrations;
 pub mod media;
 pub mod notifications;
 pub mod projects;
+pub mod schedule;
 pub mod templates;
 
 /// Name of the session cookie.
@@ -31,6 +33,8 @@ pub struct AppState {
     /// Set when media is stored locally and served by `/media/...`.
     pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,
     pub config: Config,
+    /// Scheduling and publishing to the platforms.
+    pub publishing: Arc<clipforge_actors::publish::Publishing>,
 }
 
 pub type State = Arc<AppState>;

@@ -19,6 +19,7 @@ pub mod events;
 pub mod metrics;
 pub mod project_actor;
 pub mod projects;
+pub mod schedule_actor;
 pub mod user_actor;
 pub mod work;
 
