@@ -35,10 +35,11 @@ struct ScheduleBody {
 struct BulkBody {
     /// Time of the first publication, ISO 8601 UTC.
     scheduled_at: Option<String>,
-    /// Hours between consecutive clips (0–2160).
-    interval_hours: Option<f64>,
-    /// Target platforms: tiktok, instagram, youtube.
-    providers: Option<Vec<String>>,
+    /// Hours between consecutive clips: a number, 0–2160 (type errors are
+    /// reported with the field's name).
+    interval_hours: Option<Value>,
+    /// Target platforms: an array of tiktok, instagram, youtube.
+    providers: Option<Value>,
     /// Caption for every post (default: each clip's title).
     caption: Option<String>,
 }
@@ -133,6 +134,17 @@ impl ScheduleApi {
     #[oai(path = "/projects/:id/bulk-schedule", method = "post")]
     async fn bulk(&self, state: Data<&State>, auth: Auth, id: Path<String>, body: Json<BulkBody>) -> ApiResult<Json<Value>> {
         let b = body.0;
+        let interval_hours = match b.interval_hours {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_f64().ok_or_else(|| ApiError::from(PublishError::invalid("intervalHours", "must be a number of hours")))?),
+        };
+        let providers: Option<Vec<String>> = match b.providers {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v)
+                    .map_err(|_| ApiError::from(PublishError::invalid("providers", "must be an array of tiktok, instagram, youtube")))?,
+            ),
+        };
         let posts = state
             .publishing
             .bulk_schedule(
@@ -140,8 +152,8 @@ impl ScheduleApi {
                 &id.0,
                 BulkRequest {
                     scheduled_at: b.scheduled_at.as_deref(),
-                    interval_hours: b.interval_hours,
-                    providers: b.providers.as_deref(),
+                    interval_hours,
+                    providers: providers.as_deref(),
                     caption: b.caption.as_deref(),
                 },
             )
