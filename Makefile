@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test bench-pipeline fmt
+.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-schedule fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +34,9 @@ test: setup-test
 
 bench-pipeline: setup-test
 	bash scripts/bench-pipeline.sh
+
+bench-schedule: build
+	bash scripts/bench-schedule.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_schedule;
 mod clip;
 mod serve;
 
@@ -64,6 +65,8 @@ pub enum Command {
     Clip(clip::ClipArgs),
     /// Run the HTTP service.
     Serve(serve::ServeArgs),
+    /// Measure the scheduler: re-arm after restart, firing lateness.
+    BenchSchedule(bench_schedule::BenchArgs),
     /// Write the OpenAPI document (default: openapi/openapi.json).
     Openapi {
         #[arg(default_value = "openapi/openapi.json")]
@@ -75,6 +78,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Clip(args) => clip::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::Openapi { out } => {
             let spec = crate::app::api_service().spec();
             if let Some(dir) = out.parent() {
