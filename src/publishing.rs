@@ -14,7 +14,8 @@ use crate::config::Config;
 
 fn token_cipher(config: &Config) -> anyhow::Result<TokenCipher> {
     if !config.publish.token_key.is_empty() {
-        return TokenCipher::from_hex(config.publish.token_key.expose()).map_err(|e| anyhow::anyhow!("publish.token_key: {e}"));
+        return TokenCipher::from_hex(config.publish.token_key.expose())
+            .map_err(|e| anyhow::anyhow!("publish.token_key: {e}"));
     }
     let path = config.node.data_dir.join("tokens.key");
     if let Ok(s) = std::fs::read_to_string(&path) {
@@ -32,7 +33,11 @@ fn token_cipher(config: &Config) -> anyhow::Result<TokenCipher> {
     TokenCipher::from_hex(&hex).map_err(|e| anyhow::anyhow!(e))
 }
 
-pub async fn start(config: &Config, public_url: &str, services: Arc<Services>) -> anyhow::Result<Arc<Publishing>> {
+pub async fn start(
+    config: &Config,
+    public_url: &str,
+    services: Arc<Services>,
+) -> anyhow::Result<Arc<Publishing>> {
     let settings = config
         .publish
         .settings(public_url, Duration::from_secs(config.storage.url_ttl_secs));

@@ -20,12 +20,22 @@ async fn crash_during(provider: &str, route: &str, published_before_kill: bool) 
     p.hold(route, Duration::from_secs(600));
     let clip = &template().clips[0].0;
     let (s, v) = app
-        .post(&format!("/api/clips/{clip}/schedule"), t, json!({"provider": provider, "title": "Crash test", "scheduledAt": at(1)}))
+        .post(
+            &format!("/api/clips/{clip}/schedule"),
+            t,
+            json!({"provider": provider, "title": "Crash test", "scheduledAt": at(1)}),
+        )
         .await;
     assert_eq!(s, 201, "{v}");
     let id = v["id"].as_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(120);
-    let reached = || if published_before_kill { !p.published(provider).is_empty() } else { p.hits(route) > 0 };
+    let reached = || {
+        if published_before_kill {
+            !p.published(provider).is_empty()
+        } else {
+            p.hits(route) > 0
+        }
+    };
     while !reached() {
         assert!(Instant::now() < deadline, "{route} never reached");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -34,7 +44,11 @@ async fn crash_during(provider: &str, route: &str, published_before_kill: bool) 
     assert_eq!(v["status"], "publishing", "{v}");
     p.lock().holds_clear();
     let app = app.crash_and_restart();
-    let v = app.wait_post(t, &id, |v| v["status"] == "published" || v["status"] == "failed").await;
+    let v = app
+        .wait_post(t, &id, |v| {
+            v["status"] == "published" || v["status"] == "failed"
+        })
+        .await;
     assert_eq!(v["status"], "published", "{v}");
     let published = p.published(provider);
     assert_eq!(published.len(), 1, "published exactly once: {published:?}");
@@ -46,7 +60,12 @@ async fn crash_during(provider: &str, route: &str, published_before_kill: bool) 
         assert_eq!(v["platformPostId"], published[0].2.as_str());
     }
     let (_, n) = app.get("/api/notifications", t).await;
-    let count = n["notifications"].as_array().unwrap().iter().filter(|x| x["type"] == "post_published").count();
+    let count = n["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["type"] == "post_published")
+        .count();
     assert_eq!(count, 1, "{n}");
 }
 

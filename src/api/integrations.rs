@@ -27,7 +27,10 @@ impl IntegrationsApi {
     /// Connected accounts: `{integrations: [{provider, accountId, accountName, expiresAt, active, …}]}`.
     #[oai(path = "/", method = "get")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<Value>> {
-        let list = state.publishing.list_integrations(&auth.user().account.id).await?;
+        let list = state
+            .publishing
+            .list_integrations(&auth.user().account.id)
+            .await?;
         Ok(Json(json!({ "integrations": list })))
     }
 
@@ -36,9 +39,16 @@ impl IntegrationsApi {
     /// `state` is single use, bound to the caller, valid 10 minutes (YouTube
     /// also uses PKCE).
     #[oai(path = "/:provider/connect", method = "post")]
-    async fn connect(&self, state: Data<&State>, auth: Auth, provider: Path<String>) -> ApiResult<Json<Value>> {
+    async fn connect(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        provider: Path<String>,
+    ) -> ApiResult<Json<Value>> {
         let p = self::provider(&provider.0)?;
-        Ok(Json(state.publishing.connect(&auth.user().account.id, p).await?))
+        Ok(Json(
+            state.publishing.connect(&auth.user().account.id, p).await?,
+        ))
     }
 
     /// The platform's redirect after consent (`code`, `state`, or `error`):
@@ -56,7 +66,12 @@ impl IntegrationsApi {
         let p = self::provider(&provider.0)?;
         let view = state
             .publishing
-            .callback(p, code.0.as_deref(), oauth_state.0.as_deref(), error.0.as_deref())
+            .callback(
+                p,
+                code.0.as_deref(),
+                oauth_state.0.as_deref(),
+                error.0.as_deref(),
+            )
             .await?;
         Ok(Json(json!({ "status": "connected", "integration": view })))
     }
@@ -64,12 +79,23 @@ impl IntegrationsApi {
     /// Disconnect: the account's tokens are deleted and its pending posts fail
     /// with the reason. `{provider, disconnected: true, failedPosts}`.
     #[oai(path = "/:provider", method = "delete")]
-    async fn disconnect(&self, state: Data<&State>, auth: Auth, provider: Path<String>) -> ApiResult<Json<Value>> {
+    async fn disconnect(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        provider: Path<String>,
+    ) -> ApiResult<Json<Value>> {
         let p = self::provider(&provider.0)?;
-        let failed = state.publishing.disconnect(&auth.user().account.id, p).await.map_err(|e| match e {
-            PublishError::NotFound(_) => ApiError::not_found("integration"),
-            other => other.into(),
-        })?;
-        Ok(Json(json!({ "provider": p.as_str(), "disconnected": true, "failedPosts": failed })))
+        let failed = state
+            .publishing
+            .disconnect(&auth.user().account.id, p)
+            .await
+            .map_err(|e| match e {
+                PublishError::NotFound(_) => ApiError::not_found("integration"),
+                other => other.into(),
+            })?;
+        Ok(Json(
+            json!({ "provider": p.as_str(), "disconnected": true, "failedPosts": failed }),
+        ))
     }
 }

@@ -70,7 +70,10 @@ impl From<PublishError> for ApiError {
                 _ => "resource",
             }),
             409 => ApiError::conflict(code, msg),
-            503 => ApiError::Unavailable(Json(super::ErrorBody { error: code.into(), message: msg })),
+            503 => ApiError::Unavailable(Json(super::ErrorBody {
+                error: code.into(),
+                message: msg,
+            })),
             _ => ApiError::internal("scheduling", msg),
         }
     }
@@ -82,14 +85,24 @@ impl ScheduleApi {
     /// clip is not the caller's; 403 `integration_required` without a
     /// connected account for the provider.
     #[oai(path = "/clips/:clip_id/schedule", method = "post")]
-    async fn schedule(&self, state: Data<&State>, auth: Auth, clip_id: Path<String>, body: Json<ScheduleBody>) -> ApiResult<Created> {
+    async fn schedule(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        clip_id: Path<String>,
+        body: Json<ScheduleBody>,
+    ) -> ApiResult<Created> {
         let b = body.0;
         let post = state
             .publishing
             .schedule(
                 &auth.user().account.id,
                 &clip_id.0,
-                NewPost { provider: b.provider.as_deref(), title: b.title.as_deref(), scheduled_at: b.scheduled_at.as_deref() },
+                NewPost {
+                    provider: b.provider.as_deref(),
+                    title: b.title.as_deref(),
+                    scheduled_at: b.scheduled_at.as_deref(),
+                },
             )
             .await?;
         Ok(Created::Created(Json(post.view())))
@@ -97,34 +110,75 @@ impl ScheduleApi {
 
     /// The caller's scheduled posts by `scheduledAt`: `{scheduledPosts, total, page, limit}`.
     #[oai(path = "/clips/scheduled", method = "get")]
-    async fn list(&self, state: Data<&State>, auth: Auth, page: Query<Option<i64>>, limit: Query<Option<i64>>) -> ApiResult<Json<Value>> {
+    async fn list(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        page: Query<Option<i64>>,
+        limit: Query<Option<i64>>,
+    ) -> ApiResult<Json<Value>> {
         let (page, limit) = paging(page.0, limit.0);
-        let (posts, total) = state.publishing.list(&auth.user().account.id, page, limit).await?;
+        let (posts, total) = state
+            .publishing
+            .list(&auth.user().account.id, page, limit)
+            .await?;
         let items: Vec<Value> = posts.iter().map(|p| p.view()).collect();
-        Ok(Json(json!({ "scheduledPosts": items, "total": total, "page": page, "limit": limit })))
+        Ok(Json(
+            json!({ "scheduledPosts": items, "total": total, "page": page, "limit": limit }),
+        ))
     }
 
     /// One scheduled post (its status, attempts, error and platform id).
     #[oai(path = "/clips/scheduled/:id", method = "get")]
-    async fn get(&self, state: Data<&State>, auth: Auth, id: Path<String>) -> ApiResult<Json<Value>> {
-        Ok(Json(state.publishing.get(&auth.user().account.id, &id.0).await?.view()))
+    async fn get(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+    ) -> ApiResult<Json<Value>> {
+        Ok(Json(
+            state
+                .publishing
+                .get(&auth.user().account.id, &id.0)
+                .await?
+                .view(),
+        ))
     }
 
     /// Change the time and/or title while the post is `pending` (else 409 `not_pending`).
     #[oai(path = "/clips/scheduled/:id", method = "patch")]
-    async fn change(&self, state: Data<&State>, auth: Auth, id: Path<String>, body: Json<ChangeBody>) -> ApiResult<Json<Value>> {
+    async fn change(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+        body: Json<ChangeBody>,
+    ) -> ApiResult<Json<Value>> {
         let b = body.0;
         let post = state
             .publishing
-            .change(&auth.user().account.id, &id.0, b.title.as_deref(), b.scheduled_at.as_deref())
+            .change(
+                &auth.user().account.id,
+                &id.0,
+                b.title.as_deref(),
+                b.scheduled_at.as_deref(),
+            )
             .await?;
         Ok(Json(post.view()))
     }
 
     /// Cancel a `pending` post (else 409 `not_pending`): `{id, deleted: true}`.
     #[oai(path = "/clips/scheduled/:id", method = "delete")]
-    async fn cancel(&self, state: Data<&State>, auth: Auth, id: Path<String>) -> ApiResult<Json<Value>> {
-        state.publishing.cancel(&auth.user().account.id, &id.0).await?;
+    async fn cancel(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+    ) -> ApiResult<Json<Value>> {
+        state
+            .publishing
+            .cancel(&auth.user().account.id, &id.0)
+            .await?;
         Ok(Json(json!({ "id": id.0, "deleted": true })))
     }
 
@@ -132,18 +186,31 @@ impl ScheduleApi {
     /// `scheduledAt + i × intervalHours`, one post per provider; all or
     /// nothing. `{scheduledPosts, count}`.
     #[oai(path = "/projects/:id/bulk-schedule", method = "post")]
-    async fn bulk(&self, state: Data<&State>, auth: Auth, id: Path<String>, body: Json<BulkBody>) -> ApiResult<Json<Value>> {
+    async fn bulk(
+        &self,
+        state: Data<&State>,
+        auth: Auth,
+        id: Path<String>,
+        body: Json<BulkBody>,
+    ) -> ApiResult<Json<Value>> {
         let b = body.0;
         let interval_hours = match b.interval_hours {
             None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_f64().ok_or_else(|| ApiError::from(PublishError::invalid("intervalHours", "must be a number of hours")))?),
+            Some(v) => Some(v.as_f64().ok_or_else(|| {
+                ApiError::from(PublishError::invalid(
+                    "intervalHours",
+                    "must be a number of hours",
+                ))
+            })?),
         };
         let providers: Option<Vec<String>> = match b.providers {
             None | Some(Value::Null) => None,
-            Some(v) => Some(
-                serde_json::from_value(v)
-                    .map_err(|_| ApiError::from(PublishError::invalid("providers", "must be an array of tiktok, instagram, youtube")))?,
-            ),
+            Some(v) => Some(serde_json::from_value(v).map_err(|_| {
+                ApiError::from(PublishError::invalid(
+                    "providers",
+                    "must be an array of tiktok, instagram, youtube",
+                ))
+            })?),
         };
         let posts = state
             .publishing
@@ -159,6 +226,8 @@ impl ScheduleApi {
             )
             .await?;
         let items: Vec<Value> = posts.iter().map(|p| p.view()).collect();
-        Ok(Json(json!({ "scheduledPosts": items, "count": items.len() })))
+        Ok(Json(
+            json!({ "scheduledPosts": items, "count": items.len() }),
+        ))
     }
 }

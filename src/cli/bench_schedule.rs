@@ -44,19 +44,31 @@ pub struct BenchArgs {
 fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
 }
 
 fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open(&dir.join("db"))?);
-    let objects = Arc::new(LocalStore::new(dir.join("media"), "http://127.0.0.1:1", b"bench-secret-bench-secret-bench!".to_vec())?);
+    let objects = Arc::new(LocalStore::new(
+        dir.join("media"),
+        "http://127.0.0.1:1",
+        b"bench-secret-bench-secret-bench!".to_vec(),
+    )?);
     let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
     let settings = Settings {
         data_dir: dir.to_path_buf(),
         model_dir: dir.join("model"),
-        model: ModelOptions { threads: 1, compute_type: "int8".into(), beam_size: 1 },
+        model: ModelOptions {
+            threads: 1,
+            compute_type: "int8".into(),
+            beam_size: 1,
+        },
         batch_size: 1,
         x264_preset: "ultrafast".into(),
         stage_retries: 0,
@@ -112,9 +124,15 @@ async fn rearm(dir: &Path) -> anyhow::Result<()> {
     let scan = t.elapsed().as_secs_f64();
     let rss_before = rss_mb();
     let t = Instant::now();
-    let p = Publishing::start(s, PublishSettings::default(), key()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let p = Publishing::start(s, PublishSettings::default(), key())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let rearm = t.elapsed().as_secs_f64();
-    println!("{n} {scan:.4} {rearm:.4} {rss_open:.1} {rss_before:.1} {:.1} {}", rss_mb(), p.timers.len());
+    println!(
+        "{n} {scan:.4} {rearm:.4} {rss_open:.1} {rss_before:.1} {:.1} {}",
+        rss_mb(),
+        p.timers.len()
+    );
     Ok(())
 }
 
@@ -144,38 +162,73 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         for chunk in (0..args.posts).collect::<Vec<_>>().chunks(5_000) {
             let mut ops = Vec::new();
             for &i in chunk {
-                ops.extend(posts::insert_ops(&record("bench-user", day + (i as i64 % 3_600_000), i))?);
+                ops.extend(posts::insert_ops(&record(
+                    "bench-user",
+                    day + (i as i64 % 3_600_000),
+                    i,
+                ))?);
             }
             s.blocking(move |kv| kv.apply(ops)).await?;
         }
-        println!("== {} pending posts written in {:.1} s", args.posts, t.elapsed().as_secs_f64());
+        println!(
+            "== {} pending posts written in {:.1} s",
+            args.posts,
+            t.elapsed().as_secs_f64()
+        );
     }
     let out = std::process::Command::new(std::env::current_exe()?)
         .arg("bench-schedule")
         .arg("--rearm")
         .arg(work.path().join("rearm"))
         .output()?;
-    anyhow::ensure!(out.status.success(), "re-arm child failed: {}", String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(
+        out.status.success(),
+        "re-arm child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = String::from_utf8_lossy(&out.stdout);
-    let f: Vec<f64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
     anyhow::ensure!(f.len() == 7, "unexpected child output {line:?}");
     println!("== restart with {} pending posts", f[0]);
-    println!("   baseline: scan of the posts_due index       {:8.3} s", f[1]);
-    println!("   re-arm (scan + parse + timer wheel + start) {:8.3} s   ratio {:.2}x   target < 5 s: {}", f[2], f[2] / f[1].max(1e-9), if f[2] < 5.0 { "met" } else { "MISSED" });
+    println!(
+        "   baseline: scan of the posts_due index       {:8.3} s",
+        f[1]
+    );
+    println!(
+        "   re-arm (scan + parse + timer wheel + start) {:8.3} s   ratio {:.2}x   target < 5 s: {}",
+        f[2],
+        f[2] / f[1].max(1e-9),
+        if f[2] < 5.0 { "met" } else { "MISSED" }
+    );
     println!("   RSS: process start {:.1} MB, storage open and index read {:.1} MB, all {} timers armed {:.1} MB (+{:.1} MB, {:.0} bytes/post)", f[3], f[4], f[6], f[5], f[5] - f[4], (f[5] - f[4]) * 1_048_576.0 / f[0].max(1.0));
 
     // 2. Firing lateness of a burst.
     let dir = work.path().join("burst");
     std::fs::create_dir_all(&dir)?;
     let s = services(&dir)?;
-    let (user, _) = s.accounts.sign_up("bench@example.com", "correct horse battery", "Bench")?;
-    let p = Publishing::start(s.clone(), PublishSettings::default(), key()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (user, _) = s
+        .accounts
+        .sign_up("bench@example.com", "correct horse battery", "Bench")?;
+    let p = Publishing::start(s.clone(), PublishSettings::default(), key())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let start = now_ms() + 3_000;
     let window = (args.window_secs * 1000).max(1) as i64;
-    let dues: Vec<i64> = (0..args.burst).map(|i| start + (i as i64 * window) / args.burst.max(1) as i64).collect();
-    let records: Vec<PostRecord> = dues.iter().enumerate().map(|(i, at)| record(&user.id, *at, i)).collect();
+    let dues: Vec<i64> = (0..args.burst)
+        .map(|i| start + (i as i64 * window) / args.burst.max(1) as i64)
+        .collect();
+    let records: Vec<PostRecord> = dues
+        .iter()
+        .enumerate()
+        .map(|(i, at)| record(&user.id, *at, i))
+        .collect();
     let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
-    p.insert_posts(records).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    p.insert_posts(records)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     // Baseline: plain tokio timers for the same instants.
     let base = tokio::spawn({
         let dues = dues.clone();
@@ -200,10 +253,21 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let ids = ids.clone();
         let recs = s
-            .blocking(move |kv| ids.iter().map(|id| posts::load(kv, id)).collect::<Result<Vec<_>, _>>())
+            .blocking(move |kv| {
+                ids.iter()
+                    .map(|id| posts::load(kv, id))
+                    .collect::<Result<Vec<_>, _>>()
+            })
             .await?;
-        if recs.iter().all(|r| r.as_ref().is_some_and(|r| r.status.is_terminal())) {
-            break recs.into_iter().flatten().map(|r| (r.started_at.unwrap_or(0) - r.scheduled_at) as f64).collect::<Vec<_>>();
+        if recs
+            .iter()
+            .all(|r| r.as_ref().is_some_and(|r| r.status.is_terminal()))
+        {
+            break recs
+                .into_iter()
+                .flatten()
+                .map(|r| (r.started_at.unwrap_or(0) - r.scheduled_at) as f64)
+                .collect::<Vec<_>>();
         }
         anyhow::ensure!(Instant::now() < deadline, "the burst did not finish");
     };
@@ -211,7 +275,12 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let mut base = base.await?;
     late.sort_by(f64::total_cmp);
     base.sort_by(f64::total_cmp);
-    let (l50, l99, b50, b99) = (percentile(&late, 0.5), percentile(&late, 0.99), percentile(&base, 0.5), percentile(&base, 0.99));
+    let (l50, l99, b50, b99) = (
+        percentile(&late, 0.5),
+        percentile(&late, 0.99),
+        percentile(&base, 0.5),
+        percentile(&base, 0.99),
+    );
     println!("== {} posts due within {} s", args.burst, args.window_secs);
     println!("   baseline: tokio timers       lateness p50 {b50:6.1} ms  p99 {b99:6.1} ms");
     println!(
@@ -220,6 +289,10 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         l99 / b99.max(1.0),
         if l99 < 1000.0 { "met" } else { "MISSED" }
     );
-    println!("   max {:.1} ms; RSS now {:.1} MB", late.last().copied().unwrap_or(0.0), rss_mb());
+    println!(
+        "   max {:.1} ms; RSS now {:.1} MB",
+        late.last().copied().unwrap_or(0.0),
+        rss_mb()
+    );
     Ok(())
 }

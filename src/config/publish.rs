@@ -88,7 +88,10 @@ impl PublishConfig {
     pub fn settings(&self, public_url: &str, url_ttl: Duration) -> PublishSettings {
         let d = PublishSettings::default();
         PublishSettings {
-            redirect_base: self.redirect_base.clone().unwrap_or_else(|| public_url.to_string()),
+            redirect_base: self
+                .redirect_base
+                .clone()
+                .unwrap_or_else(|| public_url.to_string()),
             max_attempts: self.max_attempts.max(1),
             backoff_base: Duration::from_millis(self.backoff_base_ms),
             backoff_max: Duration::from_millis(self.backoff_max_ms.max(self.backoff_base_ms)),
@@ -120,9 +123,14 @@ impl PublishConfig {
     }
 }
 
-pub fn apply_env(c: &mut PublishConfig, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+pub fn apply_env(
+    c: &mut PublishConfig,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     fn num<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
-        v.trim().parse().map_err(|_| format!("{name}: cannot parse {v:?}"))
+        v.trim()
+            .parse()
+            .map_err(|_| format!("{name}: cannot parse {v:?}"))
     }
     let var = |suffix: &str| get(&format!("CLIPFORGE_PUBLISH_{suffix}"));
     if let Some(v) = var("TOKEN_KEY") {
@@ -146,7 +154,11 @@ pub fn apply_env(c: &mut PublishConfig, get: &dyn Fn(&str) -> Option<String>) ->
     if let Some(v) = var("INSTAGRAM_API_VERSION") {
         c.instagram_api_version = v;
     }
-    for (name, p) in [("YOUTUBE", &mut c.youtube), ("TIKTOK", &mut c.tiktok), ("INSTAGRAM", &mut c.instagram)] {
+    for (name, p) in [
+        ("YOUTUBE", &mut c.youtube),
+        ("TIKTOK", &mut c.tiktok),
+        ("INSTAGRAM", &mut c.instagram),
+    ] {
         let field = |f: &str| get(&format!("CLIPFORGE_PUBLISH_{name}_{f}"));
         if let Some(v) = field("CLIENT_ID") {
             p.client_id = v;
@@ -154,7 +166,12 @@ pub fn apply_env(c: &mut PublishConfig, get: &dyn Fn(&str) -> Option<String>) ->
         if let Some(v) = field("CLIENT_SECRET") {
             p.client_secret = Secret::new(v);
         }
-        for (f, target) in [("AUTH_URL", &mut p.auth_url), ("TOKEN_URL", &mut p.token_url), ("API_URL", &mut p.api_url), ("UPLOAD_URL", &mut p.upload_url)] {
+        for (f, target) in [
+            ("AUTH_URL", &mut p.auth_url),
+            ("TOKEN_URL", &mut p.token_url),
+            ("API_URL", &mut p.api_url),
+            ("UPLOAD_URL", &mut p.upload_url),
+        ] {
             if let Some(v) = field(f) {
                 *target = v;
             }
@@ -183,6 +200,9 @@ mod tests {
         assert_eq!(s.tiktok.api_url, "http://127.0.0.1:9");
         assert_eq!(s.tiktok.client_secret, "tt-secret");
         assert_eq!(s.youtube.token_url, "https://oauth2.googleapis.com/token");
-        assert_eq!(s.redirect_uri(clipforge_actors::publish::Provider::YouTube), "http://host/api/integrations/youtube/callback");
+        assert_eq!(
+            s.redirect_uri(clipforge_actors::publish::Provider::YouTube),
+            "http://host/api/integrations/youtube/callback"
+        );
     }
 }

@@ -74,7 +74,10 @@ impl Platforms {
                 drop(listener);
                 let p = Arc::new(Platforms {
                     base: format!("http://127.0.0.1:{port}"),
-                    inner: Mutex::new(Inner { token_ttl: 3600, ..Default::default() }),
+                    inner: Mutex::new(Inner {
+                        token_ttl: 3600,
+                        ..Default::default()
+                    }),
                     http: reqwest::Client::new(),
                 });
                 tx.send(p.clone()).unwrap();
@@ -82,10 +85,12 @@ impl Platforms {
                     let p = p.clone();
                     async move { Ok::<Response, poem::Error>(p.handle(req).await) }
                 });
-                poem::Server::new(poem::listener::TcpListener::bind(format!("127.0.0.1:{port}")))
-                    .run(ep)
-                    .await
-                    .unwrap();
+                poem::Server::new(poem::listener::TcpListener::bind(format!(
+                    "127.0.0.1:{port}"
+                )))
+                .run(ep)
+                .await
+                .unwrap();
             });
         });
         let p = rx.recv().unwrap();
@@ -135,7 +140,11 @@ impl Platforms {
     }
 
     pub fn fault(&self, route: &str, f: Fault) {
-        self.lock().faults.entry(route.into()).or_default().push_back(f);
+        self.lock()
+            .faults
+            .entry(route.into())
+            .or_default()
+            .push_back(f);
     }
 
     /// Holds the answer of `route` (after its effect) for `d`; the route
@@ -145,7 +154,12 @@ impl Platforms {
     }
 
     pub fn published(&self, provider: &str) -> Vec<(String, String, String)> {
-        self.lock().published.iter().filter(|p| p.0 == provider).cloned().collect()
+        self.lock()
+            .published
+            .iter()
+            .filter(|p| p.0 == provider)
+            .cloned()
+            .collect()
     }
 
     pub fn hits(&self, route: &str) -> u32 {
@@ -161,13 +175,20 @@ impl Platforms {
 
     pub fn tokens_issued(&self) -> Vec<String> {
         let g = self.lock();
-        g.tokens.keys().chain(g.refresh_tokens.keys()).cloned().collect()
+        g.tokens
+            .keys()
+            .chain(g.refresh_tokens.keys())
+            .cloned()
+            .collect()
     }
 
     fn issue(&self, provider: &str) -> (String, String, i64) {
         let mut g = self.lock();
         g.next += 1;
-        let (at, rt) = (format!("{provider}-at-{}", g.next), format!("{provider}-rt-{}", g.next));
+        let (at, rt) = (
+            format!("{provider}-at-{}", g.next),
+            format!("{provider}-rt-{}", g.next),
+        );
         g.tokens.insert(at.clone(), (provider.into(), true));
         g.refresh_tokens.insert(rt.clone(), provider.into());
         (at, rt, g.token_ttl)
@@ -180,33 +201,55 @@ impl Platforms {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let query: HashMap<String, String> = req
-            .uri()
-            .query()
-            .map(|q| url_pairs(q))
-            .unwrap_or_default();
+        let query: HashMap<String, String> =
+            req.uri().query().map(url_pairs).unwrap_or_default();
         let header = |n: &str| req.header(n).map(str::to_string);
-        let bearer = header("authorization").and_then(|h| h.strip_prefix("Bearer ").map(str::to_string)).unwrap_or_default();
+        let bearer = header("authorization")
+            .and_then(|h| h.strip_prefix("Bearer ").map(str::to_string))
+            .unwrap_or_default();
         let content_range = header("content-range");
         let upload_len = header("x-upload-content-length");
         let body = req.into_body().into_vec().await.unwrap_or_default();
         let form = url_pairs(&String::from_utf8_lossy(&body));
         let route = route_name(&method, &path, &query, content_range.as_deref());
         *self.lock().hits.entry(route.clone()).or_default() += 1;
-        let fault = self.lock().faults.get_mut(&route).and_then(|q| q.pop_front());
+        let fault = self
+            .lock()
+            .faults
+            .get_mut(&route)
+            .and_then(|q| q.pop_front());
         if let Some(Fault::Status(s, retry)) = fault {
-            let mut r = Response::builder().status(StatusCode::from_u16(s).unwrap()).content_type("application/json");
+            let mut r = Response::builder()
+                .status(StatusCode::from_u16(s).unwrap())
+                .content_type("application/json");
             if let Some(secs) = retry {
                 r = r.header("retry-after", secs.to_string());
             }
-            return r.body(json!({"error": {"code": s, "message": format!("injected {s}")}}).to_string());
+            return r.body(
+                json!({"error": {"code": s, "message": format!("injected {s}")}}).to_string(),
+            );
         }
         let before = self.lock().published.len();
-        let resp = self.clone().route(&route, &path, &query, &form, &body, &bearer, content_range, upload_len).await;
+        let resp = self
+            .clone()
+            .route(
+                &route,
+                &path,
+                &query,
+                &form,
+                &body,
+                &bearer,
+                content_range,
+                upload_len,
+            )
+            .await;
         let hold = {
             let g = self.lock();
             let done = g.published.len() > before;
-            g.holds.get(&route).or(g.holds.get("published").filter(|_| done)).copied()
+            g.holds
+                .get(&route)
+                .or(g.holds.get("published").filter(|_| done))
+                .copied()
         };
         if let Some(d) = hold {
             tokio::time::sleep(d).await;
@@ -444,13 +487,26 @@ impl Platforms {
     }
 }
 
-fn route_name(method: &Method, path: &str, query: &HashMap<String, String>, content_range: Option<&str>) -> String {
+fn route_name(
+    method: &Method,
+    path: &str,
+    query: &HashMap<String, String>,
+    content_range: Option<&str>,
+) -> String {
     let m = method.as_str();
     let name = match (m, path) {
         ("POST", "/google/token") => "google_token",
         ("GET", "/google/youtube/v3/channels") => "yt_channels",
-        ("POST", "/google/upload/youtube/v3/videos") if query.get("uploadType").map(String::as_str) == Some("resumable") => "yt_init",
-        ("PUT", "/google/upload/youtube/v3/videos") if content_range.is_some_and(|r| r.starts_with("bytes */")) => "yt_query",
+        ("POST", "/google/upload/youtube/v3/videos")
+            if query.get("uploadType").map(String::as_str) == Some("resumable") =>
+        {
+            "yt_init"
+        }
+        ("PUT", "/google/upload/youtube/v3/videos")
+            if content_range.is_some_and(|r| r.starts_with("bytes */")) =>
+        {
+            "yt_query"
+        }
         ("PUT", "/google/upload/youtube/v3/videos") => "yt_put",
         ("POST", "/tiktok/v2/oauth/token/") => "tiktok_token",
         ("POST", "/tiktok/v2/post/publish/creator_info/query/") => "tt_creator",
@@ -476,11 +532,15 @@ fn url_pairs(q: &str) -> HashMap<String, String> {
 }
 
 fn decode(s: &str) -> String {
-    percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned()
+    percent_encoding::percent_decode_str(&s.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn json(v: Value) -> Response {
-    Response::builder().content_type("application/json").body(v.to_string())
+    Response::builder()
+        .content_type("application/json")
+        .body(v.to_string())
 }
 
 fn tt(data: Value) -> Response {

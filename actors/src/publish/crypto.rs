@@ -30,7 +30,8 @@ impl TokenCipher {
 
     /// Parses a key given as 64 hex digits.
     pub fn from_hex(hex_key: &str) -> Result<Self, String> {
-        let bytes = hex::decode(hex_key.trim()).map_err(|_| "the token key must be 64 hex digits".to_string())?;
+        let bytes = hex::decode(hex_key.trim())
+            .map_err(|_| "the token key must be 64 hex digits".to_string())?;
         let key: [u8; 32] = bytes
             .try_into()
             .map_err(|_| "the token key must be 64 hex digits (32 bytes)".to_string())?;
@@ -42,7 +43,13 @@ impl TokenCipher {
         rand::rng().fill_bytes(&mut nonce);
         let sealed = self
             .cipher
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plain.as_bytes(), aad })
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plain.as_bytes(),
+                    aad,
+                },
+            )
             .expect("AES-GCM encryption of a short token cannot fail");
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
@@ -57,7 +64,9 @@ impl TokenCipher {
         let plain = self
             .cipher
             .decrypt(Nonce::from_slice(nonce), Payload { msg: body, aad })
-            .map_err(|_| "cannot decrypt a stored token (wrong key or tampered data)".to_string())?;
+            .map_err(|_| {
+                "cannot decrypt a stored token (wrong key or tampered data)".to_string()
+            })?;
         String::from_utf8(plain).map_err(|_| "decrypted token is not UTF-8".to_string())
     }
 }
@@ -72,8 +81,13 @@ mod tests {
         let sealed = c.seal(b"u/youtube", "ya29.secret");
         assert!(!sealed.windows(6).any(|w| w == b"secret"));
         assert_eq!(c.open(b"u/youtube", &sealed).unwrap(), "ya29.secret");
-        assert!(c.open(b"v/youtube", &sealed).is_err(), "bound to its record");
-        assert!(TokenCipher::new(&[8; 32]).open(b"u/youtube", &sealed).is_err());
+        assert!(
+            c.open(b"v/youtube", &sealed).is_err(),
+            "bound to its record"
+        );
+        assert!(TokenCipher::new(&[8; 32])
+            .open(b"u/youtube", &sealed)
+            .is_err());
         assert!(TokenCipher::from_hex("abcd").is_err());
         assert!(TokenCipher::from_hex(&"ab".repeat(32)).is_ok());
     }

@@ -60,7 +60,11 @@ pub struct BulkRequest<'a> {
 impl Publishing {
     /// Creates the engine, re-arms every durable timer and starts the timer
     /// task (posts whose time passed while the node was down fire at once).
-    pub async fn start(services: Arc<Services>, settings: PublishSettings, cipher: TokenCipher) -> Result<Arc<Self>> {
+    pub async fn start(
+        services: Arc<Services>,
+        settings: PublishSettings,
+        cipher: TokenCipher,
+    ) -> Result<Arc<Self>> {
         let http = reqwest::Client::builder()
             .timeout(settings.request_timeout)
             .connect_timeout(Duration::from_secs(20))
@@ -92,7 +96,10 @@ impl Publishing {
             loop {
                 tick.tick().await;
                 p.refresh_expiring().await;
-                let _ = p.services.blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?)).await;
+                let _ = p
+                    .services
+                    .blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?))
+                    .await;
             }
         });
         Ok(this)
@@ -128,8 +135,14 @@ impl Publishing {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) async fn token_lock(&self, user: &str, p: Provider) -> tokio::sync::MutexGuard<'_, ()> {
-        self.token_locks[stripe(&format!("{user}/{}", p.as_str()))].lock().await
+    pub(crate) async fn token_lock(
+        &self,
+        user: &str,
+        p: Provider,
+    ) -> tokio::sync::MutexGuard<'_, ()> {
+        self.token_locks[stripe(&format!("{user}/{}", p.as_str()))]
+            .lock()
+            .await
     }
 
     /// Reads, changes and (when changed) durably writes one post, serialised
@@ -143,8 +156,12 @@ impl Publishing {
         let out = self
             .services
             .blocking(move |kv| {
-                let _g = this.post_locks[stripe(&id)].lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(old) = posts::load(kv, &id)? else { return Ok(None) };
+                let _g = this.post_locks[stripe(&id)]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let Some(old) = posts::load(kv, &id)? else {
+                    return Ok(None);
+                };
                 let mut new = old.clone();
                 let t = f(&mut new);
                 if new != old {
@@ -158,7 +175,11 @@ impl Publishing {
     }
 
     /// Persists the platform handle of a publication in progress.
-    pub(crate) async fn save_progress(self: &Arc<Self>, post: &mut PostRecord, progress: Progress) -> super::http::PubResult<()> {
+    pub(crate) async fn save_progress(
+        self: &Arc<Self>,
+        post: &mut PostRecord,
+        progress: Progress,
+    ) -> super::http::PubResult<()> {
         post.progress = progress.clone();
         self.update_post(&post.id, move |p| p.progress = progress)
             .await
@@ -168,7 +189,12 @@ impl Publishing {
 
     fn parse_time(&self, field: &str, s: Option<&str>) -> Result<i64> {
         let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
-        let t = parse_utc(s).ok_or_else(|| PublishError::invalid(field, "must be an ISO 8601 UTC timestamp, e.g. 2026-05-01T18:00:00Z"))?;
+        let t = parse_utc(s).ok_or_else(|| {
+            PublishError::invalid(
+                field,
+                "must be an ISO 8601 UTC timestamp, e.g. 2026-05-01T18:00:00Z",
+            )
+        })?;
         let now = now_ms();
         if t < now - self.settings.past_grace.as_millis() as i64 {
             return Err(PublishError::invalid(field, "is in the past"));
@@ -181,7 +207,12 @@ impl Publishing {
 
     fn parse_provider(field: &str, s: Option<&str>) -> Result<Provider> {
         let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
-        Provider::parse(s).ok_or_else(|| PublishError::invalid(field, format!("{s:?} is not one of tiktok, instagram, youtube")))
+        Provider::parse(s).ok_or_else(|| {
+            PublishError::invalid(
+                field,
+                format!("{s:?} is not one of tiktok, instagram, youtube"),
+            )
+        })
     }
 
     fn check_title(field: &str, title: &str, p: Provider) -> Result<String> {
@@ -190,10 +221,20 @@ impl Publishing {
             return Err(PublishError::invalid(field, "must not be empty"));
         }
         if t.chars().count() > p.max_title_chars() {
-            return Err(PublishError::invalid(field, format!("{} allows at most {} characters", p.display(), p.max_title_chars())));
+            return Err(PublishError::invalid(
+                field,
+                format!(
+                    "{} allows at most {} characters",
+                    p.display(),
+                    p.max_title_chars()
+                ),
+            ));
         }
         if p == Provider::YouTube && t.contains(['<', '>']) {
-            return Err(PublishError::invalid(field, "YouTube titles cannot contain < or >"));
+            return Err(PublishError::invalid(
+                field,
+                "YouTube titles cannot contain < or >",
+            ));
         }
         Ok(t.to_string())
     }
@@ -217,7 +258,14 @@ impl Publishing {
             .ok_or(PublishError::NotFound("clip"))
     }
 
-    fn new_record(user_id: &str, clip: &ClipRecord, provider: Provider, title: String, at: i64, now: i64) -> PostRecord {
+    fn new_record(
+        user_id: &str,
+        clip: &ClipRecord,
+        provider: Provider,
+        title: String,
+        at: i64,
+        now: i64,
+    ) -> PostRecord {
         PostRecord {
             id: uuid::Uuid::new_v4().to_string(),
             user_id: user_id.to_string(),
@@ -253,9 +301,19 @@ impl Publishing {
     }
 
     /// `POST /clips/:clipId/schedule`.
-    pub async fn schedule(&self, user_id: &str, clip_id: &str, req: NewPost<'_>) -> Result<PostRecord> {
+    pub async fn schedule(
+        &self,
+        user_id: &str,
+        clip_id: &str,
+        req: NewPost<'_>,
+    ) -> Result<PostRecord> {
         let provider = Self::parse_provider("provider", req.provider)?;
-        let title = Self::check_title("title", req.title.ok_or_else(|| PublishError::invalid("title", "is required"))?, provider)?;
+        let title = Self::check_title(
+            "title",
+            req.title
+                .ok_or_else(|| PublishError::invalid("title", "is required"))?,
+            provider,
+        )?;
         let at = self.parse_time("scheduledAt", req.scheduled_at)?;
         let clip = self.owned_clip(user_id, clip_id).await?;
         self.require_integrations(user_id, &[provider]).await?;
@@ -267,15 +325,30 @@ impl Publishing {
     /// `POST /projects/:id/bulk-schedule`: every clip, best score first, clip
     /// i at `scheduledAt + i × intervalHours`, one post per provider; all or
     /// nothing.
-    pub async fn bulk_schedule(&self, user_id: &str, project_id: &str, req: BulkRequest<'_>) -> Result<Vec<PostRecord>> {
+    pub async fn bulk_schedule(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        req: BulkRequest<'_>,
+    ) -> Result<Vec<PostRecord>> {
         let start = self.parse_time("scheduledAt", req.scheduled_at)?;
-        let hours = req.interval_hours.ok_or_else(|| PublishError::invalid("intervalHours", "is required"))?;
+        let hours = req
+            .interval_hours
+            .ok_or_else(|| PublishError::invalid("intervalHours", "is required"))?;
         if !hours.is_finite() || !(0.0..=MAX_INTERVAL_HOURS).contains(&hours) {
-            return Err(PublishError::invalid("intervalHours", format!("must be between 0 and {MAX_INTERVAL_HOURS}")));
+            return Err(PublishError::invalid(
+                "intervalHours",
+                format!("must be between 0 and {MAX_INTERVAL_HOURS}"),
+            ));
         }
-        let names = req.providers.ok_or_else(|| PublishError::invalid("providers", "is required"))?;
+        let names = req
+            .providers
+            .ok_or_else(|| PublishError::invalid("providers", "is required"))?;
         if names.is_empty() {
-            return Err(PublishError::invalid("providers", "name at least one of tiktok, instagram, youtube"));
+            return Err(PublishError::invalid(
+                "providers",
+                "name at least one of tiktok, instagram, youtube",
+            ));
         }
         let mut providers = Vec::new();
         for n in names {
@@ -305,7 +378,10 @@ impl Publishing {
             .await?
             .ok_or(PublishError::NotFound("project"))?;
         if clips.is_empty() {
-            return Err(PublishError::Conflict { code: "no_clips", message: "the project has no clips to schedule yet".into() });
+            return Err(PublishError::Conflict {
+                code: "no_clips",
+                message: "the project has no clips to schedule yet".into(),
+            });
         }
         self.require_integrations(user_id, &providers).await?;
         let mut clips = clips;
@@ -320,7 +396,11 @@ impl Publishing {
                     Some(c) => c.clone(),
                     None => truncate(&clip.title.replace(['<', '>'], ""), p.max_title_chars()),
                 };
-                let title = if title.trim().is_empty() { format!("Clip {}", i + 1) } else { title };
+                let title = if title.trim().is_empty() {
+                    format!("Clip {}", i + 1)
+                } else {
+                    title
+                };
                 out.push(Self::new_record(user_id, clip, *p, title, at, now));
             }
         }
@@ -329,9 +409,17 @@ impl Publishing {
     }
 
     /// One page of the caller's posts by `scheduledAt`, and the total.
-    pub async fn list(&self, user_id: &str, page: usize, limit: usize) -> Result<(Vec<PostRecord>, usize)> {
+    pub async fn list(
+        &self,
+        user_id: &str,
+        page: usize,
+        limit: usize,
+    ) -> Result<(Vec<PostRecord>, usize)> {
         let uid = user_id.to_string();
-        Ok(self.services.blocking(move |kv| posts::list_user(kv, &uid, page, limit)).await?)
+        Ok(self
+            .services
+            .blocking(move |kv| posts::list_user(kv, &uid, page, limit))
+            .await?)
     }
 
     pub async fn get(&self, user_id: &str, id: &str) -> Result<PostRecord> {
@@ -344,13 +432,26 @@ impl Publishing {
     }
 
     /// `PATCH /clips/scheduled/:id`: a new time and/or title, only while pending.
-    pub async fn change(self: &Arc<Self>, user_id: &str, id: &str, title: Option<&str>, scheduled_at: Option<&str>) -> Result<PostRecord> {
+    pub async fn change(
+        self: &Arc<Self>,
+        user_id: &str,
+        id: &str,
+        title: Option<&str>,
+        scheduled_at: Option<&str>,
+    ) -> Result<PostRecord> {
         let current = self.get(user_id, id).await?;
         if title.is_none() && scheduled_at.is_none() {
-            return Err(PublishError::invalid("scheduledAt", "send scheduledAt and/or title"));
+            return Err(PublishError::invalid(
+                "scheduledAt",
+                "send scheduledAt and/or title",
+            ));
         }
-        let title = title.map(|t| Self::check_title("title", t, current.provider)).transpose()?;
-        let at = scheduled_at.map(|s| self.parse_time("scheduledAt", Some(s))).transpose()?;
+        let title = title
+            .map(|t| Self::check_title("title", t, current.provider))
+            .transpose()?;
+        let at = scheduled_at
+            .map(|s| self.parse_time("scheduledAt", Some(s)))
+            .transpose()?;
         let (updated, old_at) = self
             .update_post(id, move |p| {
                 if p.status != PostStatus::Pending {
@@ -382,8 +483,12 @@ impl Publishing {
         let p = self
             .services
             .blocking(move |kv| {
-                let _g = this.post_locks[stripe(&pid)].lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(p) = posts::load(kv, &pid)? else { return Ok(None) };
+                let _g = this.post_locks[stripe(&pid)]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let Some(p) = posts::load(kv, &pid)? else {
+                    return Ok(None);
+                };
                 if p.status != PostStatus::Pending {
                     return Ok(Some(Err(p.status)));
                 }
@@ -442,8 +547,16 @@ impl Publishing {
             _ => return,
         };
         let uid = p.user_id.clone();
-        let r = self.services.with_account(&p.user_id, move |a| a.notify(&uid, kind, title, &msg).map(drop)).await;
-        if let Err(e) = r.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string())) {
+        let r = self
+            .services
+            .with_account(&p.user_id, move |a| {
+                a.notify(&uid, kind, title, &msg).map(drop)
+            })
+            .await;
+        if let Err(e) = r
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
             tracing::error!(post_id = %p.id, error = %e, "cannot notify");
         }
     }
@@ -463,7 +576,10 @@ fn truncate(s: &str, max: usize) -> String {
 /// A clip of one of the user's projects.
 pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
     for p in records::list_projects(kv, user_id)? {
-        if let Some(c) = records::load_clips(kv, &p.id)?.into_iter().find(|c| c.id == clip_id) {
+        if let Some(c) = records::load_clips(kv, &p.id)?
+            .into_iter()
+            .find(|c| c.id == clip_id)
+        {
             return Ok(Some(c));
         }
     }

@@ -71,9 +71,9 @@ pub async fn send_ok(what: &str, req: RequestBuilder, extra_ok: &[u16]) -> PubRe
 /// Sends a request and decodes its 2xx JSON body.
 pub async fn send_json(what: &str, req: RequestBuilder) -> PubResult<serde_json::Value> {
     let resp = send_ok(what, req, &[]).await?;
-    resp.json()
-        .await
-        .map_err(|e| PubError::transient(format!("{what}: unreadable response: {}", without_url(&e))))
+    resp.json().await.map_err(|e| {
+        PubError::transient(format!("{what}: unreadable response: {}", without_url(&e)))
+    })
 }
 
 fn retry_after(resp: &Response) -> Option<Duration> {
@@ -84,7 +84,12 @@ fn retry_after(resp: &Response) -> Option<Duration> {
 /// The error of a non-2xx answer. The three platforms all put a readable
 /// text in `error.message` (TikTok also `error.code`; Graph API `error.code`
 /// 190 means an invalid or expired token, whatever the status).
-pub fn classify(what: &str, status: StatusCode, retry_after: Option<Duration>, body: &str) -> PubError {
+pub fn classify(
+    what: &str,
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: &str,
+) -> PubError {
     let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     let err = &json["error"];
     let detail = err["message"]
@@ -95,12 +100,21 @@ pub fn classify(what: &str, status: StatusCode, retry_after: Option<Duration>, b
         .unwrap_or_else(|| body.chars().take(200).collect());
     let message = format!("{what}: {} {}", status.as_u16(), detail.trim());
     let token_error = err["code"].as_i64() == Some(190)
-        || matches!(err["code"].as_str(), Some("access_token_invalid" | "invalid_token"));
+        || matches!(
+            err["code"].as_str(),
+            Some("access_token_invalid" | "invalid_token")
+        );
     match status.as_u16() {
         401 => PubError::Unauthorized(message),
         _ if token_error => PubError::Unauthorized(message),
-        429 => PubError::Transient { message, retry_after },
-        408 | 500..=599 => PubError::Transient { message, retry_after },
+        429 => PubError::Transient {
+            message,
+            retry_after,
+        },
+        408 | 500..=599 => PubError::Transient {
+            message,
+            retry_after,
+        },
         _ => PubError::Permanent(message),
     }
 }
@@ -124,9 +138,21 @@ mod tests {
         assert!(matches!(c(503, ""), PubError::Transient { .. }));
         assert!(matches!(c(429, "{}"), PubError::Transient { .. }));
         assert!(matches!(c(401, "{}"), PubError::Unauthorized(_)));
-        assert!(matches!(c(400, r#"{"error":{"message":"Error validating access token","code":190}}"#), PubError::Unauthorized(_)));
-        let p = c(403, r#"{"error":{"message":"The caller does not have permission"}}"#);
-        assert_eq!(p, PubError::Permanent("x: 403 The caller does not have permission".into()));
+        assert!(matches!(
+            c(
+                400,
+                r#"{"error":{"message":"Error validating access token","code":190}}"#
+            ),
+            PubError::Unauthorized(_)
+        ));
+        let p = c(
+            403,
+            r#"{"error":{"message":"The caller does not have permission"}}"#,
+        );
+        assert_eq!(
+            p,
+            PubError::Permanent("x: 403 The caller does not have permission".into())
+        );
     }
 
     #[test]
@@ -135,7 +161,10 @@ mod tests {
         for a in 1..10 {
             let d = backoff(a, b, m);
             let full = (b * 2u32.pow(a - 1)).min(m);
-            assert!(d >= full / 2 && d <= full + Duration::from_millis(1), "{a}: {d:?}");
+            assert!(
+                d >= full / 2 && d <= full + Duration::from_millis(1),
+                "{a}: {d:?}"
+            );
         }
     }
 }

@@ -26,14 +26,24 @@ fn url(p: &Publishing, path: &str) -> String {
 async fn container_status(p: &Publishing, token: &str, container: &str) -> PubResult<Value> {
     send_json(
         "instagram container status",
-        p.http.get(url(p, container)).query(&[("fields", "status_code,status"), ("access_token", token)]),
+        p.http
+            .get(url(p, container))
+            .query(&[("fields", "status_code,status"), ("access_token", token)]),
     )
     .await
 }
 
-pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, ig_user: &str, clip: &ClipRecord) -> PubResult<String> {
+pub async fn publish(
+    p: &Arc<Publishing>,
+    post: &mut PostRecord,
+    token: &str,
+    ig_user: &str,
+    clip: &ClipRecord,
+) -> PubResult<String> {
     if ig_user.is_empty() {
-        return Err(PubError::Permanent("the Instagram account id is unknown; reconnect the account".into()));
+        return Err(PubError::Permanent(
+            "the Instagram account id is unknown; reconnect the account".into(),
+        ));
     }
     let mut container = None;
     if let Progress::Instagram { container_id } = post.progress.clone() {
@@ -69,8 +79,17 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, ig
                 ]),
             )
             .await?;
-            let id = v["id"].as_str().map(str::to_string).ok_or_else(|| PubError::transient("instagram: no container id"))?;
-            p.save_progress(post, Progress::Instagram { container_id: id.clone() }).await?;
+            let id = v["id"]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| PubError::transient("instagram: no container id"))?;
+            p.save_progress(
+                post,
+                Progress::Instagram {
+                    container_id: id.clone(),
+                },
+            )
+            .await?;
             id
         }
     };
@@ -86,17 +105,23 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, ig
             "ERROR" => {
                 p.save_progress(post, Progress::None).await?;
                 let why = st["status"].as_str().unwrap_or("processing error");
-                return Err(PubError::Permanent(format!("Instagram could not process the video: {why}")));
+                return Err(PubError::Permanent(format!(
+                    "Instagram could not process the video: {why}"
+                )));
             }
             "EXPIRED" => {
                 p.save_progress(post, Progress::None).await?;
-                return Err(PubError::transient("instagram: the container expired before publishing"));
+                return Err(PubError::transient(
+                    "instagram: the container expired before publishing",
+                ));
             }
             _ => tokio::time::sleep(p.settings.poll_interval).await,
         }
     }
     if !ready {
-        return Err(PubError::transient("instagram: the video is still processing"));
+        return Err(PubError::transient(
+            "instagram: the video is still processing",
+        ));
     }
     let v = send_json(
         "instagram publish",

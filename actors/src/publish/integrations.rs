@@ -76,9 +76,16 @@ impl Publishing {
         }
     }
 
-    pub async fn integration(&self, user_id: &str, p: Provider) -> Result<Option<IntegrationRecord>> {
+    pub async fn integration(
+        &self,
+        user_id: &str,
+        p: Provider,
+    ) -> Result<Option<IntegrationRecord>> {
         let k = key(user_id, p);
-        Ok(self.services.blocking(move |kv| kv::get_value(kv, INTEGRATIONS, &k)).await?)
+        Ok(self
+            .services
+            .blocking(move |kv| kv::get_value(kv, INTEGRATIONS, &k))
+            .await?)
     }
 
     /// The caller's connected accounts.
@@ -108,7 +115,9 @@ impl Publishing {
         };
         let url = oauth::authorize_url(p, &self.settings, &state, verifier.as_deref());
         let (k, v) = (state.clone().into_bytes(), kv::encode(&rec)?);
-        self.services.blocking(move |kv| kv.put(OAUTH_STATES, &k, &v)).await?;
+        self.services
+            .blocking(move |kv| kv.put(OAUTH_STATES, &k, &v))
+            .await?;
         Ok(json!({
             "provider": p.as_str(),
             "authorizeUrl": url,
@@ -120,8 +129,16 @@ impl Publishing {
 
     /// The platform's redirect: checks `state`, exchanges the code, stores
     /// the encrypted tokens.
-    pub async fn callback(&self, p: Provider, code: Option<&str>, state: Option<&str>, error: Option<&str>) -> Result<Value> {
-        let state = state.filter(|s| !s.is_empty()).ok_or_else(|| PublishError::invalid("state", "missing"))?;
+    pub async fn callback(
+        &self,
+        p: Provider,
+        code: Option<&str>,
+        state: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<Value> {
+        let state = state
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| PublishError::invalid("state", "missing"))?;
         let k = state.as_bytes().to_vec();
         // Single use: taken out before anything else happens.
         let found: Option<OAuthState> = self
@@ -136,18 +153,30 @@ impl Publishing {
             .await?;
         let st = found
             .filter(|s| s.provider == p && now_ms() - s.created_at < STATE_TTL_MS)
-            .ok_or_else(|| PublishError::invalid("state", "unknown, used or expired: start again with connect"))?;
+            .ok_or_else(|| {
+                PublishError::invalid(
+                    "state",
+                    "unknown, used or expired: start again with connect",
+                )
+            })?;
         if let Some(e) = error {
-            return Err(PublishError::OAuth(format!("{} refused access: {e}", p.display())));
+            return Err(PublishError::OAuth(format!(
+                "{} refused access: {e}",
+                p.display()
+            )));
         }
-        let code = code.filter(|c| !c.is_empty()).ok_or_else(|| PublishError::invalid("code", "missing"))?;
+        let code = code
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| PublishError::invalid("code", "missing"))?;
         self.ensure_configured(p)?;
         let t = oauth::exchange_code(&self.http, p, &self.settings, code, st.verifier.as_deref())
             .await
             .map_err(upstream)?;
         let (mut account_id, mut account_name) = (t.account_id.clone(), String::new());
         if p == Provider::YouTube {
-            if let Ok((id, title)) = oauth::youtube_channel(&self.http, &self.settings, &t.access_token).await {
+            if let Ok((id, title)) =
+                oauth::youtube_channel(&self.http, &self.settings, &t.access_token).await
+            {
                 (account_id, account_name) = (id, title);
             }
         }
@@ -159,7 +188,16 @@ impl Publishing {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn sealed(&self, user: &str, p: Provider, t: &TokenSet, account_id: String, account_name: String, connected_at: i64, now: i64) -> IntegrationRecord {
+    fn sealed(
+        &self,
+        user: &str,
+        p: Provider,
+        t: &TokenSet,
+        account_id: String,
+        account_name: String,
+        connected_at: i64,
+        now: i64,
+    ) -> IntegrationRecord {
         let aad = key(user, p);
         IntegrationRecord {
             user_id: user.to_string(),
@@ -167,7 +205,10 @@ impl Publishing {
             account_id,
             account_name,
             access_token: self.cipher.seal(&aad, &t.access_token),
-            refresh_token: t.refresh_token.as_deref().map(|r| self.cipher.seal(&aad, r)),
+            refresh_token: t
+                .refresh_token
+                .as_deref()
+                .map(|r| self.cipher.seal(&aad, r)),
             expires_at: now + t.expires_in * 1000,
             refresh_expires_at: t.refresh_expires_in.map(|s| now + s * 1000),
             scope: t.scope.clone(),
@@ -178,22 +219,39 @@ impl Publishing {
 
     async fn store_integration(&self, rec: IntegrationRecord) -> Result<()> {
         let (k, v) = (key(&rec.user_id, rec.provider), kv::encode(&rec)?);
-        self.services.blocking(move |kv| kv.put(INTEGRATIONS, &k, &v)).await?;
+        self.services
+            .blocking(move |kv| kv.put(INTEGRATIONS, &k, &v))
+            .await?;
         Ok(())
     }
 
     /// Disconnects; the user's pending posts for the platform fail with the reason.
-    pub async fn disconnect(self: &std::sync::Arc<Self>, user_id: &str, p: Provider) -> Result<usize> {
+    pub async fn disconnect(
+        self: &std::sync::Arc<Self>,
+        user_id: &str,
+        p: Provider,
+    ) -> Result<usize> {
         if self.integration(user_id, p).await?.is_none() {
             return Err(PublishError::NotFound("integration"));
         }
         let k = key(user_id, p);
-        self.services.blocking(move |kv| kv.delete(INTEGRATIONS, &k)).await?;
+        self.services
+            .blocking(move |kv| kv.delete(INTEGRATIONS, &k))
+            .await?;
         let uid = user_id.to_string();
-        let all = self.services.blocking(move |kv| posts::all_of_user(kv, &uid)).await?;
-        let reason = format!("the {} account was disconnected before publication", p.display());
+        let all = self
+            .services
+            .blocking(move |kv| posts::all_of_user(kv, &uid))
+            .await?;
+        let reason = format!(
+            "the {} account was disconnected before publication",
+            p.display()
+        );
         let mut failed = 0;
-        for post in all.into_iter().filter(|x| x.provider == p && x.status == PostStatus::Pending) {
+        for post in all
+            .into_iter()
+            .filter(|x| x.provider == p && x.status == PostStatus::Pending)
+        {
             if self.fail_if_pending(&post.id, &reason).await? {
                 failed += 1;
             }
@@ -204,13 +262,23 @@ impl Publishing {
     /// A usable access token: refreshed first when it expires within the
     /// margin, or when `force` (the platform refused it). Refreshes of one
     /// account are serialised.
-    pub(crate) async fn access_token(&self, user_id: &str, p: Provider, force: bool) -> Result<(String, String), PubError> {
+    pub(crate) async fn access_token(
+        &self,
+        user_id: &str,
+        p: Provider,
+        force: bool,
+    ) -> Result<(String, String), PubError> {
         let _guard = self.token_lock(user_id, p).await;
         let rec = self
             .integration(user_id, p)
             .await
             .map_err(|e| PubError::transient(e.to_string()))?
-            .ok_or_else(|| PubError::Permanent(format!("the {} account is not connected (connect it again and reschedule)", p.display())))?;
+            .ok_or_else(|| {
+                PubError::Permanent(format!(
+                    "the {} account is not connected (connect it again and reschedule)",
+                    p.display()
+                ))
+            })?;
         let aad = key(user_id, p);
         let open = |v: &[u8]| self.cipher.open(&aad, v).map_err(PubError::Permanent);
         let access = open(&rec.access_token)?;
@@ -222,7 +290,10 @@ impl Publishing {
         let t = oauth::refresh(&self.http, p, &self.settings, &access, refresh.as_deref())
             .await
             .map_err(|e| match e {
-                PubError::Permanent(m) => PubError::Permanent(format!("{} authorization expired, reconnect the account ({m})", p.display())),
+                PubError::Permanent(m) => PubError::Permanent(format!(
+                    "{} authorization expired, reconnect the account ({m})",
+                    p.display()
+                )),
                 other => other,
             })?;
         let mut t2 = t.clone();
@@ -231,15 +302,29 @@ impl Publishing {
             t2.refresh_expires_in = rec.refresh_expires_at.map(|r| (r - now_ms()) / 1000);
         }
         let now = now_ms();
-        let new = self.sealed(user_id, p, &t2, rec.account_id.clone(), rec.account_name.clone(), rec.connected_at, now);
-        self.store_integration(new).await.map_err(|e| PubError::transient(e.to_string()))?;
+        let new = self.sealed(
+            user_id,
+            p,
+            &t2,
+            rec.account_id.clone(),
+            rec.account_name.clone(),
+            rec.connected_at,
+            now,
+        );
+        self.store_integration(new)
+            .await
+            .map_err(|e| PubError::transient(e.to_string()))?;
         tracing::info!(user_id, provider = p.as_str(), "platform token refreshed");
         Ok((t.access_token, rec.account_id))
     }
 
     /// Refreshes every token that expires within the margin (run periodically).
     pub async fn refresh_expiring(&self) -> usize {
-        let rows = match self.services.blocking(|kv| kv.scan_prefix(INTEGRATIONS, b"")).await {
+        let rows = match self
+            .services
+            .blocking(|kv| kv.scan_prefix(INTEGRATIONS, b""))
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot scan integrations");
@@ -249,11 +334,17 @@ impl Publishing {
         let margin = self.settings.refresh_margin.as_millis() as i64;
         let mut n = 0;
         for (_, v) in rows {
-            let Ok(rec) = kv::decode::<IntegrationRecord>(&v) else { continue };
+            let Ok(rec) = kv::decode::<IntegrationRecord>(&v) else {
+                continue;
+            };
             if rec.expires_at - margin <= now_ms() && rec.active(now_ms()) {
                 match self.access_token(&rec.user_id, rec.provider, false).await {
                     Ok(_) => n += 1,
-                    Err(e) => tracing::warn!(provider = rec.provider.as_str(), error = e.message(), "token refresh failed"),
+                    Err(e) => tracing::warn!(
+                        provider = rec.provider.as_str(),
+                        error = e.message(),
+                        "token refresh failed"
+                    ),
                 }
             }
         }
@@ -273,9 +364,14 @@ pub fn expired_state_ops(kv: &dyn crate::storage::kv::KvStore) -> kv::Result<Vec
     let now = now_ms();
     let mut ops = Vec::new();
     for (k, v) in kv.scan_prefix(OAUTH_STATES, b"")? {
-        let old = kv::decode::<OAuthState>(&v).map(|s| now - s.created_at >= STATE_TTL_MS).unwrap_or(true);
+        let old = kv::decode::<OAuthState>(&v)
+            .map(|s| now - s.created_at >= STATE_TTL_MS)
+            .unwrap_or(true);
         if old {
-            ops.push(KvOp::Delete { tree: OAUTH_STATES.into(), key: k });
+            ops.push(KvOp::Delete {
+                tree: OAUTH_STATES.into(),
+                key: k,
+            });
         }
     }
     Ok(ops)

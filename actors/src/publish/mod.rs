@@ -283,7 +283,20 @@ pub fn parse_utc(s: &str) -> Option<i64> {
         return None;
     }
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     if da < 1 || da > days_in[(mo - 1) as usize] {
         return None;
     }
@@ -296,7 +309,11 @@ pub fn parse_utc(s: &str) -> Option<i64> {
         Some(_) => return None,
     };
     // Howard Hinnant's days_from_civil.
-    let (yy, mm) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let (yy, mm) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
     let era = yy.div_euclid(400);
     let yoe = yy - era * 400;
     let doy = (153 * mm + 2) / 5 + da - 1;
@@ -315,8 +332,18 @@ mod tests {
         for ms in [0, 951_782_400_000, 1_795_305_006_123] {
             assert_eq!(parse_utc(&iso8601(ms)), Some(ms));
         }
-        assert_eq!(parse_utc("2026-01-02T03:04:05+00:00"), parse_utc("2026-01-02T03:04:05.000Z"));
-        for bad in ["2026-01-02T03:04:05", "2026-01-02T03:04:05+02:00", "2026-02-30T00:00:00Z", "tomorrow", "2026-1-2T03:04:05Z", "2026-01-02T24:00:00Z"] {
+        assert_eq!(
+            parse_utc("2026-01-02T03:04:05+00:00"),
+            parse_utc("2026-01-02T03:04:05.000Z")
+        );
+        for bad in [
+            "2026-01-02T03:04:05",
+            "2026-01-02T03:04:05+02:00",
+            "2026-02-30T00:00:00Z",
+            "tomorrow",
+            "2026-1-2T03:04:05Z",
+            "2026-01-02T24:00:00Z",
+        ] {
             assert_eq!(parse_utc(bad), None, "{bad}");
         }
     }

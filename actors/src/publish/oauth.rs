@@ -57,7 +57,12 @@ fn query(pairs: &[(&str, &str)]) -> String {
 }
 
 /// The page the user is sent to, to grant access.
-pub fn authorize_url(p: Provider, s: &PublishSettings, state: &str, verifier: Option<&str>) -> String {
+pub fn authorize_url(
+    p: Provider,
+    s: &PublishSettings,
+    state: &str,
+    verifier: Option<&str>,
+) -> String {
     let ps = s.provider(p);
     let redirect = s.redirect_uri(p);
     let challenge = verifier.map(pkce_challenge);
@@ -107,13 +112,20 @@ fn tokens(v: &serde_json::Value) -> PubResult<TokenSet> {
     // TikTok nests errors in a 200 body on some failures.
     if let Some(e) = v["error"].as_str().filter(|e| !e.is_empty() && *e != "ok") {
         let d = v["error_description"].as_str().unwrap_or("");
-        return Err(PubError::Permanent(format!("token request refused: {e} {d}")));
+        return Err(PubError::Permanent(format!(
+            "token request refused: {e} {d}"
+        )));
     }
     let access = v["access_token"].as_str().unwrap_or("");
     if access.is_empty() {
-        return Err(PubError::Permanent("token response without access_token".into()));
+        return Err(PubError::Permanent(
+            "token response without access_token".into(),
+        ));
     }
-    let num = |k: &str| v[k].as_i64().or_else(|| v[k].as_str().and_then(|s| s.parse().ok()));
+    let num = |k: &str| {
+        v[k].as_i64()
+            .or_else(|| v[k].as_str().and_then(|s| s.parse().ok()))
+    };
     Ok(TokenSet {
         access_token: access.to_string(),
         refresh_token: v["refresh_token"].as_str().map(str::to_string),
@@ -133,7 +145,11 @@ fn tokens(v: &serde_json::Value) -> PubResult<TokenSet> {
     })
 }
 
-fn form_request(http: &reqwest::Client, ps: &ProviderSettings, form: &[(&str, &str)]) -> reqwest::RequestBuilder {
+fn form_request(
+    http: &reqwest::Client,
+    ps: &ProviderSettings,
+    form: &[(&str, &str)],
+) -> reqwest::RequestBuilder {
     http.post(&ps.token_url)
         .header("content-type", "application/x-www-form-urlencoded")
         .header("cache-control", "no-cache")
@@ -150,7 +166,11 @@ pub async fn exchange_code(
 ) -> PubResult<TokenSet> {
     let ps = s.provider(p);
     let redirect = s.redirect_uri(p);
-    let id_field = if p == Provider::TikTok { "client_key" } else { "client_id" };
+    let id_field = if p == Provider::TikTok {
+        "client_key"
+    } else {
+        "client_id"
+    };
     let mut form = vec![
         (id_field, ps.client_id.as_str()),
         ("client_secret", ps.client_secret.as_str()),
@@ -199,16 +219,28 @@ pub async fn refresh(
         Provider::Instagram => {
             send_json(
                 "token refresh",
-                http.get(format!("{}/refresh_access_token", ps.api_url.trim_end_matches('/')))
-                    .query(&[("grant_type", "ig_refresh_token"), ("access_token", access_token)]),
+                http.get(format!(
+                    "{}/refresh_access_token",
+                    ps.api_url.trim_end_matches('/')
+                ))
+                .query(&[
+                    ("grant_type", "ig_refresh_token"),
+                    ("access_token", access_token),
+                ]),
             )
             .await
         }
         Provider::YouTube | Provider::TikTok => {
             let Some(rt) = refresh_token else {
-                return Err(PubError::Permanent("no refresh token: reconnect the account".into()));
+                return Err(PubError::Permanent(
+                    "no refresh token: reconnect the account".into(),
+                ));
             };
-            let id_field = if p == Provider::TikTok { "client_key" } else { "client_id" };
+            let id_field = if p == Provider::TikTok {
+                "client_key"
+            } else {
+                "client_id"
+            };
             let form = [
                 (id_field, ps.client_id.as_str()),
                 ("client_secret", ps.client_secret.as_str()),
@@ -223,12 +255,19 @@ pub async fn refresh(
 }
 
 /// YouTube: the channel of the token (id, title), for the integrations list.
-pub async fn youtube_channel(http: &reqwest::Client, s: &PublishSettings, token: &str) -> PubResult<(String, String)> {
+pub async fn youtube_channel(
+    http: &reqwest::Client,
+    s: &PublishSettings,
+    token: &str,
+) -> PubResult<(String, String)> {
     let v = send_json(
         "channel lookup",
-        http.get(format!("{}/youtube/v3/channels", s.youtube.api_url.trim_end_matches('/')))
-            .query(&[("part", "snippet"), ("mine", "true")])
-            .bearer_auth(token),
+        http.get(format!(
+            "{}/youtube/v3/channels",
+            s.youtube.api_url.trim_end_matches('/')
+        ))
+        .query(&[("part", "snippet"), ("mine", "true")])
+        .bearer_auth(token),
     )
     .await?;
     let item = &v["items"][0];
@@ -252,14 +291,28 @@ mod tests {
 
     #[test]
     fn authorize_urls() {
-        let mut s = PublishSettings::default();
-        s.redirect_base = "https://clips.example".into();
+        let mut s = PublishSettings {
+            redirect_base: "https://clips.example".into(),
+            ..Default::default()
+        };
         s.youtube.client_id = "yt-client".into();
         let u = authorize_url(Provider::YouTube, &s, "st4te", Some("verifier"));
-        assert!(u.starts_with("https://accounts.google.com/o/oauth2/v2/auth?client_id=yt%2Dclient"), "{u}");
-        assert!(u.contains("&state=st4te") && u.contains("code_challenge_method=S256") && u.contains("access_type=offline"));
-        assert!(u.contains(&enc("https://clips.example/api/integrations/youtube/callback")));
+        assert!(
+            u.starts_with("https://accounts.google.com/o/oauth2/v2/auth?client_id=yt%2Dclient"),
+            "{u}"
+        );
+        assert!(
+            u.contains("&state=st4te")
+                && u.contains("code_challenge_method=S256")
+                && u.contains("access_type=offline")
+        );
+        assert!(u.contains(&enc(
+            "https://clips.example/api/integrations/youtube/callback"
+        )));
         let t = authorize_url(Provider::TikTok, &s, "st4te", None);
-        assert!(t.contains("client_key=") && !t.contains("code_challenge"), "{t}");
+        assert!(
+            t.contains("client_key=") && !t.contains("code_challenge"),
+            "{t}"
+        );
     }
 }

@@ -46,11 +46,18 @@ impl PostStatus {
 pub enum Progress {
     None,
     /// A resumable upload session URI.
-    YouTube { session_url: String },
+    YouTube {
+        session_url: String,
+    },
     /// A Content Posting API publish id and its upload URL.
-    TikTok { publish_id: String, upload_url: String },
+    TikTok {
+        publish_id: String,
+        upload_url: String,
+    },
     /// A Reels media container (its status says whether it was published).
-    Instagram { container_id: String },
+    Instagram {
+        container_id: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,11 +117,18 @@ pub fn due_key(scheduled_at: i64, id: &str) -> Vec<u8> {
 }
 
 fn put(tree: &str, key: Vec<u8>, value: Vec<u8>) -> KvOp {
-    KvOp::Put { tree: tree.into(), key, value }
+    KvOp::Put {
+        tree: tree.into(),
+        key,
+        value,
+    }
 }
 
 fn del(tree: &str, key: Vec<u8>) -> KvOp {
-    KvOp::Delete { tree: tree.into(), key }
+    KvOp::Delete {
+        tree: tree.into(),
+        key,
+    }
 }
 
 /// The writes that store a new post.
@@ -140,7 +154,11 @@ pub fn update_ops(old: &PostRecord, new: &PostRecord) -> kv::Result<Vec<KvOp>> {
         ops.push(del(POSTS_DUE, due_key(old.scheduled_at, &old.id)));
     }
     if !new.status.is_terminal() {
-        ops.push(put(POSTS_DUE, due_key(new.scheduled_at, &new.id), Vec::new()));
+        ops.push(put(
+            POSTS_DUE,
+            due_key(new.scheduled_at, &new.id),
+            Vec::new(),
+        ));
     }
     Ok(ops)
 }
@@ -159,12 +177,25 @@ pub fn load(kv: &dyn KvStore, id: &str) -> kv::Result<Option<PostRecord>> {
 }
 
 /// One page of a user's posts by `scheduledAt` (then id), and the total.
-pub fn list_user(kv: &dyn KvStore, user_id: &str, page: usize, limit: usize) -> kv::Result<(Vec<PostRecord>, usize)> {
+pub fn list_user(
+    kv: &dyn KvStore,
+    user_id: &str,
+    page: usize,
+    limit: usize,
+) -> kv::Result<(Vec<PostRecord>, usize)> {
     let keys = kv.scan_prefix(POSTS_BY_USER, format!("{user_id}/").as_bytes())?;
     let total = keys.len();
     let mut out = Vec::new();
-    for (k, _) in keys.into_iter().skip(page.saturating_sub(1) * limit).take(limit) {
-        let id = String::from_utf8_lossy(&k).rsplit('/').next().unwrap_or("").to_string();
+    for (k, _) in keys
+        .into_iter()
+        .skip(page.saturating_sub(1) * limit)
+        .take(limit)
+    {
+        let id = String::from_utf8_lossy(&k)
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string();
         if let Some(p) = load(kv, &id)? {
             out.push(p);
         }
@@ -182,7 +213,9 @@ pub fn due_entries(kv: &dyn KvStore) -> kv::Result<Vec<(i64, String)>> {
     let mut out = Vec::new();
     for (k, _) in kv.scan_prefix(POSTS_DUE, b"")? {
         let s = String::from_utf8_lossy(&k);
-        let Some((t, id)) = s.split_once('/') else { continue };
+        let Some((t, id)) = s.split_once('/') else {
+            continue;
+        };
         if let Ok(t) = i64::from_str_radix(t, 16) {
             out.push((t, id.to_string()));
         }

@@ -60,7 +60,10 @@ impl Publishing {
                     forced = true;
                 }
                 Err(PubError::Unauthorized(m)) => {
-                    break Err(PubError::Permanent(format!("{} refused the authorization after a refresh; reconnect the account ({m})", post.provider.display())))
+                    break Err(PubError::Permanent(format!(
+                        "{} refused the authorization after a refresh; reconnect the account ({m})",
+                        post.provider.display()
+                    )))
                 }
                 other => break other,
             }
@@ -68,13 +71,22 @@ impl Publishing {
         match outcome {
             Ok(remote_id) => self.finish(id, Ok(remote_id)).await,
             Err(PubError::Permanent(m)) => self.finish(id, Err(m)).await,
-            Err(PubError::Transient { message, retry_after }) => self.retry(id, message, retry_after).await,
+            Err(PubError::Transient {
+                message,
+                retry_after,
+            }) => self.retry(id, message, retry_after).await,
             Err(PubError::Unauthorized(_)) => unreachable!("handled in the loop"),
         }
     }
 
-    async fn attempt(self: &Arc<Self>, post: &mut PostRecord, force_refresh: bool) -> PubResult<String> {
-        let (token, account) = self.access_token(&post.user_id, post.provider, force_refresh).await?;
+    async fn attempt(
+        self: &Arc<Self>,
+        post: &mut PostRecord,
+        force_refresh: bool,
+    ) -> PubResult<String> {
+        let (token, account) = self
+            .access_token(&post.user_id, post.provider, force_refresh)
+            .await?;
         let clip = self.clip_of(post).await?;
         tracing::info!(post_id = %post.id, provider = post.provider.as_str(), attempt = post.attempts + 1, "publishing");
         match post.provider {
@@ -86,7 +98,11 @@ impl Publishing {
 
     async fn clip_of(&self, post: &PostRecord) -> PubResult<ClipRecord> {
         let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
-        match self.services.blocking(move |kv| super::engine::find_clip(kv, &uid, &cid)).await {
+        match self
+            .services
+            .blocking(move |kv| super::engine::find_clip(kv, &uid, &cid))
+            .await
+        {
             Ok(Some(c)) => Ok(c),
             Ok(None) => Err(PubError::Permanent("the clip was deleted".into())),
             Err(e) => Err(PubError::transient(format!("loading the clip: {e}"))),
@@ -97,12 +113,19 @@ impl Publishing {
     pub(crate) async fn video_bytes(&self, clip: &ClipRecord) -> PubResult<Vec<u8>> {
         match self.services.objects.get_bytes(&clip.video_key).await {
             Ok(b) => Ok(b),
-            Err(crate::storage::kv::StorageError::NotFound(_)) => Err(PubError::Permanent("the clip's video is gone".into())),
+            Err(crate::storage::kv::StorageError::NotFound(_)) => {
+                Err(PubError::Permanent("the clip's video is gone".into()))
+            }
             Err(e) => Err(PubError::transient(format!("reading the clip: {e}"))),
         }
     }
 
-    async fn retry(self: &Arc<Self>, id: &str, message: String, retry_after: Option<Duration>) -> Step {
+    async fn retry(
+        self: &Arc<Self>,
+        id: &str,
+        message: String,
+        retry_after: Option<Duration>,
+    ) -> Step {
         let max = self.settings.max_attempts.max(1);
         let m = message.clone();
         let r = self
@@ -117,11 +140,20 @@ impl Publishing {
             _ => return Step::RetryIn(self.settings.backoff_base),
         };
         if attempts >= max {
-            return self.finish(id, Err(format!("gave up after {attempts} attempts: {message}"))).await;
+            return self
+                .finish(
+                    id,
+                    Err(format!("gave up after {attempts} attempts: {message}")),
+                )
+                .await;
         }
         let delay = match retry_after {
             Some(d) => d.min(self.settings.backoff_max),
-            None => backoff(attempts, self.settings.backoff_base, self.settings.backoff_max),
+            None => backoff(
+                attempts,
+                self.settings.backoff_base,
+                self.settings.backoff_max,
+            ),
         };
         tracing::warn!(post_id = id, attempts, delay_ms = delay.as_millis() as u64, reason = %message, "publication will be retried");
         Step::RetryIn(delay)
@@ -154,7 +186,12 @@ impl Publishing {
                 if ok {
                     tracing::info!(post_id = id, provider = rec.provider.as_str(), "published");
                 } else {
-                    tracing::warn!(post_id = id, provider = rec.provider.as_str(), reason = rec.error.as_deref().unwrap_or(""), "publication failed");
+                    tracing::warn!(
+                        post_id = id,
+                        provider = rec.provider.as_str(),
+                        reason = rec.error.as_deref().unwrap_or(""),
+                        "publication failed"
+                    );
                 }
                 self.notify(&rec).await;
                 Step::Done

@@ -24,7 +24,10 @@ fn api(p: &Publishing, path: &str) -> String {
 fn data(what: &str, v: Value) -> PubResult<Value> {
     let code = v["error"]["code"].as_str().unwrap_or("ok");
     if code != "ok" {
-        let msg = format!("{what}: {code} {}", v["error"]["message"].as_str().unwrap_or(""));
+        let msg = format!(
+            "{what}: {code} {}",
+            v["error"]["message"].as_str().unwrap_or("")
+        );
         return Err(match code {
             "access_token_invalid" => PubError::Unauthorized(msg),
             "rate_limit_exceeded" | "internal_error" => PubError::transient(msg),
@@ -51,11 +54,24 @@ pub fn chunks(total: u64, chunk: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, clip: &ClipRecord) -> PubResult<String> {
+pub async fn publish(
+    p: &Arc<Publishing>,
+    post: &mut PostRecord,
+    token: &str,
+    clip: &ClipRecord,
+) -> PubResult<String> {
     let bytes = p.video_bytes(clip).await?;
     let total = bytes.len() as u64;
-    let chunk = if total <= p.settings.tiktok_chunk_bytes { total.max(1) } else { p.settings.tiktok_chunk_bytes };
-    if let Progress::TikTok { publish_id, upload_url } = post.progress.clone() {
+    let chunk = if total <= p.settings.tiktok_chunk_bytes {
+        total.max(1)
+    } else {
+        p.settings.tiktok_chunk_bytes
+    };
+    if let Progress::TikTok {
+        publish_id,
+        upload_url,
+    } = post.progress.clone()
+    {
         let st = status(p, token, &publish_id).await?;
         match st["status"].as_str().unwrap_or("") {
             "PUBLISH_COMPLETE" | "SEND_TO_USER_INBOX" => {
@@ -78,11 +94,17 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, cl
         "tiktok creator info",
         send_json(
             "tiktok creator info",
-            p.http.post(api(p, "/v2/post/publish/creator_info/query/")).bearer_auth(token).json(&json!({})),
+            p.http
+                .post(api(p, "/v2/post/publish/creator_info/query/"))
+                .bearer_auth(token)
+                .json(&json!({})),
         )
         .await?,
     )?;
-    let options: Vec<&str> = creator["privacy_level_options"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let options: Vec<&str> = creator["privacy_level_options"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     let privacy = ["PUBLIC_TO_EVERYONE", "SELF_ONLY"]
         .into_iter()
         .find(|o| options.contains(o))
@@ -90,7 +112,9 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, cl
         .unwrap_or("SELF_ONLY");
     if let Some(max) = creator["max_video_post_duration_sec"].as_f64() {
         if clip.end - clip.start > max {
-            return Err(PubError::Permanent(format!("the clip is longer than the {max} s this TikTok account may post")));
+            return Err(PubError::Permanent(format!(
+                "the clip is longer than the {max} s this TikTok account may post"
+            )));
         }
     }
     let parts = chunks(total, chunk);
@@ -108,14 +132,29 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, cl
     let publish_id = init["publish_id"].as_str().unwrap_or("").to_string();
     let upload_url = init["upload_url"].as_str().unwrap_or("").to_string();
     if publish_id.is_empty() || upload_url.is_empty() {
-        return Err(PubError::transient("tiktok init: no publish_id or upload_url"));
+        return Err(PubError::transient(
+            "tiktok init: no publish_id or upload_url",
+        ));
     }
-    p.save_progress(post, Progress::TikTok { publish_id: publish_id.clone(), upload_url: upload_url.clone() }).await?;
+    p.save_progress(
+        post,
+        Progress::TikTok {
+            publish_id: publish_id.clone(),
+            upload_url: upload_url.clone(),
+        },
+    )
+    .await?;
     put_chunks(p, &upload_url, &bytes, chunk, 0).await?;
     wait(p, token, &publish_id).await
 }
 
-async fn put_chunks(p: &Publishing, url: &str, bytes: &[u8], chunk: u64, from: u64) -> PubResult<()> {
+async fn put_chunks(
+    p: &Publishing,
+    url: &str,
+    bytes: &[u8],
+    chunk: u64,
+    from: u64,
+) -> PubResult<()> {
     let total = bytes.len() as u64;
     for (start, end) in chunks(total, chunk).into_iter().filter(|(_, e)| *e > from) {
         send_ok(
@@ -123,7 +162,10 @@ async fn put_chunks(p: &Publishing, url: &str, bytes: &[u8], chunk: u64, from: u
             p.http
                 .put(url)
                 .header("content-type", "video/mp4")
-                .header("content-range", format!("bytes {start}-{}/{total}", end - 1))
+                .header(
+                    "content-range",
+                    format!("bytes {start}-{}/{total}", end - 1),
+                )
                 .body(bytes[start as usize..end as usize].to_vec()),
             &[],
         )
@@ -137,7 +179,10 @@ async fn status(p: &Publishing, token: &str, publish_id: &str) -> PubResult<Valu
         "tiktok status",
         send_json(
             "tiktok status",
-            p.http.post(api(p, "/v2/post/publish/status/fetch/")).bearer_auth(token).json(&json!({ "publish_id": publish_id })),
+            p.http
+                .post(api(p, "/v2/post/publish/status/fetch/"))
+                .bearer_auth(token)
+                .json(&json!({ "publish_id": publish_id })),
         )
         .await?,
     )
@@ -148,7 +193,11 @@ fn post_id_of(st: &Value, publish_id: &str) -> String {
     st["publicaly_available_post_id"][0]
         .as_u64()
         .map(|n| n.to_string())
-        .or_else(|| st["publicaly_available_post_id"][0].as_str().map(str::to_string))
+        .or_else(|| {
+            st["publicaly_available_post_id"][0]
+                .as_str()
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| publish_id.to_string())
 }
 
@@ -159,7 +208,9 @@ async fn wait(p: &Publishing, token: &str, publish_id: &str) -> PubResult<String
             "PUBLISH_COMPLETE" | "SEND_TO_USER_INBOX" => return Ok(post_id_of(&st, publish_id)),
             "FAILED" => {
                 let reason = st["fail_reason"].as_str().unwrap_or("unknown");
-                return Err(PubError::Permanent(format!("TikTok could not publish the video: {reason}")));
+                return Err(PubError::Permanent(format!(
+                    "TikTok could not publish the video: {reason}"
+                )));
             }
             _ => tokio::time::sleep(p.settings.poll_interval).await,
         }
@@ -175,6 +226,9 @@ mod tests {
     fn chunking_follows_the_platform_rules() {
         assert_eq!(chunks(100, 1000), vec![(0, 100)]);
         assert_eq!(chunks(2500, 1000), vec![(0, 1000), (1000, 2500)]);
-        assert_eq!(chunks(3000, 1000), vec![(0, 1000), (1000, 2000), (2000, 3000)]);
+        assert_eq!(
+            chunks(3000, 1000),
+            vec![(0, 1000), (1000, 2000), (2000, 3000)]
+        );
     }
 }

@@ -91,7 +91,10 @@ mod tests {
     async fn fires_in_order_and_overdue_at_once() {
         let t = Arc::new(Timers::default());
         let now = now_ms();
-        t.arm_all(vec![(now - 60_000, "overdue".into()), (now + 150, "b".into())]);
+        t.arm_all(vec![
+            (now - 60_000, "overdue".into()),
+            (now + 150, "b".into()),
+        ]);
         t.arm(now + 50, "a");
         t.arm(now + 100, "gone");
         t.disarm(now + 100, "gone");
@@ -101,7 +104,12 @@ mod tests {
         }));
         let mut got = Vec::new();
         for _ in 0..3 {
-            got.push(tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap());
+            got.push(
+                tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            );
         }
         assert_eq!(got, ["overdue", "a", "b"]);
         assert!(t.is_empty());

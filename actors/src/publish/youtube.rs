@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::http::{send, send_ok, classify, PubError, PubResult};
+use super::http::{classify, send, send_ok, PubError, PubResult};
 use super::posts::{PostRecord, Progress};
 use super::Publishing;
 use crate::service::projects::ClipRecord;
@@ -22,7 +22,12 @@ enum Session {
     Gone,
 }
 
-pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, clip: &ClipRecord) -> PubResult<String> {
+pub async fn publish(
+    p: &Arc<Publishing>,
+    post: &mut PostRecord,
+    token: &str,
+    clip: &ClipRecord,
+) -> PubResult<String> {
     let bytes = p.video_bytes(clip).await?;
     if let Progress::YouTube { session_url } = post.progress.clone() {
         match query(p, &session_url, token, bytes.len() as u64).await? {
@@ -30,8 +35,12 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, cl
                 tracing::info!(post_id = %post.id, "reconciled: the upload had completed");
                 return Ok(id);
             }
-            Session::Incomplete(offset) => return upload(p, &session_url, token, bytes, offset).await,
-            Session::Gone => tracing::info!(post_id = %post.id, "upload session expired; starting a new one"),
+            Session::Incomplete(offset) => {
+                return upload(p, &session_url, token, bytes, offset).await
+            }
+            Session::Gone => {
+                tracing::info!(post_id = %post.id, "upload session expired; starting a new one")
+            }
         }
     }
     let base = p.settings.youtube.upload_url.trim_end_matches('/');
@@ -57,7 +66,13 @@ pub async fn publish(p: &Arc<Publishing>, post: &mut PostRecord, token: &str, cl
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .ok_or_else(|| PubError::transient("youtube upload init: no session URI in Location"))?;
-    p.save_progress(post, Progress::YouTube { session_url: session_url.clone() }).await?;
+    p.save_progress(
+        post,
+        Progress::YouTube {
+            session_url: session_url.clone(),
+        },
+    )
+    .await?;
     upload(p, &session_url, token, bytes, 0).await
 }
 
@@ -92,26 +107,40 @@ async fn query(p: &Publishing, session: &str, token: &str, total: u64) -> PubRes
     }
 }
 
-async fn upload(p: &Publishing, session: &str, token: &str, bytes: Vec<u8>, offset: u64) -> PubResult<String> {
+async fn upload(
+    p: &Publishing,
+    session: &str,
+    token: &str,
+    bytes: Vec<u8>,
+    offset: u64,
+) -> PubResult<String> {
     let total = bytes.len() as u64;
     let offset = offset.min(total);
-    let mut req = p.http.put(session).bearer_auth(token).header("content-type", "video/mp4");
+    let mut req = p
+        .http
+        .put(session)
+        .bearer_auth(token)
+        .header("content-type", "video/mp4");
     if offset > 0 {
-        req = req.header("content-range", format!("bytes {offset}-{}/{total}", total.saturating_sub(1)));
+        req = req.header(
+            "content-range",
+            format!("bytes {offset}-{}/{total}", total.saturating_sub(1)),
+        );
     }
     let body = bytes[offset as usize..].to_vec();
     let resp = send_ok("youtube upload", req.body(body), &[308]).await?;
     if resp.status().as_u16() == 308 {
-        return Err(PubError::transient("youtube upload: the platform did not receive every byte"));
+        return Err(PubError::transient(
+            "youtube upload: the platform did not receive every byte",
+        ));
     }
     video_id(resp).await
 }
 
 async fn video_id(resp: reqwest::Response) -> PubResult<String> {
-    let v: serde_json::Value = resp
-        .json()
-        .await
-        .map_err(|e| PubError::transient(format!("youtube upload: unreadable video resource: {e}")))?;
+    let v: serde_json::Value = resp.json().await.map_err(|e| {
+        PubError::transient(format!("youtube upload: unreadable video resource: {e}"))
+    })?;
     v["id"]
         .as_str()
         .map(str::to_string)

@@ -32,7 +32,10 @@ impl Actor for ScheduleActor {
         _myself: ActorRef<ScheduleMsg>,
         (publishing, post_id): (Arc<Publishing>, String),
     ) -> Result<ScheduleState, ActorProcessingErr> {
-        Ok(ScheduleState { publishing, post_id })
+        Ok(ScheduleState {
+            publishing,
+            post_id,
+        })
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %state.post_id))]
