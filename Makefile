@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api fmt
+.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api bench-schedule fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -38,6 +38,9 @@ bench-pipeline: setup-test
 # wrk on the API against the bare route; RSS of 100,000 idle accounts.
 bench-api: setup
 	bash scripts/bench-api.sh
+
+bench-schedule: build
+	bash scripts/bench-schedule.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -22,9 +22,11 @@ use poem_openapi::OpenApiService;
 use crate::api::auth::AuthApi;
 use crate::api::billing::{admin_set_plan, BillingApi};
 use crate::api::credits::CreditsApi;
+use crate::api::integrations::IntegrationsApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
 use crate::api::projects::ProjectsApi;
+use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
 use crate::api::{AppState, State};
 use crate::config::Config;
@@ -37,12 +39,14 @@ pub type Apis = (
     CreditsApi,
     NotificationsApi,
     BillingApi,
+    ScheduleApi,
+    IntegrationsApi,
 );
 
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi),
+        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )
@@ -131,6 +135,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         idle: Duration::from_secs(p.idle_secs),
     };
     let services = Services::new(kv, objects.clone(), accounts, settings);
+    let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
     let resumed = services
         .resume_all()
         .await
@@ -160,6 +165,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         local,
         config,
         billing,
+        publishing,
     }))
 }
 

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use clipforge_actors::accounts::{PlanLimits, PlanTable};
 use serde::Deserialize;
 
+mod publish;
+pub use publish::PublishConfig;
+
 /// A string that never appears in logs or `Debug` output.
 #[derive(Clone, Default, Deserialize, PartialEq)]
 #[serde(transparent)]
@@ -41,6 +44,7 @@ pub struct Config {
     pub sources: SourcesConfig,
     pub plans: PlansConfig,
     pub billing: BillingConfig,
+    pub publish: PublishConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -240,6 +244,7 @@ impl Default for Config {
             sources: SourcesConfig::default(),
             plans: PlansConfig::default(),
             billing: BillingConfig::default(),
+            publish: PublishConfig::default(),
         }
     }
 }
@@ -435,6 +440,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
             .filter(|h| !h.is_empty())
             .collect();
     }
+    publish::apply_env(&mut cfg.publish, get)?;
     Ok(())
 }
 
@@ -468,7 +474,7 @@ impl Config {
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }
-        Ok(())
+        self.publish.validate()
     }
 }
 

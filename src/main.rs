@@ -9,6 +9,7 @@ mod api;
 mod app;
 mod cli;
 mod config;
+mod publishing;
 mod telemetry;
 
 fn main() -> ExitCode {

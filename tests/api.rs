@@ -1,9 +1,8 @@
 //! Black-box tests of the HTTP service: each test starts the real binary on
 //! port 0 with its own data directory and talks to it over 127.0.0.1.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};

@@ -6,6 +6,7 @@ pub mod billing;
 pub mod captions;
 pub mod media;
 pub mod project;
+pub mod publish;
 pub mod service;
 pub mod storage;
 pub mod transcript;

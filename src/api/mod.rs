@@ -17,9 +17,11 @@ use crate::config::Config;
 pub mod auth;
 pub mod billing;
 pub mod credits;
+pub mod integrations;
 pub mod media;
 pub mod notifications;
 pub mod projects;
+pub mod schedule;
 pub mod templates;
 
 /// Name of the session cookie.
@@ -34,6 +36,8 @@ pub struct AppState {
     pub config: Config,
     /// Stripe billing; `None` when not configured (billing routes answer 503).
     pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
+    /// Scheduling and publishing to the platforms.
+    pub publishing: Arc<clipforge_actors::publish::Publishing>,
 }
 
 pub type State = Arc<AppState>;

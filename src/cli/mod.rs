@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_seed;
+mod bench_schedule;
 mod clip;
 mod serve;
 
@@ -67,6 +68,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Fill a data directory with accounts and projects for `make bench-api`.
     BenchSeed(bench_seed::BenchSeedArgs),
+    /// Measure the scheduler: re-arm after restart, firing lateness.
+    BenchSchedule(bench_schedule::BenchArgs),
     /// Write the OpenAPI document (default: openapi/openapi.json).
     Openapi {
         #[arg(default_value = "openapi/openapi.json")]
@@ -83,6 +86,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 .await
                 .unwrap_or(ExitCode::FAILURE)
         }
+        Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::Openapi { out } => {
             let spec = crate::app::api_service().spec();
             if let Some(dir) = out.parent() {

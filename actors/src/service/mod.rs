@@ -20,6 +20,7 @@ pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
 pub mod projects;
+pub mod schedule_actor;
 pub mod user_actor;
 pub mod work;
 

@@ -1,0 +1,587 @@
+//! [`Publishing`]: the node's scheduling engine. It owns the timer wheel, the
+//! live `ScheduleActor`s, the upload slots, and the operations the API calls
+//! (schedule, bulk schedule, list, change, cancel).
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ractor::{Actor, ActorRef};
+use tokio::sync::Semaphore;
+
+use super::crypto::TokenCipher;
+use super::posts::{self, PostRecord, PostStatus, Progress};
+use super::timer::Timers;
+use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
+use crate::accounts::{now_ms, NotificationKind};
+use crate::service::projects::{self as records, ClipRecord};
+use crate::service::schedule_actor::{ScheduleActor, ScheduleMsg};
+use crate::service::Services;
+use crate::storage::kv::{self, KvStore};
+
+const STRIPES: usize = 64;
+const MAX_AHEAD_MS: i64 = 366 * 24 * 3600 * 1000;
+const MAX_INTERVAL_HOURS: f64 = 24.0 * 90.0;
+
+pub struct Publishing {
+    pub services: Arc<Services>,
+    pub settings: PublishSettings,
+    pub(crate) http: reqwest::Client,
+    pub(crate) cipher: TokenCipher,
+    pub timers: Arc<Timers>,
+    pub(crate) slots: Semaphore,
+    live: Mutex<HashMap<String, ActorRef<ScheduleMsg>>>,
+    post_locks: Box<[Mutex<()>]>,
+    token_locks: Box<[tokio::sync::Mutex<()>]>,
+}
+
+fn stripe(key: &str) -> usize {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    (h.finish() % STRIPES as u64) as usize
+}
+
+/// Fields of a new post, as the API received them.
+pub struct NewPost<'a> {
+    pub provider: Option<&'a str>,
+    pub title: Option<&'a str>,
+    pub scheduled_at: Option<&'a str>,
+}
+
+/// Fields of a bulk schedule.
+pub struct BulkRequest<'a> {
+    pub scheduled_at: Option<&'a str>,
+    pub interval_hours: Option<f64>,
+    pub providers: Option<&'a [String]>,
+    pub caption: Option<&'a str>,
+}
+
+impl Publishing {
+    /// Creates the engine, re-arms every durable timer and starts the timer
+    /// task (posts whose time passed while the node was down fire at once).
+    pub async fn start(
+        services: Arc<Services>,
+        settings: PublishSettings,
+        cipher: TokenCipher,
+    ) -> Result<Arc<Self>> {
+        let http = reqwest::Client::builder()
+            .timeout(settings.request_timeout)
+            .connect_timeout(Duration::from_secs(20))
+            .user_agent(concat!("clipforge/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| PublishError::Upstream(format!("http client: {e}")))?;
+        let this = Arc::new(Self {
+            services,
+            slots: Semaphore::new(settings.concurrency.max(1)),
+            settings,
+            http,
+            cipher,
+            timers: Arc::new(Timers::default()),
+            live: Mutex::new(HashMap::new()),
+            post_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+        });
+        let entries = this.services.blocking(posts::due_entries).await?;
+        tracing::info!(timers = entries.len(), "scheduled posts re-armed");
+        this.timers.arm_all(entries);
+        let p = this.clone();
+        tokio::spawn(this.timers.clone().run(move |id, _due| {
+            let p = p.clone();
+            tokio::spawn(async move { p.activate(&id).await });
+        }));
+        let p = this.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                p.refresh_expiring().await;
+                let _ = p
+                    .services
+                    .blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?))
+                    .await;
+            }
+        });
+        Ok(this)
+    }
+
+    /// Starts (or wakes) the post's actor.
+    pub async fn activate(self: &Arc<Self>, id: &str) {
+        let existing = self.live_map().get(id).cloned();
+        if let Some(actor) = existing {
+            if actor.send_message(ScheduleMsg::Fire).is_ok() {
+                return;
+            }
+            self.live_map().remove(id);
+        }
+        match Actor::spawn(None, ScheduleActor, (self.clone(), id.to_string())).await {
+            Ok((actor, _)) => {
+                self.live_map().insert(id.to_string(), actor.clone());
+                let _ = actor.send_message(ScheduleMsg::Fire);
+            }
+            Err(e) => tracing::error!(post_id = id, error = %e, "cannot start a schedule actor"),
+        }
+    }
+
+    pub(crate) fn forget(&self, id: &str) {
+        self.live_map().remove(id);
+    }
+
+    pub fn live_actors(&self) -> usize {
+        self.live_map().len()
+    }
+
+    fn live_map(&self) -> MutexGuard<'_, HashMap<String, ActorRef<ScheduleMsg>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) async fn token_lock(
+        &self,
+        user: &str,
+        p: Provider,
+    ) -> tokio::sync::MutexGuard<'_, ()> {
+        self.token_locks[stripe(&format!("{user}/{}", p.as_str()))]
+            .lock()
+            .await
+    }
+
+    /// Reads, changes and (when changed) durably writes one post, serialised
+    /// with every other change to it. `None` when the post does not exist.
+    pub async fn update_post<T: Send + 'static>(
+        self: &Arc<Self>,
+        id: &str,
+        f: impl FnOnce(&mut PostRecord) -> T + Send + 'static,
+    ) -> Result<Option<(PostRecord, T)>> {
+        let (this, id) = (self.clone(), id.to_string());
+        let out = self
+            .services
+            .blocking(move |kv| {
+                let _g = this.post_locks[stripe(&id)]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let Some(old) = posts::load(kv, &id)? else {
+                    return Ok(None);
+                };
+                let mut new = old.clone();
+                let t = f(&mut new);
+                if new != old {
+                    new.updated_at = now_ms();
+                    kv.apply(posts::update_ops(&old, &new)?)?;
+                }
+                Ok(Some((new, t)))
+            })
+            .await?;
+        Ok(out)
+    }
+
+    /// Persists the platform handle of a publication in progress.
+    pub(crate) async fn save_progress(
+        self: &Arc<Self>,
+        post: &mut PostRecord,
+        progress: Progress,
+    ) -> super::http::PubResult<()> {
+        post.progress = progress.clone();
+        self.update_post(&post.id, move |p| p.progress = progress)
+            .await
+            .map(drop)
+            .map_err(|e| super::http::PubError::transient(format!("saving progress: {e}")))
+    }
+
+    fn parse_time(&self, field: &str, s: Option<&str>) -> Result<i64> {
+        let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
+        let t = parse_utc(s).ok_or_else(|| {
+            PublishError::invalid(
+                field,
+                "must be an ISO 8601 UTC timestamp, e.g. 2026-05-01T18:00:00Z",
+            )
+        })?;
+        let now = now_ms();
+        if t < now - self.settings.past_grace.as_millis() as i64 {
+            return Err(PublishError::invalid(field, "is in the past"));
+        }
+        if t > now + MAX_AHEAD_MS {
+            return Err(PublishError::invalid(field, "is more than a year ahead"));
+        }
+        Ok(t)
+    }
+
+    fn parse_provider(field: &str, s: Option<&str>) -> Result<Provider> {
+        let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
+        Provider::parse(s).ok_or_else(|| {
+            PublishError::invalid(
+                field,
+                format!("{s:?} is not one of tiktok, instagram, youtube"),
+            )
+        })
+    }
+
+    fn check_title(field: &str, title: &str, p: Provider) -> Result<String> {
+        let t = title.trim();
+        if t.is_empty() {
+            return Err(PublishError::invalid(field, "must not be empty"));
+        }
+        if t.chars().count() > p.max_title_chars() {
+            return Err(PublishError::invalid(
+                field,
+                format!(
+                    "{} allows at most {} characters",
+                    p.display(),
+                    p.max_title_chars()
+                ),
+            ));
+        }
+        if p == Provider::YouTube && t.contains(['<', '>']) {
+            return Err(PublishError::invalid(
+                field,
+                "YouTube titles cannot contain < or >",
+            ));
+        }
+        Ok(t.to_string())
+    }
+
+    async fn require_integrations(&self, user_id: &str, providers: &[Provider]) -> Result<()> {
+        for p in providers {
+            match self.integration(user_id, *p).await? {
+                Some(i) if i.active(now_ms()) => {}
+                _ => return Err(PublishError::IntegrationRequired(*p)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The caller's clip, or `NotFound` (also for another user's clip).
+    pub async fn owned_clip(&self, user_id: &str, clip_id: &str) -> Result<ClipRecord> {
+        let (uid, cid) = (user_id.to_string(), clip_id.to_string());
+        self.services
+            .blocking(move |kv| find_clip(kv, &uid, &cid))
+            .await?
+            .ok_or(PublishError::NotFound("clip"))
+    }
+
+    fn new_record(
+        user_id: &str,
+        clip: &ClipRecord,
+        provider: Provider,
+        title: String,
+        at: i64,
+        now: i64,
+    ) -> PostRecord {
+        PostRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            user_id: user_id.to_string(),
+            clip_id: clip.id.clone(),
+            project_id: clip.project_id.clone(),
+            provider,
+            title,
+            scheduled_at: at,
+            status: PostStatus::Pending,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            idempotency_key: None,
+            progress: Progress::None,
+            remote_id: None,
+            error: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    /// Stores new posts in one atomic write, then arms their timers.
+    pub async fn insert_posts(&self, records: Vec<PostRecord>) -> Result<()> {
+        let mut ops = Vec::new();
+        for r in &records {
+            ops.extend(posts::insert_ops(r)?);
+        }
+        self.services.blocking(move |kv| kv.apply(ops)).await?;
+        for r in &records {
+            self.timers.arm(r.scheduled_at, &r.id);
+        }
+        Ok(())
+    }
+
+    /// `POST /clips/:clipId/schedule`.
+    pub async fn schedule(
+        &self,
+        user_id: &str,
+        clip_id: &str,
+        req: NewPost<'_>,
+    ) -> Result<PostRecord> {
+        let provider = Self::parse_provider("provider", req.provider)?;
+        let title = Self::check_title(
+            "title",
+            req.title
+                .ok_or_else(|| PublishError::invalid("title", "is required"))?,
+            provider,
+        )?;
+        let at = self.parse_time("scheduledAt", req.scheduled_at)?;
+        let clip = self.owned_clip(user_id, clip_id).await?;
+        self.require_integrations(user_id, &[provider]).await?;
+        let rec = Self::new_record(user_id, &clip, provider, title, at, now_ms());
+        self.insert_posts(vec![rec.clone()]).await?;
+        Ok(rec)
+    }
+
+    /// `POST /projects/:id/bulk-schedule`: every clip, best score first, clip
+    /// i at `scheduledAt + i × intervalHours`, one post per provider; all or
+    /// nothing.
+    pub async fn bulk_schedule(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        req: BulkRequest<'_>,
+    ) -> Result<Vec<PostRecord>> {
+        let start = self.parse_time("scheduledAt", req.scheduled_at)?;
+        let hours = req
+            .interval_hours
+            .ok_or_else(|| PublishError::invalid("intervalHours", "is required"))?;
+        if !hours.is_finite() || !(0.0..=MAX_INTERVAL_HOURS).contains(&hours) {
+            return Err(PublishError::invalid(
+                "intervalHours",
+                format!("must be between 0 and {MAX_INTERVAL_HOURS}"),
+            ));
+        }
+        let names = req
+            .providers
+            .ok_or_else(|| PublishError::invalid("providers", "is required"))?;
+        if names.is_empty() {
+            return Err(PublishError::invalid(
+                "providers",
+                "name at least one of tiktok, instagram, youtube",
+            ));
+        }
+        let mut providers = Vec::new();
+        for n in names {
+            let p = Self::parse_provider("providers", Some(n))?;
+            if !providers.contains(&p) {
+                providers.push(p);
+            }
+        }
+        let caption = match req.caption.map(str::trim).filter(|c| !c.is_empty()) {
+            Some(c) => {
+                for p in &providers {
+                    Self::check_title("caption", c, *p)?;
+                }
+                Some(c.to_string())
+            }
+            None => None,
+        };
+        let (uid, pid) = (user_id.to_string(), project_id.to_string());
+        let clips = self
+            .services
+            .blocking(move |kv| {
+                Ok(match records::load_project(kv, &uid, &pid)? {
+                    Some(_) => Some(records::load_clips(kv, &pid)?),
+                    None => None,
+                })
+            })
+            .await?
+            .ok_or(PublishError::NotFound("project"))?;
+        if clips.is_empty() {
+            return Err(PublishError::Conflict {
+                code: "no_clips",
+                message: "the project has no clips to schedule yet".into(),
+            });
+        }
+        self.require_integrations(user_id, &providers).await?;
+        let mut clips = clips;
+        clips.sort_by(|a, b| b.score.cmp(&a.score).then(a.index.cmp(&b.index)));
+        let step = (hours * 3_600_000.0).round() as i64;
+        let now = now_ms();
+        let mut out = Vec::new();
+        for (i, clip) in clips.iter().enumerate() {
+            let at = start + i as i64 * step;
+            for p in &providers {
+                let title = match &caption {
+                    Some(c) => c.clone(),
+                    None => truncate(&clip.title.replace(['<', '>'], ""), p.max_title_chars()),
+                };
+                let title = if title.trim().is_empty() {
+                    format!("Clip {}", i + 1)
+                } else {
+                    title
+                };
+                out.push(Self::new_record(user_id, clip, *p, title, at, now));
+            }
+        }
+        self.insert_posts(out.clone()).await?;
+        Ok(out)
+    }
+
+    /// One page of the caller's posts by `scheduledAt`, and the total.
+    pub async fn list(
+        &self,
+        user_id: &str,
+        page: usize,
+        limit: usize,
+    ) -> Result<(Vec<PostRecord>, usize)> {
+        let uid = user_id.to_string();
+        Ok(self
+            .services
+            .blocking(move |kv| posts::list_user(kv, &uid, page, limit))
+            .await?)
+    }
+
+    pub async fn get(&self, user_id: &str, id: &str) -> Result<PostRecord> {
+        let pid = id.to_string();
+        self.services
+            .blocking(move |kv| posts::load(kv, &pid))
+            .await?
+            .filter(|p| p.user_id == user_id)
+            .ok_or(PublishError::NotFound("scheduled post"))
+    }
+
+    /// `PATCH /clips/scheduled/:id`: a new time and/or title, only while pending.
+    pub async fn change(
+        self: &Arc<Self>,
+        user_id: &str,
+        id: &str,
+        title: Option<&str>,
+        scheduled_at: Option<&str>,
+    ) -> Result<PostRecord> {
+        let current = self.get(user_id, id).await?;
+        if title.is_none() && scheduled_at.is_none() {
+            return Err(PublishError::invalid(
+                "scheduledAt",
+                "send scheduledAt and/or title",
+            ));
+        }
+        let title = title
+            .map(|t| Self::check_title("title", t, current.provider))
+            .transpose()?;
+        let at = scheduled_at
+            .map(|s| self.parse_time("scheduledAt", Some(s)))
+            .transpose()?;
+        let (updated, old_at) = self
+            .update_post(id, move |p| {
+                if p.status != PostStatus::Pending {
+                    return Err(p.status);
+                }
+                let old = p.scheduled_at;
+                if let Some(t) = title {
+                    p.title = t;
+                }
+                if let Some(a) = at {
+                    p.scheduled_at = a;
+                }
+                Ok(old)
+            })
+            .await?
+            .ok_or(PublishError::NotFound("scheduled post"))
+            .and_then(|(rec, r)| r.map(|old| (rec, old)).map_err(not_pending))?;
+        if updated.scheduled_at != old_at {
+            self.timers.disarm(old_at, id);
+            self.timers.arm(updated.scheduled_at, id);
+        }
+        Ok(updated)
+    }
+
+    /// `DELETE /clips/scheduled/:id`: cancels a pending post.
+    pub async fn cancel(self: &Arc<Self>, user_id: &str, id: &str) -> Result<()> {
+        self.get(user_id, id).await?;
+        let (this, pid) = (self.clone(), id.to_string());
+        let p = self
+            .services
+            .blocking(move |kv| {
+                let _g = this.post_locks[stripe(&pid)]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let Some(p) = posts::load(kv, &pid)? else {
+                    return Ok(None);
+                };
+                if p.status != PostStatus::Pending {
+                    return Ok(Some(Err(p.status)));
+                }
+                kv.apply(posts::delete_ops(&p))?;
+                Ok(Some(Ok(p)))
+            })
+            .await?
+            .ok_or(PublishError::NotFound("scheduled post"))?
+            .map_err(not_pending)?;
+        self.timers.disarm(p.scheduled_at, &p.id);
+        Ok(())
+    }
+
+    /// Fails a pending post with `reason` (e.g. its account was disconnected).
+    pub(crate) async fn fail_if_pending(self: &Arc<Self>, id: &str, reason: &str) -> Result<bool> {
+        let why = reason.to_string();
+        let r = self
+            .update_post(id, move |p| {
+                if p.status != PostStatus::Pending {
+                    return false;
+                }
+                p.status = PostStatus::Failed;
+                p.error = Some(why);
+                p.finished_at = Some(now_ms());
+                true
+            })
+            .await?;
+        match r {
+            Some((rec, true)) => {
+                self.timers.disarm(rec.scheduled_at, &rec.id);
+                self.notify(&rec).await;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// `post_published` / `post_failed` for a finished post.
+    pub(crate) async fn notify(&self, p: &PostRecord) {
+        let (kind, title, msg) = match p.status {
+            PostStatus::Published => (
+                NotificationKind::PostPublished,
+                "Post published",
+                format!("\"{}\" was published on {}.", p.title, p.provider.display()),
+            ),
+            PostStatus::Failed => (
+                NotificationKind::PostFailed,
+                "Post failed",
+                format!(
+                    "\"{}\" could not be published on {}: {}",
+                    p.title,
+                    p.provider.display(),
+                    p.error.as_deref().unwrap_or("unknown error")
+                ),
+            ),
+            _ => return,
+        };
+        let uid = p.user_id.clone();
+        let r = self
+            .services
+            .with_account(&p.user_id, move |a| {
+                a.notify(&uid, kind, title, &msg).map(drop)
+            })
+            .await;
+        if let Err(e) = r
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
+            tracing::error!(post_id = %p.id, error = %e, "cannot notify");
+        }
+    }
+}
+
+fn not_pending(s: PostStatus) -> PublishError {
+    PublishError::Conflict {
+        code: "not_pending",
+        message: format!("the post is {} and can no longer be changed", s.as_str()),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.trim().chars().take(max).collect()
+}
+
+/// A clip of one of the user's projects.
+pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
+    for p in records::list_projects(kv, user_id)? {
+        if let Some(c) = records::load_clips(kv, &p.id)?
+            .into_iter()
+            .find(|c| c.id == clip_id)
+        {
+            return Ok(Some(c));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,206 @@
+//! One step of a post's publication, run by its `ScheduleActor`:
+//! `pending → publishing` (idempotency key persisted first), reconcile or
+//! upload, then `published | failed`, or a retry after a backoff.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::http::{backoff, PubError, PubResult};
+use super::posts::{PostRecord, PostStatus};
+use super::{instagram, tiktok, youtube, Provider, Publishing};
+use crate::accounts::now_ms;
+use crate::service::projects::ClipRecord;
+
+/// What the actor does next.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// Finished (or nothing to do): the actor stops.
+    Done,
+    /// A transient failure: run again after the delay.
+    RetryIn(Duration),
+}
+
+enum Begin {
+    Run,
+    NotDue,
+    Finished,
+}
+
+impl Publishing {
+    pub async fn step(self: &Arc<Self>, id: &str) -> Step {
+        let now = now_ms();
+        let begun = self
+            .update_post(id, move |p| match p.status {
+                PostStatus::Pending if p.scheduled_at > now + 5 => Begin::NotDue,
+                PostStatus::Pending => {
+                    p.status = PostStatus::Publishing;
+                    p.started_at = Some(now);
+                    p.idempotency_key = Some(uuid::Uuid::new_v4().to_string());
+                    Begin::Run
+                }
+                PostStatus::Publishing => Begin::Run,
+                PostStatus::Published | PostStatus::Failed => Begin::Finished,
+            })
+            .await;
+        let mut post = match begun {
+            Ok(Some((p, Begin::Run))) => p,
+            // Moved later by a PATCH (its timer is armed) or already done.
+            Ok(Some((_, Begin::NotDue | Begin::Finished))) | Ok(None) => return Step::Done,
+            Err(e) => {
+                tracing::error!(post_id = id, error = %e, "cannot start a publication");
+                return Step::RetryIn(self.settings.backoff_base);
+            }
+        };
+        let _slot = self.slots.acquire().await;
+        let mut forced = false;
+        let outcome = loop {
+            match self.attempt(&mut post, forced).await {
+                Err(PubError::Unauthorized(m)) if !forced => {
+                    tracing::info!(post_id = id, reason = %m, "token refused; refreshing once");
+                    forced = true;
+                }
+                Err(PubError::Unauthorized(m)) => {
+                    break Err(PubError::Permanent(format!(
+                        "{} refused the authorization after a refresh; reconnect the account ({m})",
+                        post.provider.display()
+                    )))
+                }
+                other => break other,
+            }
+        };
+        match outcome {
+            Ok(remote_id) => self.finish(id, Ok(remote_id)).await,
+            Err(PubError::Permanent(m)) => self.finish(id, Err(m)).await,
+            Err(PubError::Transient {
+                message,
+                retry_after,
+            }) => self.retry(id, message, retry_after).await,
+            Err(PubError::Unauthorized(_)) => unreachable!("handled in the loop"),
+        }
+    }
+
+    async fn attempt(
+        self: &Arc<Self>,
+        post: &mut PostRecord,
+        force_refresh: bool,
+    ) -> PubResult<String> {
+        let (token, account) = self
+            .access_token(&post.user_id, post.provider, force_refresh)
+            .await?;
+        let clip = self.clip_of(post).await?;
+        tracing::info!(post_id = %post.id, provider = post.provider.as_str(), attempt = post.attempts + 1, "publishing");
+        match post.provider {
+            Provider::YouTube => youtube::publish(self, post, &token, &clip).await,
+            Provider::TikTok => tiktok::publish(self, post, &token, &clip).await,
+            Provider::Instagram => instagram::publish(self, post, &token, &account, &clip).await,
+        }
+    }
+
+    async fn clip_of(&self, post: &PostRecord) -> PubResult<ClipRecord> {
+        let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
+        match self
+            .services
+            .blocking(move |kv| super::engine::find_clip(kv, &uid, &cid))
+            .await
+        {
+            Ok(Some(c)) => Ok(c),
+            Ok(None) => Err(PubError::Permanent("the clip was deleted".into())),
+            Err(e) => Err(PubError::transient(format!("loading the clip: {e}"))),
+        }
+    }
+
+    /// The clip's video bytes (YouTube and TikTok upload them).
+    pub(crate) async fn video_bytes(&self, clip: &ClipRecord) -> PubResult<Vec<u8>> {
+        match self.services.objects.get_bytes(&clip.video_key).await {
+            Ok(b) => Ok(b),
+            Err(crate::storage::kv::StorageError::NotFound(_)) => {
+                Err(PubError::Permanent("the clip's video is gone".into()))
+            }
+            Err(e) => Err(PubError::transient(format!("reading the clip: {e}"))),
+        }
+    }
+
+    async fn retry(
+        self: &Arc<Self>,
+        id: &str,
+        message: String,
+        retry_after: Option<Duration>,
+    ) -> Step {
+        let max = self.settings.max_attempts.max(1);
+        let m = message.clone();
+        let r = self
+            .update_post(id, move |p| {
+                p.attempts += 1;
+                p.error = Some(m);
+                p.attempts
+            })
+            .await;
+        let attempts = match r {
+            Ok(Some((_, n))) => n,
+            _ => return Step::RetryIn(self.settings.backoff_base),
+        };
+        if attempts >= max {
+            return self
+                .finish(
+                    id,
+                    Err(format!("gave up after {attempts} attempts: {message}")),
+                )
+                .await;
+        }
+        let delay = match retry_after {
+            Some(d) => d.min(self.settings.backoff_max),
+            None => backoff(
+                attempts,
+                self.settings.backoff_base,
+                self.settings.backoff_max,
+            ),
+        };
+        tracing::warn!(post_id = id, attempts, delay_ms = delay.as_millis() as u64, reason = %message, "publication will be retried");
+        Step::RetryIn(delay)
+    }
+
+    async fn finish(self: &Arc<Self>, id: &str, result: Result<String, String>) -> Step {
+        let ok = result.is_ok();
+        let r = self
+            .update_post(id, move |p| {
+                if p.status != PostStatus::Publishing {
+                    return false;
+                }
+                match result {
+                    Ok(remote) => {
+                        p.status = PostStatus::Published;
+                        p.remote_id = Some(remote);
+                        p.error = None;
+                    }
+                    Err(reason) => {
+                        p.status = PostStatus::Failed;
+                        p.error = Some(reason);
+                    }
+                }
+                p.finished_at = Some(now_ms());
+                true
+            })
+            .await;
+        match r {
+            Ok(Some((rec, true))) => {
+                if ok {
+                    tracing::info!(post_id = id, provider = rec.provider.as_str(), "published");
+                } else {
+                    tracing::warn!(
+                        post_id = id,
+                        provider = rec.provider.as_str(),
+                        reason = rec.error.as_deref().unwrap_or(""),
+                        "publication failed"
+                    );
+                }
+                self.notify(&rec).await;
+                Step::Done
+            }
+            Ok(_) => Step::Done,
+            Err(e) => {
+                tracing::error!(post_id = id, error = %e, "cannot record the outcome; will reconcile");
+                Step::RetryIn(self.settings.backoff_base)
+            }
+        }
+    }
+}
