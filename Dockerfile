@@ -1,15 +1,17 @@
 # Multi-stage image: build with the same Debian packages the Makefile installs,
-# run with only the runtime ones (ffmpeg, OpenBLAS, fonts, yt-dlp, the model).
+# run with only the runtime ones (ffmpeg, oneDNN, fonts, yt-dlp, the model).
 FROM rust:1-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      cmake pkg-config libopenblas-dev libgfortran-12-dev && rm -rf /var/lib/apt/lists/*
+      cmake pkg-config python3 python3-pip && rm -rf /var/lib/apt/lists/*
+COPY scripts/setup.sh /opt/clipforge/setup.sh
+RUN bash /opt/clipforge/setup.sh --onednn
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --bin clipforge
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      ffmpeg libopenblas0-pthread libgfortran5 fonts-dejavu-core fonts-liberation2 fonts-open-sans \
+      ffmpeg libgomp1 fonts-dejavu-core fonts-liberation2 fonts-open-sans \
       python3 python3-pip ca-certificates fontconfig && rm -rf /var/lib/apt/lists/*
 COPY scripts/setup.sh /opt/clipforge/setup.sh
 ENV CLIPFORGE_CACHE_DIR=/opt/clipforge/cache

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Installs what Clipforge needs on a Debian machine, only what is missing:
-# system packages (ffmpeg, cmake, OpenBLAS, fonts, espeak-ng for tests),
-# Python tools (yt-dlp) and the default Whisper model (CTranslate2 format).
+# system packages (ffmpeg, cmake, fonts, espeak-ng for tests), Intel's
+# prebuilt oneDNN (CTranslate2's GEMM and convolution backend), Python tools
+# (yt-dlp) and the default Whisper model (CTranslate2 format).
 # Idempotent: a second run finishes in a second or two.
+#   setup.sh          everything the build and the service need
+#   setup.sh --test   plus what the tests need
+#   setup.sh --onednn only oneDNN (the Docker build stage)
 set -euo pipefail
 
 CACHE_DIR="${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}"
 MODEL_DIR="${CLIPFORGE_MODEL_DIR:-$CACHE_DIR/models/whisper-base}"
-APT_PACKAGES=(ffmpeg cmake pkg-config libopenblas-dev libgfortran-12-dev espeak-ng sox
+APT_PACKAGES=(ffmpeg cmake pkg-config espeak-ng sox
   fonts-dejavu-core fonts-liberation2 fonts-open-sans python3-pip)
+# oneDNN 3.2 built for the GNU OpenMP runtime, from Intel's PyPI wheels,
+# installed where .cargo/config.toml tells ct2rs to find it.
+ONEDNN_VERSION=2023.2.0
+ONEDNN_PREFIX=/usr/local
 PIP_PACKAGES=(yt-dlp)
 
 log() { printf '[setup] %s\n' "$*"; }
@@ -48,6 +56,38 @@ install_pip() {
     log "installing python tools: ${missing[*]}"
     pip_install "${missing[@]}"
   fi
+}
+
+# The wheels hold a plain lib/ and include/ tree: unpack them with Python's
+# zipfile (no pip install, nothing lands in site-packages), then copy the
+# library once, with its soname links, and the headers into $ONEDNN_PREFIX.
+install_onednn() {
+  [ -e "$ONEDNN_PREFIX/lib/libdnnl.so.3.2" ] && [ -e "$ONEDNN_PREFIX/include/oneapi/dnnl/dnnl.hpp" ] && return
+  log "installing oneDNN (onednn-cpu-gomp $ONEDNN_VERSION) into $ONEDNN_PREFIX"
+  local tmp; tmp=$(mktemp -d)
+  "${PIP[@]}" download -q --no-deps -d "$tmp" \
+    "onednn-cpu-gomp==$ONEDNN_VERSION" "onednn-devel-cpu-gomp==$ONEDNN_VERSION"
+  python3 - "$tmp" <<'PY'
+import glob, sys, zipfile
+tmp = sys.argv[1]
+for wheel in glob.glob(tmp + "/onednn_*.whl"):
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            parts = name.split("/")
+            # <dist>.data/data/{lib,include}/...
+            if len(parts) > 3 and parts[1] == "data" and (
+                    parts[2] == "include" or name.endswith("/lib/libdnnl.so.3.2")):
+                z.extract(name, tmp)
+PY
+  local data; data=$(mktemp -d)
+  for d in "$tmp"/onednn_*.data/data; do cp -r "$d"/. "$data"/; done
+  as_root mkdir -p "$ONEDNN_PREFIX/lib" "$ONEDNN_PREFIX/include"
+  as_root cp -r "$data/include/." "$ONEDNN_PREFIX/include/"
+  as_root install -m 0755 "$data/lib/libdnnl.so.3.2" "$ONEDNN_PREFIX/lib/libdnnl.so.3.2"
+  as_root ln -sf libdnnl.so.3.2 "$ONEDNN_PREFIX/lib/libdnnl.so.3"
+  as_root ln -sf libdnnl.so.3 "$ONEDNN_PREFIX/lib/libdnnl.so"
+  as_root ldconfig
+  rm -rf "$tmp" "$data"
 }
 
 install_model() {
@@ -102,7 +142,12 @@ PY
   rm -rf "$tmp"
 }
 
+if [ "${1:-}" = "--onednn" ]; then
+  install_onednn
+  exit 0
+fi
 [ "${CLIPFORGE_SKIP_APT:-}" = 1 ] || install_apt
+install_onednn
 install_pip
 install_model
 if [ "${1:-}" = "--test" ]; then

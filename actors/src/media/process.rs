@@ -28,7 +28,8 @@ pub fn std_command(program: &str) -> std::process::Command {
 
 fn spawn(program: &str, args: &[String]) -> Result<Child, StageError> {
     // No `pre_exec` here (e.g. PR_SET_PDEATHSIG): it forces fork() instead of
-    // posix_spawn, and OpenBLAS's fork handler deadlocks while the model runs.
+    // posix_spawn, and fork() while the model's BLAS/OpenMP threads run can
+    // deadlock (OpenBLAS's fork handler did, in an earlier backend).
     let mut cmd = Command::new(program);
     cmd.args(args)
         .process_group(0)
