@@ -7,9 +7,8 @@
 #![recursion_limit = "256"]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -17,6 +16,9 @@ use poem::listener::{Acceptor, Listener, TcpListener};
 use poem::web::{Data, Form, Path as PPath};
 use poem::{get, handler, post, EndpointExt, Request, Response, Route, Server};
 use serde_json::{json, Value};
+
+mod common;
+use common::{spawn_app_with, App};
 use sha2::Sha256;
 
 const SECRET_KEY: &str = "sk_test_clipforge";
@@ -289,104 +291,34 @@ async fn start_stripe() -> (FakeStripe, String) {
 // ---------------------------------------------------------------------------
 // The server under test.
 
-struct App {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-    client: reqwest::Client,
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts the server; with `stripe`, billing is configured to use it.
 fn spawn_app(stripe: Option<&str>) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clipforge"));
-    cmd.args([
-        "serve",
-        "--port",
-        "0",
-        "--config",
-        "/nonexistent/cluster.toml",
-        "--data-dir",
-    ])
-    .arg(dir.path().join("data"))
-    .env("CLIPFORGE_NODE_HTTP_ADDR", "127.0.0.1:0")
-    .env("CLIPFORGE_AUTH_ADMIN_TOKEN", "admin-secret")
-    .env("RUST_LOG", "warn")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
+    let mut env: Vec<(String, String)> = Vec::new();
     if let Some(base) = stripe {
-        cmd.env("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY)
-            .env("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL)
-            .env("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL)
-            .env("CLIPFORGE_BILLING_STRIPE_API_BASE", base);
+        for (k, v) in [
+            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY),
+            ("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET),
+            ("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL),
+            ("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL),
+            ("CLIPFORGE_BILLING_STRIPE_API_BASE", base),
+        ] {
+            env.push((k.to_string(), v.to_string()));
+        }
         for (plan, freq, id) in PRICES {
             let var = format!(
                 "CLIPFORGE_BILLING_PRICE_{}_{}",
                 plan.to_uppercase(),
                 freq.to_uppercase()
             );
-            cmd.env(var, id);
+            env.push((var, id.to_string()));
         }
     }
-    let mut child = cmd.spawn().expect("start clipforge serve");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let port = loop {
-        let line = lines.next().expect("server output").expect("utf-8");
-        if let Some(p) = line.strip_prefix("clipforge listening on port ") {
-            break p.trim().parse::<u16>().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    App {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-        client: reqwest::Client::new(),
-    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    spawn_app_with(tempfile::tempdir().unwrap(), &env)
 }
 
 impl App {
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-    async fn get(&self, path: &str, token: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, Some(token), None)
-            .await
-    }
-    async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(token), Some(body))
-            .await
-    }
-    /// Signs up; returns (token, user id).
-    async fn sign_up(&self, email: &str) -> (String, String) {
+    async fn sign_up_with_id(&self, email: &str) -> (String, String) {
         let (s, v) = self
             .call(
                 reqwest::Method::POST,
@@ -509,7 +441,7 @@ async fn open_checkout(app: &App, token: &str, plan: &str, frequency: &str) -> S
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_stripe_settings_billing_answers_503() {
     let app = spawn_app(None);
-    let (token, _) = app.sign_up("ana@example.com").await;
+    let (token, _) = app.sign_up_with_id("ana@example.com").await;
     let (s, v) = app.checkout(&token, "pro", "monthly").await;
     assert_error(s, &v, 503, "billing_not_configured");
     let (s, v) = app
@@ -531,7 +463,7 @@ async fn without_stripe_settings_billing_answers_503() {
 async fn checkout_for_each_plan_and_frequency() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, user_id) = app.sign_up("ana@example.com").await;
+    let (token, user_id) = app.sign_up_with_id("ana@example.com").await;
 
     for (plan, freq, price_id) in PRICES {
         let (s, v) = app.checkout(&token, plan, freq).await;
@@ -596,8 +528,8 @@ async fn checkout_for_each_plan_and_frequency() {
 async fn the_return_path_activates_at_once_and_only_once() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, _) = app.sign_up("ana@example.com").await;
-    let (other, _) = app.sign_up("bob@example.com").await;
+    let (token, _) = app.sign_up_with_id("ana@example.com").await;
+    let (other, _) = app.sign_up_with_id("bob@example.com").await;
     let session = open_checkout(&app, &token, "creator", "monthly").await;
 
     let path = format!("/api/stripe/checkout/{session}");
@@ -669,7 +601,7 @@ async fn the_return_path_activates_at_once_and_only_once() {
 async fn webhooks_drive_the_subscription_once_each() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, _) = app.sign_up("ana@example.com").await;
+    let (token, _) = app.sign_up_with_id("ana@example.com").await;
     let session = open_checkout(&app, &token, "pro", "yearly").await;
     let paid = stripe.pay(&session);
     let customer = paid["customer"].as_str().unwrap().to_string();
@@ -783,7 +715,7 @@ async fn webhooks_drive_the_subscription_once_each() {
 async fn bad_signatures_are_refused_and_change_nothing() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, _) = app.sign_up("ana@example.com").await;
+    let (token, _) = app.sign_up_with_id("ana@example.com").await;
     let session = open_checkout(&app, &token, "pro", "monthly").await;
     let paid = stripe.pay(&session);
     let payload = event("evt_sig", "checkout.session.completed", paid).to_string();
@@ -847,7 +779,7 @@ fn long_quiet_video(dir: &Path, secs: u32) -> std::path::PathBuf {
 async fn overdrawing_is_refused_and_operators_grant_enterprise() {
     let (_stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, user_id) = app.sign_up("ana@example.com").await;
+    let (token, user_id) = app.sign_up_with_id("ana@example.com").await;
     let dir = tempfile::tempdir().unwrap();
     let video = long_quiet_video(dir.path(), 61 * 60 + 5);
     let bytes = std::fs::read(&video).unwrap();

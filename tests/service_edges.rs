@@ -66,23 +66,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-async fn put_file(app: &App, path: &str, token: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()),
-    );
-    let r = app
-        .client
-        .put(format!("{}{path}", app.base))
-        .bearer_auth(token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
     let media = tempfile::tempdir().unwrap();
@@ -106,15 +89,15 @@ async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
 
     // Over the plan's upload limit: refused from its declared size.
     let big = vec![7u8; (limit_mb * MIB + MIB) as usize];
-    let (s, v) = put_file_post(&app, &token, "big.mp4", big).await;
+    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "big.mp4", big).await;
     assert_error(s, &v, 413);
     assert!(v["message"].as_str().unwrap().contains("upload limit"), "{v}");
 
     // Not a video at all; an image renamed .mp4.
-    let (s, v) = put_file_post(&app, &token, "a.mp4", b"hello".repeat(1000)).await;
+    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "a.mp4", b"hello".repeat(1000)).await;
     assert_error(s, &v, 415);
     let png = dir_png(media.path(), 64, 64);
-    let (s, v) = put_file_post(&app, &token, "b.mp4", std::fs::read(png).unwrap()).await;
+    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "b.mp4", std::fs::read(png).unwrap()).await;
     assert_error(s, &v, 415);
 
     // The first real video fits; the second would overflow the quota.
@@ -131,23 +114,6 @@ async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
     let mut temps = files_under(&root.join("tmp"));
     temps.extend(files_under(&root.join("media").join("staging")));
     assert!(temps.is_empty(), "temp files left: {temps:?}");
-}
-
-async fn put_file_post(app: &App, token: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()),
-    );
-    let r = app
-        .client
-        .post(format!("{}/api/upload", app.base))
-        .bearer_auth(token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap_or(Value::Null))
 }
 
 /// A `w`×`h` PNG test picture made by ffmpeg.
@@ -178,7 +144,7 @@ async fn avatars_are_decoded_resized_replaced_and_removed() {
     let media = tempfile::tempdir().unwrap();
     let pic = std::fs::read(dir_png(media.path(), 1024, 768)).unwrap();
 
-    let (s, v) = put_file(&app, "/api/auth/avatar", &token, "me.png", pic.clone()).await;
+    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", pic.clone()).await;
     assert_eq!(s, 200, "{v}");
     let url = v["avatarUrl"].as_str().unwrap().to_string();
     let bytes = app.client.get(&url).send().await.unwrap().bytes().await.unwrap();
@@ -187,13 +153,13 @@ async fn avatars_are_decoded_resized_replaced_and_removed() {
     assert!(session["user"]["image"].as_str().is_some_and(|i| !i.is_empty()), "{session}");
 
     // Not an image; too big.
-    let (s, v) = put_file(&app, "/api/auth/avatar", &token, "me.png", b"GIF? no".repeat(50)).await;
+    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", b"GIF? no".repeat(50)).await;
     assert_error(s, &v, 415);
-    let (s, v) = put_file(&app, "/api/auth/avatar", &token, "me.png", vec![0u8; 6 * MIB as usize]).await;
+    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", vec![0u8; 6 * MIB as usize]).await;
     assert_error(s, &v, 413);
 
     // Replacing removes the old file; deleting removes the current one.
-    let (s, v) = put_file(&app, "/api/auth/avatar", &token, "me.png", pic).await;
+    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", pic).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(app.client.get(&url).send().await.unwrap().status().as_u16(), 404);
     let url2 = v["avatarUrl"].as_str().unwrap().to_string();

@@ -126,13 +126,18 @@ pub fn assert_error(status: u16, body: &Value, expected: u16) {
 
 
 pub fn speech_video(dir: &Path) -> PathBuf {
-    let wav = dir.join("talk.wav");
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
                 three seconds whether they will keep watching. So your opening must promise something valuable. \
                 Here is the biggest mistake I see every day. Creators start with a long introduction. Nobody cares \
                 about your name before they care about your idea. Open with a question instead!";
+    speech_video_saying(dir, text, 150)
+}
+
+/// `dir/talk.mp4`: a test picture with espeak-ng saying `text` at `wpm`.
+pub fn speech_video_saying(dir: &Path, text: &str, wpm: u32) -> PathBuf {
+    let wav = dir.join("talk.wav");
     assert!(Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
+        .args(["-v", "en-us", "-s", &wpm.to_string(), "-w"])
         .arg(&wav)
         .arg(text)
         .status()
@@ -172,13 +177,25 @@ pub fn speech_video(dir: &Path) -> PathBuf {
 
 pub async fn upload(app: &App, token: &str, path: &Path, name: &str) -> (u16, Value) {
     let bytes = std::fs::read(path).unwrap();
+    send_file(app, reqwest::Method::POST, "/api/upload", token, name, bytes).await
+}
+
+/// Sends `bytes` as the multipart field `file` named `name`.
+pub async fn send_file(
+    app: &App,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (u16, Value) {
     let form = reqwest::multipart::Form::new().part(
         "file",
         reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()),
     );
     let r = app
         .client
-        .post(format!("{}/api/upload", app.base))
+        .request(method, format!("{}{path}", app.base))
         .bearer_auth(token)
         .multipart(form)
         .send()

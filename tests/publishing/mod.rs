@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod platforms;
+#[allow(dead_code, unused_imports)]
+#[path = "../common/mod.rs"]
+mod base;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -327,50 +330,13 @@ impl Template {
 }
 
 fn speech_video(dir: &Path) -> std::path::PathBuf {
-    let wav = dir.join("talk.wav");
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
                 three seconds whether they will keep watching. So your opening must promise something valuable. \
                 Here is the biggest mistake I see every day. Creators start with a long introduction. Nobody cares \
                 about your name before they care about your idea. Open with a question instead! \
                 Now let me tell you about the second rule. Keep every sentence short. Short sentences are easy to follow \
                 on a small screen. Cut every word that does not earn its place. Your viewers will thank you for it.";
-    assert!(Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "165", "-w"])
-        .arg(&wav)
-        .arg(text)
-        .status()
-        .unwrap()
-        .success());
-    let mp4 = dir.join("talk.mp4");
-    assert!(Command::new("ffmpeg")
-        .args([
-            "-nostdin",
-            "-y",
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=640x360:r=25",
-            "-i"
-        ])
-        .arg(&wav)
-        .args([
-            "-shortest",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac"
-        ])
-        .arg(&mp4)
-        .status()
-        .unwrap()
-        .success());
-    mp4
+    base::speech_video_saying(dir, text, 165)
 }
 
 /// Every byte of every file under `dir`.
