@@ -112,7 +112,10 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     let data = &config.node.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     let kv: Arc<dyn KvStore> =
-        Arc::new(SledStore::open(&data.join("db")).context("opening the database")?);
+        Arc::new(
+        SledStore::open_with_cache(&data.join("db"), config.storage.db_cache_mb * 1024 * 1024)
+            .context("opening the database")?,
+    );
     let (objects, local) = object_store(&config, &public_url).await?;
     let accounts = Arc::new(Accounts::new(kv.clone(), config.plans.table()));
     let p = &config.pipeline;
@@ -154,6 +157,13 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
                 let n = s.passivate_idle();
                 if n > 0 {
                     tracing::debug!(passivated = n, "idle account actors stopped");
+                    // Give the memory of stopped actors back to the system
+                    // (glibc keeps freed heap pages otherwise).
+                    // Stopping is asynchronous: trim once the actors are gone.
+                    tokio::spawn(async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+                    });
                 }
             }
         });

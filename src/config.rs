@@ -72,6 +72,8 @@ pub struct StorageConfig {
     pub s3_secret_access_key: Secret,
     /// Lifetime of signed media URLs.
     pub url_ttl_secs: u64,
+    /// sled's page cache, in MB.
+    pub db_cache_mb: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -271,6 +273,7 @@ impl Default for StorageConfig {
             s3_access_key_id: String::new(),
             s3_secret_access_key: Secret::default(),
             url_ttl_secs: 3600,
+            db_cache_mb: 128,
         }
     }
 }
@@ -370,6 +373,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
         cfg.storage.url_ttl_secs,
         num
     );
+    env_field!("CLIPFORGE_STORAGE_DB_CACHE_MB", cfg.storage.db_cache_mb, num);
     env_field!("CLIPFORGE_PIPELINE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_PIPELINE_THREADS", cfg.pipeline.threads, num);

@@ -159,6 +159,9 @@ fn sled_error(context: String, err: sled::Error) -> StorageError {
     }
 }
 
+/// Page cache of [`SledStore::open`]: 128 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 128 * 1024 * 1024;
+
 /// A [`KvStore`] in a sled 0.34 database directory.
 pub struct SledStore {
     db: sled::Db,
@@ -177,8 +180,15 @@ impl SledStore {
     /// Opens (or creates) the database at `path`. Only one process may have
     /// it open at a time.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens with a page cache of at most `cache_bytes` (sled's own default
+    /// is 1 GB, which a node reading many accounts would fill and keep).
+    pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<Self> {
         let db = sled::Config::new()
             .path(path)
+            .cache_capacity(cache_bytes)
             .open()
             .map_err(|e| sled_error(format!("opening sled database {}", path.display()), e))?;
         Ok(SledStore { db, durable: true })
