@@ -205,6 +205,18 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_cluster_toml_is_a_single_node() {
+        let cfg: crate::config::Config =
+            toml::from_str(include_str!("../../cluster.toml")).unwrap();
+        cfg.validate().unwrap();
+        assert!(!cfg.cluster.enabled());
+        assert_eq!(
+            cfg.cluster.heartbeat_timeout_ms,
+            ClusterConfig::default().heartbeat_timeout_ms
+        );
+    }
+
+    #[test]
     fn env_overrides_and_checks() {
         let c = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
