@@ -5,8 +5,9 @@
 //! connection open, so ractor_cluster alone would never notice) and
 //! re-dials seeds that are not connected.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use ractor_cluster::{NodeServerMessage, RactorClusterMessage};
@@ -41,6 +42,8 @@ pub struct MembershipArgs {
 pub struct MembershipState {
     args: MembershipArgs,
     ticks: u64,
+    /// A redial task is running.
+    redialling: Arc<AtomicBool>,
 }
 
 impl Actor for Membership {
@@ -55,7 +58,11 @@ impl Actor for Membership {
     ) -> Result<MembershipState, ActorProcessingErr> {
         ractor::pg::join(GROUP.to_string(), vec![myself.get_cell()]);
         myself.send_interval(args.settings.heartbeat, || MembershipMsg::Tick);
-        Ok(MembershipState { args, ticks: 0 })
+        Ok(MembershipState {
+            args,
+            ticks: 0,
+            redialling: Arc::default(),
+        })
     }
 
     async fn handle(
@@ -82,8 +89,15 @@ impl Actor for Membership {
                 for name in down {
                     tracing::warn!(peer = %name, "cluster: node down (no heartbeat)");
                 }
-                if st.ticks % REDIAL_TICKS == 1 {
-                    redial(&st.args).await;
+                if st.ticks % REDIAL_TICKS == 1 && !st.redialling.swap(true, Ordering::AcqRel) {
+                    // Off the actor: a slow connect must not delay heartbeats.
+                    let (server, seeds) =
+                        (st.args.node_server.clone(), st.args.settings.seeds.clone());
+                    let (own, busy) = (st.args.addr.clone(), st.redialling.clone());
+                    tokio::spawn(async move {
+                        redial(&server, &seeds, &own).await;
+                        busy.store(false, Ordering::Release);
+                    });
                 }
             }
         }
@@ -112,24 +126,27 @@ impl Membership {
 
 /// Dials every seed that no current session leads to (first tick, then
 /// every [`REDIAL_TICKS`]); ractor_cluster joins the seeds' peers itself.
-async fn redial(args: &MembershipArgs) {
-    let connected: Vec<String> =
-        match ractor::call_t!(args.node_server, NodeServerMessage::GetSessions, 2000) {
-            Ok(sessions) => sessions
-                .values()
-                .flat_map(|s| {
-                    let named = s.peer_name.as_ref().map(|n| n.connection_string.clone());
-                    named.into_iter().chain([s.peer_addr.clone()])
-                })
-                .collect(),
-            Err(_) => return,
-        };
-    for seed in &args.settings.seeds {
-        if *seed == args.addr || connected.iter().any(|c| c == seed) {
+async fn redial(server: &ActorRef<NodeServerMessage>, seeds: &[String], own: &str) {
+    let connected: Vec<String> = match ractor::call_t!(server, NodeServerMessage::GetSessions, 2000)
+    {
+        Ok(sessions) => sessions
+            .values()
+            .flat_map(|s| {
+                let named = s.peer_name.as_ref().map(|n| n.connection_string.clone());
+                named.into_iter().chain([s.peer_addr.clone()])
+            })
+            .collect(),
+        Err(_) => return,
+    };
+    for seed in seeds {
+        if seed == own || connected.iter().any(|c| c == seed) {
             continue;
         }
-        if let Err(e) = ractor_cluster::client_connect(&args.node_server, seed.as_str()).await {
-            tracing::debug!(seed = %seed, error = ?e, "cluster: seed not reachable");
+        let dial = ractor_cluster::client_connect(server, seed.as_str());
+        match tokio::time::timeout(Duration::from_secs(5), dial).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(seed = %seed, error = ?e, "cluster: seed not reachable"),
+            Err(_) => tracing::debug!(seed = %seed, "cluster: seed dial timed out"),
         }
     }
 }
