@@ -124,6 +124,7 @@ pub fn assert_error(status: u16, body: &Value, expected: u16) {
     );
 }
 
+
 pub fn speech_video(dir: &Path) -> PathBuf {
     let wav = dir.join("talk.wav");
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
@@ -228,3 +229,4 @@ pub async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u
     }
     events
 }
+
