@@ -169,7 +169,9 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         });
     }
     let billing = billing(&config)?;
+    let cluster = crate::cluster::start(&config, &services).await?;
     Ok(Arc::new(AppState {
+        cluster,
         services,
         objects,
         local,
@@ -407,7 +409,7 @@ async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request) ->
     json_response(view)
 }
 
-fn admin_refused() -> Response {
+pub(crate) fn admin_refused() -> Response {
     error_response(
         StatusCode::UNAUTHORIZED,
         "unauthorized",
@@ -455,6 +457,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/metrics", get(metrics))
         .at("/media/*key", get(media))
         .at("/admin/actors", get(admin_actors))
+        .at("/admin/cluster", get(crate::cluster::admin_cluster))
         .at("/admin/actors/:name", get(admin_actor))
         .at("/admin/accounts/:id/plan", post(admin_set_plan))
         .data(state)

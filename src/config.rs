@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use clipforge_actors::accounts::{PlanLimits, PlanTable};
 use serde::Deserialize;
 
+mod cluster;
 mod publish;
+pub use cluster::ClusterConfig;
 pub use publish::PublishConfig;
 
 /// A string that never appears in logs or `Debug` output.
@@ -45,6 +47,7 @@ pub struct Config {
     pub plans: PlansConfig,
     pub billing: BillingConfig,
     pub publish: PublishConfig,
+    pub cluster: ClusterConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -247,6 +250,7 @@ impl Default for Config {
             plans: PlansConfig::default(),
             billing: BillingConfig::default(),
             publish: PublishConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -445,6 +449,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
             .collect();
     }
     publish::apply_env(&mut cfg.publish, get)?;
+    cluster::apply_env(&mut cfg.cluster, get)?;
     Ok(())
 }
 
@@ -478,6 +483,7 @@ impl Config {
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }
+        self.cluster.validate(&self.storage.backend)?;
         self.publish.validate()
     }
 }

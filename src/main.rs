@@ -8,6 +8,7 @@ use clap::Parser;
 mod api;
 mod app;
 mod cli;
+mod cluster;
 mod config;
 mod publishing;
 mod telemetry;

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod billing;
 pub mod captions;
+pub mod cluster;
 pub mod media;
 pub mod project;
 pub mod publish;

@@ -38,6 +38,8 @@ pub struct AppState {
     pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
     /// Scheduling and publishing to the platforms.
     pub publishing: Arc<clipforge_actors::publish::Publishing>,
+    /// Cluster membership; `None` for a single node (no `[cluster]`).
+    pub cluster: Option<Arc<clipforge_actors::cluster::Cluster>>,
 }
 
 pub type State = Arc<AppState>;

@@ -30,6 +30,9 @@ pub enum ProjectMsg {
     Cancel(RpcReplyPort<()>),
 }
 
+// Local only: with ractor's `cluster` feature, messages opt in explicitly.
+impl ractor::Message for ProjectMsg {}
+
 pub struct ProjectActor;
 
 pub struct ProjectActorState {

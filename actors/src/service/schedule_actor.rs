@@ -15,6 +15,9 @@ pub enum ScheduleMsg {
     Fire,
 }
 
+// Local only: with ractor's `cluster` feature, messages opt in explicitly.
+impl ractor::Message for ScheduleMsg {}
+
 pub struct ScheduleActor;
 
 pub struct ScheduleState {

@@ -19,6 +19,9 @@ pub enum UserMsg {
     Run(Job),
 }
 
+// Local only: with ractor's `cluster` feature, messages opt in explicitly.
+impl ractor::Message for UserMsg {}
+
 pub struct UserActor;
 
 pub struct UserState {

@@ -1,0 +1,206 @@
+//! The cluster: nodes joined with ractor_cluster (`NodeServer`, cookie
+//! authentication, transitive connections to the seeds' peers) and a
+//! heartbeat membership view with each node's roles, state and load.
+//! See ARCHITECTURE.md, "Cluster".
+
+mod heartbeat;
+mod membership;
+pub mod placement;
+mod view;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorRef};
+use ractor_cluster::node::{NodeConnectionMode, NodeServerSessionInformation};
+use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
+
+pub use heartbeat::{Heartbeat, Load};
+pub use membership::{MembershipMsg, GROUP};
+use view::View;
+pub use view::{ClusterSnapshot, NodeState, NodeStatus};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Serves the HTTP API.
+    Api,
+    /// Owns account shards (sled).
+    Data,
+    /// Runs pipeline stages.
+    Worker,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "api" => Some(Self::Api),
+            "data" => Some(Self::Data),
+            "worker" => Some(Self::Worker),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Data => "data",
+            Self::Worker => "worker",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterSettings {
+    pub node_name: String,
+    pub listen: SocketAddr,
+    /// Host peers reach this node at; see [`advertised_host`].
+    pub advertise_host: Option<String>,
+    pub cookie: String,
+    pub seeds: Vec<String>,
+    pub roles: Vec<Role>,
+    pub heartbeat: Duration,
+    pub timeout: Duration,
+}
+
+/// A running cluster membership of this node.
+pub struct Cluster {
+    view: Arc<Mutex<View>>,
+    load: Arc<dyn Fn() -> Load + Send + Sync>,
+    node_server: ActorRef<NodeServerMessage>,
+    membership: ActorRef<MembershipMsg>,
+}
+
+/// The advertised host: the setting, else the listen IP, else (listening
+/// on every interface) the machine's host name.
+fn advertised_host(s: &ClusterSettings) -> String {
+    if let Some(h) = &s.advertise_host {
+        return h.clone();
+    }
+    if !s.listen.ip().is_unspecified() {
+        return s.listen.ip().to_string();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(h) if rc == 0 && !h.is_empty() => h.to_string(),
+        _ => "localhost".into(),
+    }
+}
+
+/// Counts sessions that closed without authenticating (wrong cookie,
+/// protocol mismatch) so refusals show in the admin view.
+struct RefusalCounter {
+    view: Arc<Mutex<View>>,
+    authenticated: Mutex<std::collections::HashSet<ractor::ActorId>>,
+}
+
+impl NodeEventSubscription for RefusalCounter {
+    fn node_session_opened(&self, _ses: NodeServerSessionInformation) {}
+    fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
+        let mut set = self.authenticated.lock().unwrap_or_else(|e| e.into_inner());
+        set.insert(ses.actor.get_id());
+    }
+    fn node_session_disconnected(&self, ses: NodeServerSessionInformation) {
+        let was_authenticated = {
+            let mut set = self.authenticated.lock().unwrap_or_else(|e| e.into_inner());
+            set.remove(&ses.actor.get_id())
+        };
+        let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        match ses.peer_name {
+            _ if !was_authenticated => {
+                view.refused += 1;
+                tracing::warn!(peer = %ses.peer_addr, "cluster: connection refused (cookie?)");
+            }
+            Some(name) => {
+                // ractor_cluster names sessions "<node>@<host>".
+                let node = name
+                    .name
+                    .rsplit_once('@')
+                    .map_or(name.name.as_str(), |(n, _)| n);
+                if view.mark_down(node) {
+                    tracing::warn!(peer = %node, "cluster: node down (connection closed)");
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+impl Cluster {
+    /// Starts the node server on `settings.listen`, the membership actor,
+    /// and dials the seeds. `load` reports this node's worker slots.
+    pub async fn start(
+        settings: ClusterSettings,
+        load: Arc<dyn Fn() -> Load + Send + Sync>,
+    ) -> anyhow::Result<Self> {
+        let host = advertised_host(&settings);
+        let addr = format!("{host}:{}", settings.listen.port());
+        let roles = settings
+            .roles
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect();
+        let view = Arc::new(Mutex::new(View::new(&settings.node_name, &addr, roles)));
+        let server = NodeServer::new(
+            settings.listen.port(),
+            settings.cookie.clone(),
+            settings.node_name.clone(),
+            host,
+            None,
+            Some(NodeConnectionMode::Transitive),
+        )
+        .with_listen_addr(settings.listen.ip());
+        let (node_server, _) = Actor::spawn(None, server, ())
+            .await
+            .map_err(|e| anyhow::anyhow!("cluster node server: {e}"))?;
+        node_server.cast(NodeServerMessage::SubscribeToEvents {
+            id: "clipforge.membership".into(),
+            subscription: Box::new(RefusalCounter {
+                view: view.clone(),
+                authenticated: Mutex::default(),
+            }),
+        })?;
+        let args = membership::MembershipArgs {
+            settings,
+            addr,
+            view: view.clone(),
+            load: load.clone(),
+            node_server: node_server.clone(),
+        };
+        let (membership, _) = Actor::spawn(
+            Some("cluster.membership".into()),
+            membership::Membership,
+            args,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("cluster membership: {e}"))?;
+        Ok(Self {
+            view,
+            load,
+            node_server,
+            membership,
+        })
+    }
+
+    /// The membership view now.
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        let own = (self.load)();
+        let view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+        view.snapshot(Instant::now(), own)
+    }
+
+    /// Up peers with their roles and load.
+    pub fn up_peers(&self) -> Vec<(String, Vec<String>, Load)> {
+        self.view
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .up_peers()
+    }
+
+    pub fn stop(&self) {
+        self.membership.stop(None);
+        self.node_server.stop(None);
+    }
+}

@@ -1,0 +1,262 @@
+//! `[cluster]`: the node's cluster listener, cookie, seed peers, roles and
+//! heartbeats. Off (one node, nothing to set) while `listen_addr` is empty.
+//! Environment: `CLIPFORGE_CLUSTER_<FIELD>`; lists are comma separated.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clipforge_actors::cluster::{ClusterSettings, Role};
+use serde::Deserialize;
+
+use super::Secret;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Cluster (ractor_cluster) listen address, e.g. "0.0.0.0:7070"; empty = no cluster.
+    pub listen_addr: String,
+    /// Host other nodes reach this one at (default: the listen IP, or the
+    /// machine's host name when listening on every interface).
+    pub advertise_host: Option<String>,
+    /// Shared secret; peers with another cookie are refused.
+    pub cookie: Secret,
+    /// `host:port` cluster addresses to join; their peers are joined too.
+    pub seeds: Vec<String>,
+    /// Any of "api", "data", "worker".
+    pub roles: Vec<String>,
+    pub heartbeat_ms: u64,
+    /// A peer silent this long is marked down.
+    pub heartbeat_timeout_ms: u64,
+    /// TLS between nodes: not built yet, only `false` is accepted.
+    pub tls: bool,
+    /// Declares `storage.local_dir` a path every node shares (NFS, …), so
+    /// local object storage is allowed in a cluster.
+    pub shared_local_storage: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            listen_addr: String::new(),
+            advertise_host: None,
+            cookie: Secret::default(),
+            seeds: Vec::new(),
+            roles: vec!["api".into(), "data".into(), "worker".into()],
+            heartbeat_ms: 1000,
+            heartbeat_timeout_ms: 5000,
+            tls: false,
+            shared_local_storage: false,
+        }
+    }
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+pub(super) fn apply_env(
+    c: &mut ClusterConfig,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    fn parse<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
+        v.trim()
+            .parse()
+            .map_err(|_| format!("{name}: cannot parse {v:?}"))
+    }
+    if let Some(v) = get("CLIPFORGE_CLUSTER_LISTEN_ADDR") {
+        c.listen_addr = v;
+    }
+    if let Some(v) = get("CLIPFORGE_CLUSTER_ADVERTISE_HOST") {
+        c.advertise_host = (!v.is_empty()).then_some(v);
+    }
+    if let Some(v) = get("CLIPFORGE_CLUSTER_COOKIE") {
+        c.cookie = Secret::new(v);
+    }
+    if let Some(v) = get("CLIPFORGE_CLUSTER_SEEDS") {
+        c.seeds = list(&v);
+    }
+    if let Some(v) = get("CLIPFORGE_CLUSTER_ROLES") {
+        c.roles = list(&v);
+    }
+    for (name, field) in [
+        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", &mut c.heartbeat_ms),
+        (
+            "CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS",
+            &mut c.heartbeat_timeout_ms,
+        ),
+    ] {
+        if let Some(v) = get(name) {
+            *field = parse(name, v)?;
+        }
+    }
+    for (name, field) in [
+        ("CLIPFORGE_CLUSTER_TLS", &mut c.tls),
+        (
+            "CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE",
+            &mut c.shared_local_storage,
+        ),
+    ] {
+        if let Some(v) = get(name) {
+            *field = parse(name, v)?;
+        }
+    }
+    Ok(())
+}
+
+impl ClusterConfig {
+    pub fn enabled(&self) -> bool {
+        !self.listen_addr.trim().is_empty()
+    }
+
+    /// Checks the section; `storage_backend` is `storage.backend`.
+    pub fn validate(&self, storage_backend: &str) -> Result<(), String> {
+        self.roles()?;
+        if !self.enabled() {
+            if !self.seeds.is_empty() {
+                return Err("cluster.seeds needs cluster.listen_addr".into());
+            }
+            return Ok(());
+        }
+        self.listen_addr.trim().parse::<SocketAddr>().map_err(|_| {
+            format!(
+                "cluster.listen_addr {:?}: expected ip:port",
+                self.listen_addr
+            )
+        })?;
+        if self.cookie.is_empty() {
+            return Err("cluster.cookie is required when cluster.listen_addr is set".into());
+        }
+        if self.tls {
+            return Err("cluster.tls: TLS between nodes is not built yet; set it to false".into());
+        }
+        if self.heartbeat_ms == 0 || self.heartbeat_timeout_ms <= self.heartbeat_ms {
+            return Err(
+                "cluster.heartbeat_timeout_ms must be larger than cluster.heartbeat_ms (> 0)"
+                    .into(),
+            );
+        }
+        if storage_backend == "local" && !self.shared_local_storage {
+            return Err("a cluster needs object storage every node can read: set \
+                 storage.backend = \"s3\", or put storage.local_dir on a path all nodes \
+                 share and set cluster.shared_local_storage = true"
+                .into());
+        }
+        Ok(())
+    }
+
+    fn roles(&self) -> Result<Vec<Role>, String> {
+        if self.roles.is_empty() {
+            return Err("cluster.roles: give at least one of api, data, worker".into());
+        }
+        self.roles
+            .iter()
+            .map(|r| {
+                Role::parse(r)
+                    .ok_or_else(|| format!("cluster.roles: {r:?} is not one of api, data, worker"))
+            })
+            .collect()
+    }
+
+    /// The engine's settings; `None` when clustering is off.
+    pub fn settings(&self, node_name: &str) -> Result<Option<ClusterSettings>, String> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let listen: SocketAddr = self.listen_addr.trim().parse().map_err(|_| {
+            format!(
+                "cluster.listen_addr {:?}: expected ip:port",
+                self.listen_addr
+            )
+        })?;
+        Ok(Some(ClusterSettings {
+            node_name: node_name.to_string(),
+            listen,
+            advertise_host: self.advertise_host.clone(),
+            cookie: self.cookie.expose().to_string(),
+            seeds: self.seeds.clone(),
+            roles: self.roles()?,
+            heartbeat: Duration::from_millis(self.heartbeat_ms),
+            timeout: Duration::from_millis(self.heartbeat_timeout_ms),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with_env(pairs: &[(&str, &str)]) -> ClusterConfig {
+        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
+        let mut c = ClusterConfig::default();
+        apply_env(&mut c, &|k| env.get(k).map(|v| v.to_string())).unwrap();
+        c
+    }
+
+    #[test]
+    fn off_by_default_and_needs_nothing() {
+        let c = ClusterConfig::default();
+        assert!(!c.enabled());
+        c.validate("local").unwrap();
+        assert!(c.settings("n").unwrap().is_none());
+    }
+
+    #[test]
+    fn the_shipped_cluster_toml_is_a_single_node() {
+        let cfg: crate::config::Config =
+            toml::from_str(include_str!("../../cluster.toml")).unwrap();
+        cfg.validate().unwrap();
+        assert!(!cfg.cluster.enabled());
+        assert_eq!(
+            cfg.cluster.heartbeat_timeout_ms,
+            ClusterConfig::default().heartbeat_timeout_ms
+        );
+    }
+
+    #[test]
+    fn env_overrides_and_checks() {
+        let c = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", "sesame"),
+            ("CLIPFORGE_CLUSTER_SEEDS", "127.0.0.1:7071, 127.0.0.1:7072"),
+            ("CLIPFORGE_CLUSTER_ROLES", "worker"),
+            ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
+            ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+        ]);
+        assert!(!format!("{c:?}").contains("sesame"));
+        let err = c.validate("local").unwrap_err();
+        assert!(err.contains("storage.backend = \"s3\""), "{err}");
+        c.validate("s3").unwrap();
+        let s = c.settings("a").unwrap().unwrap();
+        assert_eq!(s.seeds, ["127.0.0.1:7071", "127.0.0.1:7072"]);
+        assert_eq!(s.roles, [Role::Worker]);
+        assert_eq!(s.timeout, Duration::from_millis(1500));
+        assert_eq!(s.cookie, "sesame");
+
+        let shared = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+            ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+        ]);
+        shared.validate("local").unwrap();
+        for bad in [
+            vec![("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070")],
+            vec![("CLIPFORGE_CLUSTER_SEEDS", "127.0.0.1:1")],
+            vec![("CLIPFORGE_CLUSTER_ROLES", "api,cook")],
+            vec![
+                ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+                ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+                ("CLIPFORGE_CLUSTER_TLS", "true"),
+            ],
+            vec![
+                ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "nowhere"),
+                ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+            ],
+        ] {
+            assert!(with_env(&bad).validate("s3").is_err(), "{bad:?}");
+        }
+    }
+}
