@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load};
+use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load, Role};
 use clipforge_actors::service::Services;
 use poem::web::Data;
 use poem::{handler, Request, Response};
@@ -17,6 +17,10 @@ fn load_of(services: &Services) -> Load {
     Load {
         busy: busy as u32,
         slots: slots as u32,
+        stages: services
+            .stage_jobs
+            .load(std::sync::atomic::Ordering::Acquire),
+        stage_slots: slots as u32,
     }
 }
 
@@ -36,7 +40,12 @@ pub async fn start(
     let s = services.clone();
     let cluster = Cluster::start(settings, Arc::new(move || load_of(&s))).await?;
     tracing::info!(%listen, "cluster node server listening");
-    Ok(Some(Arc::new(cluster)))
+    let cluster = Arc::new(cluster);
+    if cluster.has_role(Role::Worker) {
+        cluster.start_worker(services.clone()).await?;
+    }
+    let _ = services.cluster.set(cluster.clone());
+    Ok(Some(cluster))
 }
 
 /// Nodes, roles, state, load and last heartbeat age, as this node sees them.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+
 
 use serde_json::{json, Value};
 
@@ -280,37 +280,6 @@ async fn readiness_and_the_admin_view_of_one_actor() {
     assert_eq!(r.status().as_u16(), 503);
     let v: Value = r.json().await.unwrap();
     assert!(v["message"].as_str().unwrap().contains("model"), "{v}");
-}
-
-/// A running `moto_server`, killed when dropped.
-struct Moto(std::process::Child, String);
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn start_moto() -> Moto {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("moto_server is installed by `make setup-test`");
-    let endpoint = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while reqwest::get(&endpoint).await.is_err() {
-        assert!(Instant::now() < deadline, "moto_server did not start");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Moto(child, endpoint)
 }
 
 #[tokio::test]

@@ -247,3 +247,35 @@ pub async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u
     events
 }
 
+
+/// A running `moto_server`, killed when dropped.
+pub struct Moto(pub std::process::Child, pub String);
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub async fn start_moto() -> Moto {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("moto_server")
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("moto_server is installed by `make setup-test`");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while reqwest::get(&endpoint).await.is_err() {
+        assert!(Instant::now() < deadline, "moto_server did not start");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Moto(child, endpoint)
+}
+

@@ -4,11 +4,17 @@
 use ractor::BytesConvertable;
 use serde::{Deserialize, Serialize};
 
-/// Worker slots of a node: `busy` of `slots` are running a project.
+/// A node's load: `busy` of `slots` project slots in use, and (on a
+/// worker) `stages` stage jobs running or queued for `stage_slots` slots.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Load {
     pub busy: u32,
     pub slots: u32,
+    #[serde(default)]
+    pub stages: u32,
+    #[serde(default)]
+    pub stage_slots: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

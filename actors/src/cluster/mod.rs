@@ -7,6 +7,7 @@ mod heartbeat;
 mod membership;
 pub mod placement;
 mod view;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,12 @@ pub struct ClusterSettings {
 
 /// A running cluster membership of this node.
 pub struct Cluster {
+    settings: ClusterSettings,
+    /// Stage jobs sent to a node and not yet visible in its heartbeat.
+    pending: Mutex<Vec<(String, Instant)>>,
+    /// When this node last sent a stage to each worker (round robin among
+    /// equally loaded workers).
+    last_pick: Mutex<std::collections::HashMap<String, Instant>>,
     view: Arc<Mutex<View>>,
     load: Arc<dyn Fn() -> Load + Send + Sync>,
     node_server: ActorRef<NodeServerMessage>,
@@ -163,7 +170,7 @@ impl Cluster {
             }),
         })?;
         let args = membership::MembershipArgs {
-            settings,
+            settings: settings.clone(),
             addr,
             view: view.clone(),
             load: load.clone(),
@@ -177,6 +184,9 @@ impl Cluster {
         .await
         .map_err(|e| anyhow::anyhow!("cluster membership: {e}"))?;
         Ok(Self {
+            settings,
+            pending: Mutex::default(),
+            last_pick: Mutex::default(),
             view,
             load,
             node_server,
@@ -197,6 +207,114 @@ impl Cluster {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .up_peers()
+    }
+
+    pub fn node_name(&self) -> &str {
+        &self.settings.node_name
+    }
+
+    pub fn has_role(&self, role: Role) -> bool {
+        self.settings.roles.contains(&role)
+    }
+
+    pub fn heartbeat_every(&self) -> Duration {
+        self.settings.heartbeat
+    }
+
+    pub fn heartbeat_timeout(&self) -> Duration {
+        self.settings.timeout
+    }
+
+    /// Whether `node` is this node or a peer that is up.
+    pub fn is_up(&self, node: &str) -> bool {
+        self.view
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_up(node)
+    }
+
+    /// Starts this node's stage worker (role `worker`).
+    pub async fn start_worker(
+        &self,
+        services: Arc<crate::service::Services>,
+    ) -> anyhow::Result<()> {
+        Actor::spawn(
+            Some("cluster.stage_worker".into()),
+            workers::StageWorker,
+            (services, self.settings.node_name.clone()),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("stage worker: {e}"))?;
+        Ok(())
+    }
+
+    /// The least-loaded up worker for a stage run: fewest stage jobs per
+    /// slot (its last heartbeat plus jobs sent to it since); among equals
+    /// the one this node sent a stage to longest ago (never first), so
+    /// work spreads round robin. `avoid` is skipped
+    /// when another worker is up.
+    pub fn pick_worker(
+        &self,
+        run: &str,
+        avoid: Option<&str>,
+    ) -> Option<(String, ActorRef<workers::WorkerMsg>)> {
+        let mut candidates: Vec<(String, Load)> = Vec::new();
+        if self.has_role(Role::Worker) {
+            candidates.push((self.settings.node_name.clone(), (self.load)()));
+        }
+        for (name, roles, load) in self.up_peers() {
+            if roles.iter().any(|r| r == "worker") {
+                candidates.push((name, load));
+            }
+        }
+        let fresh = self.settings.heartbeat * 2;
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.retain(|(_, at)| at.elapsed() < fresh);
+        let live: Vec<(String, Load, ActorRef<workers::WorkerMsg>)> = candidates
+            .into_iter()
+            .filter_map(|(name, load)| {
+                let cell = ractor::pg::get_members(&workers::worker_group(&name))
+                    .into_iter()
+                    .next()?;
+                Some((name, load, cell.into()))
+            })
+            .collect();
+        let others = live.iter().any(|(n, _, _)| Some(n.as_str()) != avoid);
+        let names: Vec<&str> = live
+            .iter()
+            .filter(|(n, _, _)| !(others && Some(n.as_str()) == avoid))
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        let score = |name: &str| -> f64 {
+            let (_, load, _) = live.iter().find(|(n, _, _)| n == name).expect("listed");
+            let sent = pending.iter().filter(|(n, _)| n == name).count() as f64;
+            (load.stages as f64 + sent) / load.stage_slots.max(1) as f64
+        };
+        let best = names
+            .iter()
+            .map(|n| score(n))
+            .fold(f64::INFINITY, f64::min);
+        let tied: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| score(n) <= best + 1e-9)
+            .collect();
+        let mut last = self.last_pick.lock().unwrap_or_else(|e| e.into_inner());
+        let never: Vec<&str> = tied
+            .iter()
+            .copied()
+            .filter(|n| !last.contains_key(*n))
+            .collect();
+        let chosen = if never.is_empty() {
+            tied.iter().copied().min_by_key(|n| last.get(*n).copied())?
+        } else {
+            placement::owner(run, never)?
+        }
+        .to_string();
+        last.insert(chosen.clone(), Instant::now());
+        pending.push((chosen.clone(), Instant::now()));
+        let (_, _, worker) = live.into_iter().find(|(n, _, _)| *n == chosen)?;
+        Some((chosen, worker))
     }
 
     pub fn stop(&self) {

@@ -137,6 +137,15 @@ impl View {
         }
     }
 
+    /// Whether `name` is this node or a peer that is up.
+    pub fn is_up(&self, name: &str) -> bool {
+        name == self.node
+            || self
+                .peers
+                .get(name)
+                .is_some_and(|p| p.state == NodeState::Up)
+    }
+
     /// The up peers with their load (for placement).
     pub fn up_peers(&self) -> Vec<(String, Vec<String>, Load)> {
         self.peers

@@ -60,6 +60,11 @@ pub struct Services {
     pub pool: Arc<Semaphore>,
     pub settings: Settings,
     pub metrics: Metrics,
+    /// Set when this node is part of a cluster: stages then run on the
+    /// cluster's workers (see `cluster::workers`).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
+    /// Stage jobs this node's cluster worker is running or has queued.
+    pub stage_jobs: std::sync::atomic::AtomicU32,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
@@ -85,6 +90,8 @@ impl Services {
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
             metrics: Metrics::default(),
+            cluster: std::sync::OnceLock::new(),
+            stage_jobs: std::sync::atomic::AtomicU32::new(0),
             projects: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             listings_gen: std::sync::atomic::AtomicU64::new(0),
@@ -274,7 +281,7 @@ impl Services {
         }
         self.metrics
             .project_finished("completed", took.as_secs_f64());
-        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+        self.remove_work(&project.id).await;
     }
 
     pub(crate) async fn fail_project(&self, project: &mut ProjectRecord, reason: &str) {
@@ -309,7 +316,7 @@ impl Services {
             tracing::error!(project_id = %project.id, error = %e, "cannot persist failure");
         }
         self.metrics.project_finished("failed", 0.0);
-        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+        self.remove_work(&project.id).await;
     }
 
     /// Cancel: release the reservation, announce `cancelled`, then remove the
@@ -375,7 +382,7 @@ impl Services {
             .delete_prefix(&format!("projects/{}/", project.id))
             .await
             .map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_dir_all(work::work_dir(self, &project.id));
+        self.remove_work(&project.id).await;
         Ok(())
     }
 
@@ -435,6 +442,18 @@ impl Services {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(user_id);
+    }
+
+    /// Removes a project's work files: the local folder, and in a cluster
+    /// the copies the stage workers share through object storage.
+    async fn remove_work(&self, project_id: &str) {
+        let _ = std::fs::remove_dir_all(work::work_dir(self, project_id));
+        if self.cluster.get().is_some() {
+            let prefix = crate::cluster::workers::work_prefix(project_id);
+            if let Err(e) = self.objects.delete_prefix(&prefix).await {
+                tracing::warn!(project_id, error = %e, "cannot remove the shared work files");
+            }
+        }
     }
 
     /// Stops idle account actors; call periodically.

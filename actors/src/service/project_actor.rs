@@ -269,6 +269,19 @@ impl ProjectActor {
         state.project.step_progress[stage as usize] = 0;
         let event = state.progress_event(Some(stage));
         state.save(Some(("progress", event))).await;
+        if let Some(cluster) = state.services.cluster.get() {
+            let args = crate::cluster::workers::RemoteStageArgs {
+                cluster: cluster.clone(),
+                project: state.project.clone(),
+                stage,
+                parent: state.me.clone(),
+            };
+            let name = format!("stage:{}:{}", state.project.id, stage.name());
+            myself
+                .spawn_linked(Some(name), crate::cluster::workers::RemoteStage, args)
+                .await?;
+            return Ok(());
+        }
         let args = StageArgs {
             services: state.services.clone(),
             project: state.project.clone(),

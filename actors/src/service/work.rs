@@ -36,7 +36,7 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StageEr
         .map_err(|e| StageError::io(&format!("writing {}", path.display()), e))
 }
 
-fn source_path(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn source_path(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .flatten()
@@ -61,6 +61,20 @@ pub async fn run_stage(
     progress: Progress,
 ) -> Result<Option<CaptionResult>, StageError> {
     let dir = work_dir(&services, &project.id);
+    run_stage_in(services, project, stage, &dir, cancel, progress).await
+}
+
+/// Runs one stage of `project` in `dir`, which holds what the earlier
+/// stages left (a cluster worker fetches it from object storage first).
+pub async fn run_stage_in(
+    services: Arc<Services>,
+    project: ProjectRecord,
+    stage: Stage,
+    dir: &Path,
+    cancel: tokio_util::sync::CancellationToken,
+    progress: Progress,
+) -> Result<Option<CaptionResult>, StageError> {
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir).map_err(|e| StageError::io("creating the work folder", e))?;
     let ctx = StageCtx::new(cancel, progress);
     match stage {

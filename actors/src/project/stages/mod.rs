@@ -52,7 +52,7 @@ impl fmt::Display for Stage {
 }
 
 /// Why a stage failed. `Display` is the message shown to the user.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum StageError {
     /// The input is not usable (not a video, corrupt, no audio…). Not retried.
     #[error("{0}")]

@@ -1,0 +1,533 @@
+//! Stage workers across the cluster. ractor_cluster cannot spawn an actor
+//! on another node, so every `worker` node runs one [`StageWorker`] joined
+//! to the process groups [`WORKERS`] and `clipforge.worker.<node>`; it runs
+//! the stages it is sent, locally. A project's node runs each stage through
+//! a [`RemoteStage`] actor (linked to the `ProjectActor`) that picks the
+//! least-loaded worker from the heartbeats, casts it the job, relays its
+//! progress and result, and sends the job again elsewhere when that worker's
+//! node goes down (heartbeat timeout or closed connection) or never accepts.
+//!
+//! Media moves through object storage: a worker fetches the stage's inputs
+//! from `work/<project>/` into a scratch folder, runs the stage there,
+//! stores its outputs back and removes the folder. Replies travel to the
+//! process group `clipforge.stage.<run>` the `RemoteStage` joined.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, BytesConvertable};
+use ractor_cluster::RactorClusterMessage;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::Cluster;
+use crate::project::stages::{Progress, Stage, StageError};
+use crate::service::mailbox::Tracked;
+use crate::service::project_actor::ProjectMsg;
+use crate::service::projects::{ClipRecord, ProjectRecord};
+use crate::service::work::{self, CaptionResult};
+use crate::service::Services;
+
+/// Every node's stage worker.
+pub const WORKERS: &str = "clipforge.workers";
+
+/// The group holding only `node`'s stage worker.
+pub fn worker_group(node: &str) -> String {
+    format!("clipforge.worker.{node}")
+}
+
+fn reply_group(run: &str) -> String {
+    format!("clipforge.stage.{run}")
+}
+
+/// A JSON-encoded payload on the cluster wire; `None` when a frame does not
+/// decode (a peer of another version), which the receiver drops.
+#[derive(Clone, Debug)]
+pub struct Wire<T>(pub Option<T>);
+
+impl<T: Serialize + DeserializeOwned> BytesConvertable for Wire<T> {
+    fn into_bytes(self) -> Vec<u8> {
+        serde_json::to_vec(&self.0).unwrap_or_default()
+    }
+    fn from_bytes(bytes: Vec<u8>) -> Self {
+        match serde_json::from_slice(&bytes) {
+            Ok(v) => Wire(v),
+            Err(e) => {
+                tracing::warn!(error = %e, "cluster: undecodable stage message");
+                Wire(None)
+            }
+        }
+    }
+}
+
+/// One stage of one project, sent to a worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageJob {
+    /// Unique per dispatch: `<run>#<n>`.
+    pub job: String,
+    /// The sender's run (reply group key).
+    pub run: String,
+    pub stage: Stage,
+    pub project: ProjectRecord,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum StageReport {
+    Accepted {
+        job: String,
+        node: String,
+    },
+    Progress {
+        job: String,
+        pct: u8,
+    },
+    Done {
+        job: String,
+        result: Result<Option<Vec<ClipRecord>>, StageError>,
+    },
+}
+
+impl StageReport {
+    fn job(&self) -> &str {
+        match self {
+            Self::Accepted { job, .. } | Self::Progress { job, .. } | Self::Done { job, .. } => job,
+        }
+    }
+}
+
+#[derive(RactorClusterMessage)]
+pub enum WorkerMsg {
+    Run(Wire<StageJob>),
+    /// Cancel a job by id.
+    Cancel(String),
+}
+
+#[derive(RactorClusterMessage)]
+pub enum RemoteStageMsg {
+    Report(Wire<StageReport>),
+    /// The local timer: check the worker is alive.
+    Tick,
+}
+
+// ---------------------------------------------------------------- worker side
+
+/// Runs the stages sent to this node, at most `pipeline.workers` at once.
+pub struct StageWorker;
+
+pub struct StageWorkerState {
+    services: Arc<Services>,
+    node: String,
+    slots: Arc<tokio::sync::Semaphore>,
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl Actor for StageWorker {
+    type Msg = WorkerMsg;
+    type State = StageWorkerState;
+    type Arguments = (Arc<Services>, String);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<WorkerMsg>,
+        (services, node): Self::Arguments,
+    ) -> Result<StageWorkerState, ActorProcessingErr> {
+        ractor::pg::join(WORKERS.to_string(), vec![myself.get_cell()]);
+        ractor::pg::join(worker_group(&node), vec![myself.get_cell()]);
+        let slots = services.settings.workers.max(1);
+        Ok(StageWorkerState {
+            services,
+            node,
+            slots: Arc::new(tokio::sync::Semaphore::new(slots)),
+            running: Arc::default(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<WorkerMsg>,
+        msg: WorkerMsg,
+        st: &mut StageWorkerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            WorkerMsg::Run(Wire(Some(job))) => {
+                let cancel = CancellationToken::new();
+                st.running
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(job.job.clone(), cancel.clone());
+                let (services, node) = (st.services.clone(), st.node.clone());
+                let (slots, running) = (st.slots.clone(), st.running.clone());
+                services.stage_jobs.fetch_add(1, Ordering::AcqRel);
+                tracing::info!(job = %job.job, stage = %job.stage, project_id = %job.project.id, "worker: stage accepted");
+                report(
+                    &job.run,
+                    StageReport::Accepted {
+                        job: job.job.clone(),
+                        node,
+                    },
+                );
+                tokio::spawn(async move {
+                    let started = Instant::now();
+                    let result = tokio::select! {
+                        permit = slots.acquire_owned() => match permit {
+                            Ok(_permit) => run_job(&services, &job, cancel).await,
+                            Err(_) => Err(StageError::Io("the worker is shutting down".into())),
+                        },
+                        _ = cancel.cancelled() => Err(StageError::Cancelled),
+                    };
+                    services.stage_jobs.fetch_sub(1, Ordering::AcqRel);
+                    services
+                        .metrics
+                        .observe_stage(job.stage, started.elapsed().as_secs_f64());
+                    running
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&job.job);
+                    let cancelled = matches!(result, Err(StageError::Cancelled));
+                    tracing::info!(job = %job.job, ok = result.is_ok(), "worker: stage finished");
+                    if !cancelled {
+                        report_done(&job, result).await;
+                    }
+                });
+            }
+            WorkerMsg::Run(Wire(None)) => {}
+            WorkerMsg::Cancel(job) => {
+                let token = st
+                    .running
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&job);
+                if let Some(t) = token {
+                    tracing::info!(%job, "worker: stage cancelled");
+                    t.cancel();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Casts `r` to the run's reply group; false when nobody is in it (yet).
+fn report(run: &str, r: StageReport) -> bool {
+    let members = ractor::pg::get_members(&reply_group(run));
+    for m in &members {
+        let to: ActorRef<RemoteStageMsg> = m.clone().into();
+        let _ = to.cast(RemoteStageMsg::Report(Wire(Some(r.clone()))));
+    }
+    !members.is_empty()
+}
+
+/// The result must arrive: the reply group may still be propagating (the
+/// job can overtake the group update), so it is retried for a while.
+async fn report_done(job: &StageJob, result: Result<Option<Vec<ClipRecord>>, StageError>) {
+    let r = StageReport::Done {
+        job: job.job.clone(),
+        result,
+    };
+    for _ in 0..40 {
+        if report(&job.run, r.clone()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    tracing::warn!(job = %job.job, "worker: nobody waits for this stage's result any more");
+}
+
+fn scratch_dir(services: &Services, job: &str) -> PathBuf {
+    let safe: String = job
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect();
+    services.settings.data_dir.join("stagework").join(safe)
+}
+
+async fn run_job(
+    services: &Arc<Services>,
+    job: &StageJob,
+    cancel: CancellationToken,
+) -> Result<Option<Vec<ClipRecord>>, StageError> {
+    let dir = scratch_dir(services, &job.job);
+    let result = async {
+        fetch_inputs(services, &job.project.id, job.stage, &dir).await?;
+        let progress = {
+            let (run, id) = (job.run.clone(), job.job.clone());
+            Progress::new(move |pct| {
+                report(
+                    &run,
+                    StageReport::Progress {
+                        job: id.clone(),
+                        pct,
+                    },
+                );
+            })
+        };
+        let out = work::run_stage_in(
+            services.clone(),
+            job.project.clone(),
+            job.stage,
+            &dir,
+            cancel,
+            progress,
+        )
+        .await?;
+        store_outputs(services, &job.project.id, job.stage, &dir).await?;
+        Ok(out.map(|c| c.clips))
+    }
+    .await;
+    let _ = tokio::fs::remove_dir_all(&dir).await;
+    result
+}
+
+/// What a stage reads from the work folder ("source" is `source.<ext>`).
+pub fn stage_inputs(stage: Stage) -> &'static [&'static str] {
+    match stage {
+        Stage::Download => &[],
+        Stage::Transcribe => &["source", "media.json"],
+        Stage::Cut => &["source", "transcript.json", "loudness.json"],
+        Stage::Caption => &["source", "media.json", "transcript.json", "plans.json"],
+    }
+}
+
+/// What a stage leaves in the work folder for the next ones.
+pub fn stage_outputs(stage: Stage) -> &'static [&'static str] {
+    match stage {
+        Stage::Download => &["source", "media.json"],
+        Stage::Transcribe => &["transcript.json", "loudness.json"],
+        Stage::Cut => &["plans.json"],
+        Stage::Caption => &[],
+    }
+}
+
+/// The object-storage folder of a project's work files.
+pub fn work_prefix(project_id: &str) -> String {
+    format!("work/{project_id}/")
+}
+
+async fn fetch_inputs(
+    services: &Services,
+    project_id: &str,
+    stage: Stage,
+    dir: &Path,
+) -> Result<(), StageError> {
+    std::fs::create_dir_all(dir).map_err(|e| StageError::io("creating the scratch folder", e))?;
+    let needed = stage_inputs(stage);
+    if needed.is_empty() {
+        return Ok(());
+    }
+    let prefix = work_prefix(project_id);
+    let listed = services
+        .objects
+        .list_prefix(&prefix)
+        .await
+        .map_err(|e| StageError::Io(format!("listing the work files: {e}")))?;
+    for name in needed {
+        let found = listed.iter().find(|(k, _)| {
+            let file = &k[prefix.len()..];
+            if *name == "source" {
+                file.starts_with("source.")
+            } else {
+                file == *name
+            }
+        });
+        let Some((key, _)) = found else {
+            return Err(StageError::Io(format!(
+                "the {stage} stage's input {name} is missing from storage"
+            )));
+        };
+        let file = &key[prefix.len()..];
+        services
+            .objects
+            .get_to_file(key, &dir.join(file))
+            .await
+            .map_err(|e| StageError::Io(format!("fetching {file}: {e}")))?;
+    }
+    Ok(())
+}
+
+async fn store_outputs(
+    services: &Services,
+    project_id: &str,
+    stage: Stage,
+    dir: &Path,
+) -> Result<(), StageError> {
+    let prefix = work_prefix(project_id);
+    for name in stage_outputs(stage) {
+        let path = if *name == "source" {
+            work::source_path(dir)
+                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?
+        } else {
+            dir.join(name)
+        };
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if *name == "source" {
+            // A re-run download may have a different extension.
+            if let Ok(old) = services.objects.list_prefix(&format!("{prefix}source.")).await {
+                for (k, _) in old {
+                    let _ = services.objects.delete(&k).await;
+                }
+            }
+        }
+        let ctype = if file.ends_with(".json") {
+            "application/json"
+        } else {
+            "application/octet-stream"
+        };
+        services
+            .objects
+            .put_file(&format!("{prefix}{file}"), &path, ctype)
+            .await
+            .map_err(|e| StageError::Io(format!("storing {file}: {e}")))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------- project side
+
+/// Runs one stage of a project on a worker somewhere in the cluster and
+/// reports to the project like a local stage actor does.
+pub struct RemoteStage;
+
+pub struct RemoteStageArgs {
+    pub cluster: Arc<Cluster>,
+    pub project: ProjectRecord,
+    pub stage: Stage,
+    pub parent: Tracked<ProjectMsg>,
+}
+
+pub struct RemoteStageState {
+    args: RemoteStageArgs,
+    run: String,
+    dispatches: u32,
+    /// The job and worker node now responsible, and when it was sent.
+    current: Option<(String, String, Instant)>,
+    accepted: bool,
+    done: bool,
+    warned_idle: bool,
+}
+
+impl Actor for RemoteStage {
+    type Msg = RemoteStageMsg;
+    type State = RemoteStageState;
+    type Arguments = RemoteStageArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<RemoteStageMsg>,
+        args: RemoteStageArgs,
+    ) -> Result<RemoteStageState, ActorProcessingErr> {
+        let run = format!("{}-{}-{}", args.project.id, args.stage, uuid::Uuid::new_v4().simple());
+        ractor::pg::join(reply_group(&run), vec![myself.get_cell()]);
+        myself.send_interval(args.cluster.heartbeat_every(), || RemoteStageMsg::Tick);
+        let mut st = RemoteStageState {
+            args,
+            run,
+            dispatches: 0,
+            current: None,
+            accepted: false,
+            done: false,
+            warned_idle: false,
+        };
+        dispatch(&mut st, None);
+        Ok(st)
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<RemoteStageMsg>,
+        st: &mut RemoteStageState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !st.done {
+            if let Some((job, node, _)) = &st.current {
+                for m in ractor::pg::get_members(&worker_group(node)) {
+                    let w: ActorRef<WorkerMsg> = m.into();
+                    let _ = w.cast(WorkerMsg::Cancel(job.clone()));
+                }
+            }
+        }
+        ractor::pg::leave(reply_group(&st.run), vec![myself.get_cell()]);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RemoteStageMsg>,
+        msg: RemoteStageMsg,
+        st: &mut RemoteStageState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RemoteStageMsg::Report(Wire(Some(r))) => {
+                let current = st.current.as_ref().map(|c| c.0.as_str());
+                if st.done || current != Some(r.job()) {
+                    return Ok(());
+                }
+                let stage = st.args.stage;
+                match r {
+                    StageReport::Accepted { .. } => st.accepted = true,
+                    StageReport::Progress { pct, .. } => {
+                        st.accepted = true;
+                        let _ = st.args.parent.send(ProjectMsg::Progress(stage, pct));
+                    }
+                    StageReport::Done { result, .. } => {
+                        st.done = true;
+                        let result = result.map(|o| o.map(|clips| CaptionResult { clips }));
+                        let _ = st.args.parent.send(ProjectMsg::StageDone(stage, result));
+                        myself.stop(None);
+                    }
+                }
+            }
+            RemoteStageMsg::Report(Wire(None)) => {}
+            RemoteStageMsg::Tick => {
+                let timeout = st.args.cluster.heartbeat_timeout();
+                match st.current.clone() {
+                    None => dispatch(st, None),
+                    Some((job, node, sent)) => {
+                        let alive = st.args.cluster.is_up(&node)
+                            && !ractor::pg::get_members(&worker_group(&node)).is_empty();
+                        let stuck = !st.accepted && sent.elapsed() > timeout;
+                        if !alive || stuck {
+                            tracing::warn!(%job, worker = %node, stage = %st.args.stage,
+                                project_id = %st.args.project.id,
+                                reason = if alive { "not accepted" } else { "worker down" },
+                                "stage lost; running it elsewhere");
+                            dispatch(st, Some(&node));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends the stage to the least-loaded worker (another one than `avoid`
+/// when there is a choice); with none up, waits for the next tick.
+fn dispatch(st: &mut RemoteStageState, avoid: Option<&str>) {
+    let Some((node, worker)) = st.args.cluster.pick_worker(&st.run, avoid) else {
+        st.current = None;
+        if !st.warned_idle {
+            st.warned_idle = true;
+            tracing::warn!(project_id = %st.args.project.id, stage = %st.args.stage,
+                "no stage worker is up; waiting for one");
+        }
+        return;
+    };
+    st.dispatches += 1;
+    let job = format!("{}#{}", st.run, st.dispatches);
+    let msg = StageJob {
+        job: job.clone(),
+        run: st.run.clone(),
+        stage: st.args.stage,
+        project: st.args.project.clone(),
+    };
+    tracing::info!(%job, worker = %node, stage = %st.args.stage, "stage sent to a worker");
+    let _ = worker.cast(WorkerMsg::Run(Wire(Some(msg))));
+    st.current = Some((job, node, Instant::now()));
+    st.accepted = false;
+    st.warned_idle = false;
+}
