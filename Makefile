@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api bench-schedule fmt
+.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -41,6 +41,10 @@ bench-api: setup
 
 bench-schedule: build
 	bash scripts/bench-schedule.sh
+
+# The same batch through one and two worker nodes pinned to a core each.
+bench-cluster: setup-test
+	bash scripts/bench-cluster.sh
 
 fmt:
 	$(CARGO) fmt --all

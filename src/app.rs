@@ -139,6 +139,9 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     };
     let services = Services::new(kv, objects.clone(), accounts, settings);
     let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
+    // Join the cluster first: resumed projects then send their stages to
+    // the cluster's workers.
+    let cluster = crate::cluster::start(&config, &services).await?;
     let resumed = services
         .resume_all()
         .await
@@ -169,7 +172,6 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         });
     }
     let billing = billing(&config)?;
-    let cluster = crate::cluster::start(&config, &services).await?;
     Ok(Arc::new(AppState {
         cluster,
         services,
@@ -469,9 +471,13 @@ pub fn routes(state: State) -> impl Endpoint {
                 let path = req.uri().path().to_string();
                 let request_id = uuid::Uuid::new_v4().to_string();
                 let mut req = req;
-                let result = match upload_precheck(&st, &method, &path, &mut req).await {
-                    Some(refused) => Ok(refused),
-                    None => ep.call(req).await.map(IntoResponse::into_response),
+                let routed = crate::cluster::route(&st, &mut req).await;
+                let result = match routed {
+                    Some(resp) => Ok(resp),
+                    None => match upload_precheck(&st, &method, &path, &mut req).await {
+                        Some(refused) => Ok(refused),
+                        None => ep.call(req).await.map(IntoResponse::into_response),
+                    },
                 };
                 let mut resp = match result {
                     Ok(r) => r.into_response(),
@@ -487,6 +493,19 @@ pub fn routes(state: State) -> impl Endpoint {
                 resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
                 Ok(resp)
             }
+        })
+}
+
+/// The session token of a raw request: the bearer token, else the
+/// session cookie.
+pub(crate) fn request_token(req: &Request) -> Option<String> {
+    req.header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string)
+        .or_else(|| {
+            req.cookie()
+                .get(crate::api::SESSION_COOKIE)
+                .map(|c| c.value_str().to_string())
         })
 }
 
@@ -506,15 +525,7 @@ async fn upload_precheck(
     let declared: u64 = req
         .header("content-length")
         .and_then(|v| v.trim().parse().ok())?;
-    let token = req
-        .header("authorization")
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::to_string)
-        .or_else(|| {
-            req.cookie()
-                .get(crate::api::SESSION_COOKIE)
-                .map(|c| c.value_str().to_string())
-        })?;
+    let token = request_token(req)?;
     let accounts = st.services.accounts.clone();
     let (account, _) = tokio::task::spawn_blocking(move || accounts.session(&token))
         .await

@@ -66,3 +66,264 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
         .content_type("application/json")
         .body(serde_json::to_string(&snapshot).unwrap_or_default())
 }
+
+// ------------------------------------------------------------------ routing
+
+use std::sync::OnceLock;
+
+use clipforge_actors::cluster::placement;
+use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest};
+use poem::{Body, Endpoint, EndpointExt};
+
+use crate::app::request_token;
+
+/// Marks a request another node forwarded here: it is served locally.
+pub const FORWARDED: &str = "x-clipforge-forwarded";
+
+type SharedEndpoint = Arc<poem::endpoint::BoxEndpoint<'static, Response>>;
+
+static ENDPOINT: OnceLock<SharedEndpoint> = OnceLock::new();
+
+/// The node's whole HTTP stack, shared by the server and the relay.
+pub struct Shared(pub SharedEndpoint);
+
+impl Endpoint for Shared {
+    type Output = Response;
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        self.0.call(req).await
+    }
+}
+
+/// Builds the node's endpoint, and when clustered starts the relay that
+/// serves requests forwarded by other nodes through it.
+pub async fn endpoint(state: State) -> anyhow::Result<Shared> {
+    let cluster = state.cluster.clone();
+    let ep: SharedEndpoint = Arc::new(crate::app::routes(state).map_to_response().boxed());
+    let _ = ENDPOINT.set(ep.clone());
+    if let Some(c) = cluster {
+        c.start_relay(relay_handler()).await?;
+    }
+    Ok(Shared(ep))
+}
+
+fn relay_handler() -> Handler {
+    Arc::new(|req: WireRequest, body: Vec<u8>| {
+        Box::pin(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
+            let Some(ep) = ENDPOINT.get().cloned() else {
+                let head = WireHead { status: 503, headers: Vec::new() };
+                return (head, rx);
+            };
+            let mut b = Request::builder()
+                .method(req.method.parse().unwrap_or(poem::http::Method::GET))
+                .uri_str(&req.uri);
+            for (k, v) in &req.headers {
+                b = b.header(k.as_str(), v.as_str());
+            }
+            let r = b.header(FORWARDED, req.from.as_str()).body(Body::from(body));
+            let resp = match ep.call(r).await {
+                Ok(r) => r,
+                Err(e) => e.into_response(),
+            };
+            let (parts, body) = resp.into_parts();
+            let head = WireHead {
+                status: parts.status.as_u16(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+                    .collect(),
+            };
+            tokio::spawn(async move {
+                use futures_util::StreamExt;
+                let mut s = body.into_bytes_stream();
+                while let Some(Ok(chunk)) = s.next().await {
+                    if tx.send(chunk.to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            (head, rx)
+        })
+    })
+}
+
+const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "upgrade",
+    "host",
+];
+
+/// The account a request acts for, when it names one: the session token
+/// (`<account id>.<secret>`), or the email of a sign-up or sign-in (the id
+/// is derived from it). The body is read for the latter and put back.
+async fn account_of(req: &mut Request) -> Option<String> {
+    let path = req.uri().path();
+    if !path.starts_with("/api/")
+        || path.starts_with("/api/billing/webhook")
+        || path.ends_with("/callback")
+    {
+        return None;
+    }
+    if req.method() == poem::http::Method::POST
+        && (path == "/api/auth/sign-up/email" || path == "/api/auth/sign-in/email")
+    {
+        let bytes = req.take_body().into_bytes().await.ok()?;
+        let email = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v["email"].as_str().map(str::to_string));
+        req.set_body(bytes);
+        let email = clipforge_actors::accounts::normalize_email(&email?).ok()?;
+        return Some(clipforge_actors::accounts::account_id_for_email(&email));
+    }
+    let token = request_token(req)?;
+    clipforge_actors::accounts::account_of_token(token.trim()).map(str::to_string)
+}
+
+/// Serves the request on the data node that owns its account when that is
+/// another node; `None` to serve it here.
+pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
+    let cluster = state.cluster.as_ref()?;
+    if req.header(FORWARDED).is_some() {
+        return None;
+    }
+    let path = req.uri().path().to_string();
+    let (owner, up) = if path == "/admin/actors" || path.starts_with("/admin/actors/") {
+        let node = req
+            .uri()
+            .query()
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("node=")))
+            .map(str::to_string);
+        match node {
+            Some(n) if n != cluster.node_name() => {
+                let up = cluster.is_up(&n);
+                (n, up)
+            }
+            Some(_) => return None,
+            None if path == "/admin/actors" => return Some(admin_fanout(cluster, req).await),
+            None => return None,
+        }
+    } else {
+        let account = account_of(req).await?;
+        let nodes = cluster.data_nodes();
+        let owner =
+            placement::owner(&account, nodes.iter().map(|(n, _)| n.as_str()))?.to_string();
+        if owner == cluster.node_name() {
+            return None;
+        }
+        let up = nodes.iter().any(|(n, up)| *n == owner && *up);
+        (owner, up)
+    };
+    let unavailable = |why: String| {
+        tracing::warn!(%owner, error = %why, "cannot route a request");
+        crate::app::error_response(
+            poem::http::StatusCode::SERVICE_UNAVAILABLE,
+            "node_unavailable",
+            "the node that keeps this account is unavailable; try again shortly",
+        )
+    };
+    if !up {
+        return Some(unavailable(format!("{owner} is down")));
+    }
+    let wire = wire_request(req);
+    let body = match req.take_body().into_vec().await {
+        Ok(b) => b,
+        Err(e) => {
+            return Some(crate::app::error_response(
+                poem::http::StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("cannot read the request body: {e}"),
+            ))
+        }
+    };
+    let (head, rx) = match cluster.forward(&owner, wire, body).await {
+        Ok(r) => r,
+        Err(e) => return Some(unavailable(e)),
+    };
+    let mut resp = Response::builder().status(
+        poem::http::StatusCode::from_u16(head.status)
+            .unwrap_or(poem::http::StatusCode::BAD_GATEWAY),
+    );
+    for (k, v) in &head.headers {
+        if !HOP_BY_HOP.contains(&k.as_str()) {
+            resp = resp.header(k.as_str(), v.as_str());
+        }
+    }
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|c| (Ok::<_, std::io::Error>(bytes::Bytes::from(c)), rx))
+    });
+    let mut resp = resp.body(Body::from_bytes_stream(stream));
+    resp.headers_mut().insert(
+        "x-clipforge-node",
+        owner.parse().unwrap_or(poem::http::HeaderValue::from_static("?")),
+    );
+    Some(resp)
+}
+
+fn wire_request(req: &Request) -> WireRequest {
+    WireRequest {
+        id: String::new(),
+        method: req.method().to_string(),
+        uri: req
+            .uri()
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| req.uri().path().to_string()),
+        headers: req
+            .headers()
+            .iter()
+            .filter(|(k, _)| !HOP_BY_HOP.contains(&k.as_str()))
+            .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+            .collect(),
+        from: String::new(),
+    }
+}
+
+/// `GET /admin/actors` on a cluster: this node's actor tree and every
+/// other node's (fetched over the cluster), as `{"nodes": [...]}`; a node
+/// that is down or does not answer is listed with its state.
+async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
+    let wire = wire_request(req);
+    let Some(ep) = ENDPOINT.get().cloned() else {
+        return crate::app::admin_refused();
+    };
+    let mut local = Request::builder().method(poem::http::Method::GET).uri_str("/admin/actors");
+    for (k, v) in &wire.headers {
+        local = local.header(k.as_str(), v.as_str());
+    }
+    let resp = match ep.call(local.header(FORWARDED, cluster.node_name()).finish()).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    if !resp.status().is_success() {
+        return resp;
+    }
+    let mine: serde_json::Value = resp
+        .into_body()
+        .into_json()
+        .await
+        .unwrap_or(serde_json::Value::Null);
+    let mut nodes = vec![mine];
+    for n in cluster.snapshot().nodes.into_iter().filter(|n| !n.is_self) {
+        let entry = match cluster.forward(&n.name, wire.clone(), Vec::new()).await {
+            Ok((head, mut rx)) if head.status == 200 => {
+                let mut body = Vec::new();
+                while let Some(c) = rx.recv().await {
+                    body.extend_from_slice(&c);
+                }
+                serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
+            }
+            Ok((head, _)) => serde_json::json!({ "node": n.name, "state": n.state, "status": head.status }),
+            Err(e) => serde_json::json!({ "node": n.name, "state": n.state, "error": e }),
+        };
+        nodes.push(entry);
+    }
+    Response::builder()
+        .content_type("application/json")
+        .body(serde_json::json!({ "nodes": nodes }).to_string())
+}

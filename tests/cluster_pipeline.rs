@@ -27,11 +27,29 @@ struct Node {
 }
 
 fn node(name: &str, roles: &str, seeds: &[&Node], s3: &str) -> Node {
-    let addr = format!("127.0.0.1:{}", free_port());
+    node_at(
+        name,
+        roles,
+        seeds,
+        s3,
+        format!("127.0.0.1:{}", free_port()),
+        tempfile::tempdir().unwrap(),
+    )
+}
+
+/// A node on a given cluster address and data directory (for restarts).
+fn node_at(
+    name: &str,
+    roles: &str,
+    seeds: &[&Node],
+    s3: &str,
+    addr: String,
+    dir: tempfile::TempDir,
+) -> Node {
     let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
     let seeds = seeds.join(",");
     let app = spawn_app_with(
-        tempfile::tempdir().unwrap(),
+        dir,
         &[
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
@@ -184,4 +202,137 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
     assert!(stages_run(&d).await > 0, "the new worker ran stages");
     let (_, credits) = a.app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 57, "three projects, one credit each");
+}
+
+#[tokio::test]
+async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project() {
+    let moto = start_moto().await;
+    let a = node("node-a", "api,data", &[], &moto.1);
+    let e = node("node-e", "api,data", &[&a], &moto.1);
+    let c = node("node-c", "api,worker", &[&a], &moto.1);
+    wait_up(&a, &["node-e", "node-c"]).await;
+    wait_up(&c, &["node-a", "node-e"]).await;
+    wait_up(&e, &["node-a", "node-c"]).await;
+
+    // Two accounts signed up through the worker node land on data nodes;
+    // their sessions work through every node.
+    let mut owners = Vec::new();
+    for email in ["route-1@example.com", "route-2@example.com", "route-3@example.com"] {
+        let token = c.app.sign_up(email).await;
+        for n in [&a, &e, &c] {
+            let r = n
+                .app
+                .client
+                .get(format!("{}/api/auth/get-session", n.app.base))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            let v: Value = r.json().await.unwrap();
+            assert_eq!(v["user"]["email"], email, "{v}");
+        }
+        // Signing in again through any node reaches the same account.
+        let (s, v) = e
+            .app
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/sign-in/email",
+                None,
+                Some(json!({"email": email, "password": "correct horse"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        let r = c
+            .app
+            .client
+            .get(format!("{}/api/credits", c.app.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        owners.push(r.headers()["x-clipforge-node"].to_str().unwrap().to_string());
+        owners.dedup();
+    }
+    assert!(owners.iter().all(|o| o == "node-a" || o == "node-e"), "{owners:?}");
+
+    // A project created through one node, followed through another.
+    let token = c.app.sign_up("stream@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = speech_video(dir.path());
+    let (s, up) = upload(&e.app, &token, &video, "talk.mp4").await;
+    assert_eq!(s, 200, "{up}");
+    let pid = create(&a, &token, up["fileKey"].as_str().unwrap(), "routed").await;
+    let events = follow_sse(&c.app, &token, &pid).await;
+    assert_eq!(events.last().map(|e| e.0.as_str()), Some("completed"), "{events:?}");
+    assert!(events.windows(2).all(|w| w[0].1 < w[1].1), "ids increase");
+    let (_, credits) = e.app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59);
+
+    // The admin view spans the nodes.
+    let (s, v) = c.app.get("/admin/actors", ADMIN).await;
+    assert_eq!(s, 200, "{v}");
+    let names: Vec<&str> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["node"].as_str())
+        .collect();
+    assert_eq!(names.len(), 3, "{v}");
+    for n in ["node-a", "node-e", "node-c"] {
+        assert!(names.contains(&n), "{v}");
+    }
+    let (s, v) = c.app.get("/admin/actors?node=node-e", ADMIN).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["node"], "node-e");
+    let (s, _) = c.app.get("/admin/actors?node=node-e", "wrong").await;
+    assert_eq!(s, 401);
+}
+
+#[tokio::test]
+async fn a_restarted_data_node_resumes_its_projects() {
+    let moto = start_moto().await;
+    let mut a = node("node-a", "api,data", &[], &moto.1);
+    let b = node("node-b", "api,worker", &[&a], &moto.1);
+    wait_up(&a, &["node-b"]).await;
+    let token = b.app.sign_up("restart@example.com").await;
+    let dir = tempfile::tempdir().unwrap();
+    let video = speech_video(dir.path());
+    let (s, up) = upload(&b.app, &token, &video, "talk.mp4").await;
+    assert_eq!(s, 200, "{up}");
+    let pid = create(&b, &token, up["fileKey"].as_str().unwrap(), "resumed").await;
+    // Kill the data node once a stage after download has started.
+    let start = Instant::now();
+    loop {
+        let (_, p) = a.app.get(&format!("/api/projects/{pid}"), &token).await;
+        let state = p["project"]["state"].as_str().unwrap_or("").to_string();
+        if ["transcribing", "cutting", "captioning"].contains(&state.as_str()) {
+            break;
+        }
+        assert!(state != "completed", "too late: {p}");
+        assert!(start.elapsed() < DEADLINE, "{p}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let data = std::mem::replace(&mut a.app._dir, tempfile::tempdir().unwrap());
+    let addr = a.addr.clone();
+    drop(a); // SIGKILL
+    // Meanwhile the account is unavailable, not lost or moved.
+    let start = Instant::now();
+    loop {
+        let (s, v) = b.app.get("/api/credits", &token).await;
+        if s == 503 {
+            assert_eq!(v["error"], "node_unavailable", "{v}");
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "{s} {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let a = node_at("node-a", "api,data", &[&b], &moto.1, addr, data);
+    wait_up(&a, &["node-b"]).await;
+    wait_up(&b, &["node-a"]).await;
+    // Followed through the worker node, routed to the restarted owner.
+    let events = follow_sse(&b.app, &token, &pid).await;
+    assert_eq!(events.last().map(|e| e.0.as_str()), Some("completed"), "{events:?}");
+    let (_, credits) = b.app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59, "charged once: {credits}");
 }

@@ -69,6 +69,13 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let endpoint = match crate::cluster::endpoint(state).await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
     println!("clipforge listening on port {local}");
     println!(
         "API: {public_url}/api   docs: {public_url}/docs   OpenAPI: {public_url}/api/openapi.json"
@@ -84,7 +91,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     };
     match server
         .run_with_graceful_shutdown(
-            crate::app::routes(state),
+            endpoint,
             shutdown,
             Some(std::time::Duration::from_secs(10)),
         )

@@ -27,8 +27,14 @@ pub struct ClusterConfig {
     pub heartbeat_ms: u64,
     /// A peer silent this long is marked down.
     pub heartbeat_timeout_ms: u64,
-    /// TLS between nodes: not built yet, only `false` is accepted.
+    /// Mutual TLS between nodes (tokio-rustls): every node presents
+    /// `tls_cert`/`tls_key`, signed by `tls_ca`, and accepts only peers
+    /// whose certificate that CA signed. Peers are dialled by their
+    /// advertised host, which their certificate must name.
     pub tls: bool,
+    pub tls_cert: String,
+    pub tls_key: String,
+    pub tls_ca: String,
     /// Declares `storage.local_dir` a path every node shares (NFS, …), so
     /// local object storage is allowed in a cluster.
     pub shared_local_storage: bool,
@@ -45,6 +51,9 @@ impl Default for ClusterConfig {
             heartbeat_ms: 1000,
             heartbeat_timeout_ms: 5000,
             tls: false,
+            tls_cert: String::new(),
+            tls_key: String::new(),
+            tls_ca: String::new(),
             shared_local_storage: false,
         }
     }
@@ -80,6 +89,15 @@ pub(super) fn apply_env(
     }
     if let Some(v) = get("CLIPFORGE_CLUSTER_ROLES") {
         c.roles = list(&v);
+    }
+    for (name, field) in [
+        ("CLIPFORGE_CLUSTER_TLS_CERT", &mut c.tls_cert),
+        ("CLIPFORGE_CLUSTER_TLS_KEY", &mut c.tls_key),
+        ("CLIPFORGE_CLUSTER_TLS_CA", &mut c.tls_ca),
+    ] {
+        if let Some(v) = get(name) {
+            *field = v;
+        }
     }
     for (name, field) in [
         ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", &mut c.heartbeat_ms),
@@ -129,8 +147,15 @@ impl ClusterConfig {
         if self.cookie.is_empty() {
             return Err("cluster.cookie is required when cluster.listen_addr is set".into());
         }
-        if self.tls {
-            return Err("cluster.tls: TLS between nodes is not built yet; set it to false".into());
+        if self.tls
+            && [&self.tls_cert, &self.tls_key, &self.tls_ca]
+                .iter()
+                .any(|p| p.trim().is_empty())
+        {
+            return Err(
+                "cluster.tls needs cluster.tls_cert, cluster.tls_key and cluster.tls_ca (PEM files)"
+                    .into(),
+            );
         }
         if self.heartbeat_ms == 0 || self.heartbeat_timeout_ms <= self.heartbeat_ms {
             return Err(
@@ -180,6 +205,15 @@ impl ClusterConfig {
             roles: self.roles()?,
             heartbeat: Duration::from_millis(self.heartbeat_ms),
             timeout: Duration::from_millis(self.heartbeat_timeout_ms),
+            tls: if self.tls {
+                Some(clipforge_actors::cluster::ClusterTls::from_pem(
+                    std::path::Path::new(self.tls_cert.trim()),
+                    std::path::Path::new(self.tls_key.trim()),
+                    std::path::Path::new(self.tls_ca.trim()),
+                )?)
+            } else {
+                None
+            },
         }))
     }
 }

@@ -122,6 +122,24 @@ fn new_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// An account's id, derived from its normalized email (a UUID, version 8:
+/// the first 16 bytes of SHA-256("clipforge-account:" ‖ email)). Every node
+/// computes the same id from the same email, so sign-up and sign-in are
+/// routed to the data node that owns the account (rendezvous on the id).
+pub fn account_id_for_email(normalized_email: &str) -> String {
+    let d = Sha256::digest(format!("clipforge-account:{normalized_email}").as_bytes());
+    let mut b: [u8; 16] = d[..16].try_into().expect("16 bytes");
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(b).to_string()
+}
+
+/// The account id a session token names (`<account id>.<secret>`), so any
+/// node can route the request; `None` for a token without one.
+pub fn account_of_token(token: &str) -> Option<&str> {
+    token.split_once('.').map(|(id, _)| id).filter(|id| id.len() == 36)
+}
+
 /// The key a token's session is stored under: its SHA-256 in hex.
 pub(crate) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
@@ -156,7 +174,7 @@ impl Accounts {
             ));
         }
         let now = self.now();
-        let user_id = new_id();
+        let user_id = account_id_for_email(&email);
         let template = StoredTemplate::initial_default(now);
         let account = StoredAccount {
             id: user_id.clone(),
@@ -367,7 +385,7 @@ impl Accounts {
 
 /// Adds a new session of `user_id` to `batch` and returns its token.
 fn add_session(batch: &mut Batch, user_id: &str, now: i64) -> Result<String> {
-    let token = new_token();
+    let token = format!("{user_id}.{}", new_token());
     let hash = token_hash(&token);
     let session = StoredSession {
         id: new_id(),

@@ -14,7 +14,13 @@ fn sign_up_creates_account_template_credits_and_session() {
     assert_eq!(account.email, "ana.lima@example.com");
     assert_eq!(account.name, "Ana Lima");
     assert_eq!(account.plan, Plan::Free);
-    assert_eq!(token.len(), 43, "32 bytes in unpadded base64url");
+    // `<account id>.<32 random bytes in unpadded base64url>`; the id is the
+    // one every node derives from the email.
+    let (id, secret) = token.split_once('.').expect("account id prefix");
+    assert_eq!(id, account.id);
+    assert_eq!(id, crate::accounts::account_id_for_email("ana.lima@example.com"));
+    assert_eq!(super::account_of_token(&token), Some(id));
+    assert_eq!(secret.len(), 43, "32 bytes in unpadded base64url");
 
     let (session_account, info) = fx.accounts.session(&token).expect("read").expect("session");
     assert_eq!(session_account, account);

@@ -28,6 +28,10 @@ pub struct Heartbeat {
     pub sent_ms: u64,
     /// The sender's cluster address (`host:port`).
     pub addr: String,
+    /// Addresses of the peers the sender has heard from (with TLS, nodes
+    /// dial these themselves instead of ractor_cluster's transitive mode).
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// JSON on the wire: readable, and a peer of another version that adds
@@ -46,6 +50,7 @@ impl BytesConvertable for Heartbeat {
                 load: Load::default(),
                 sent_ms: 0,
                 addr: String::new(),
+                peers: Vec::new(),
             }
         })
     }

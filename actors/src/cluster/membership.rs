@@ -44,6 +44,8 @@ pub struct MembershipState {
     ticks: u64,
     /// A redial task is running.
     redialling: Arc<AtomicBool>,
+    /// Cluster addresses heard of in heartbeats (dialled with TLS on).
+    heard: std::collections::BTreeSet<String>,
 }
 
 impl Actor for Membership {
@@ -62,6 +64,7 @@ impl Actor for Membership {
             args,
             ticks: 0,
             redialling: Arc::default(),
+            heard: std::collections::BTreeSet::new(),
         })
     }
 
@@ -74,6 +77,12 @@ impl Actor for Membership {
         match msg {
             MembershipMsg::Heartbeat(hb) => {
                 let name = hb.node.clone();
+                if st.heard.len() < 1024 {
+                    st.heard.extend(hb.peers.iter().cloned());
+                    if !hb.addr.is_empty() {
+                        st.heard.insert(hb.addr.clone());
+                    }
+                }
                 let mut view = st.args.view.lock().unwrap_or_else(|e| e.into_inner());
                 if view.record(hb, Instant::now()) {
                     tracing::info!(peer = %name, "cluster: node up");
@@ -91,11 +100,16 @@ impl Actor for Membership {
                 }
                 if st.ticks % REDIAL_TICKS == 1 && !st.redialling.swap(true, Ordering::AcqRel) {
                     // Off the actor: a slow connect must not delay heartbeats.
-                    let (server, seeds) =
-                        (st.args.node_server.clone(), st.args.settings.seeds.clone());
+                    let server = st.args.node_server.clone();
+                    let mut seeds = st.args.settings.seeds.clone();
+                    let tls = st.args.settings.tls.clone();
+                    if tls.is_some() {
+                        // No transitive dialing over TLS: dial what we heard of.
+                        seeds.extend(st.heard.iter().filter(|a| !seeds.contains(a)).cloned().collect::<Vec<_>>());
+                    }
                     let (own, busy) = (st.args.addr.clone(), st.redialling.clone());
                     tokio::spawn(async move {
-                        redial(&server, &seeds, &own).await;
+                        redial(&server, &seeds, &own, tls.as_ref()).await;
                         busy.store(false, Ordering::Release);
                     });
                 }
@@ -114,6 +128,10 @@ impl Membership {
             load: (st.args.load)(),
             sent_ms: now_ms(),
             addr: st.args.addr.clone(),
+            peers: {
+                let view = st.args.view.lock().unwrap_or_else(|e| e.into_inner());
+                view.up_addrs()
+            },
         };
         for cell in ractor::pg::get_members(&GROUP.to_string()) {
             if !cell.get_id().is_local() {
@@ -126,7 +144,12 @@ impl Membership {
 
 /// Dials every seed that no current session leads to (first tick, then
 /// every [`REDIAL_TICKS`]); ractor_cluster joins the seeds' peers itself.
-async fn redial(server: &ActorRef<NodeServerMessage>, seeds: &[String], own: &str) {
+async fn redial(
+    server: &ActorRef<NodeServerMessage>,
+    seeds: &[String],
+    own: &str,
+    tls: Option<&super::ClusterTls>,
+) {
     let connected: Vec<String> = match ractor::call_t!(server, NodeServerMessage::GetSessions, 2000)
     {
         Ok(sessions) => sessions
@@ -142,7 +165,23 @@ async fn redial(server: &ActorRef<NodeServerMessage>, seeds: &[String], own: &st
         if seed == own || connected.iter().any(|c| c == seed) {
             continue;
         }
-        let dial = ractor_cluster::client_connect(server, seed.as_str());
+        let dial = async {
+            match tls {
+                None => ractor_cluster::client_connect(server, seed.as_str()).await,
+                Some(t) => {
+                    let host = seed.rsplit_once(':').map_or(seed.as_str(), |(h, _)| h);
+                    let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
+                        .map_err(|e| {
+                            ractor_cluster::ClientConnectErr::Socket(std::io::Error::new(
+                                std::io::ErrorKind::InvalidInput,
+                                e.to_string(),
+                            ))
+                        })?;
+                    ractor_cluster::client_connect_enc(server, seed.as_str(), t.connector.clone(), name)
+                        .await
+                }
+            }
+        };
         match tokio::time::timeout(Duration::from_secs(5), dial).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(seed = %seed, error = ?e, "cluster: seed not reachable"),

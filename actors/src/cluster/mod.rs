@@ -6,6 +6,7 @@
 mod heartbeat;
 mod membership;
 pub mod placement;
+pub mod relay;
 mod view;
 pub mod workers;
 
@@ -50,6 +51,69 @@ impl Role {
     }
 }
 
+/// Mutual TLS between nodes: every node presents a certificate signed by
+/// the cluster's CA and accepts only peers that do.
+#[derive(Clone)]
+pub struct ClusterTls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub connector: tokio_rustls::TlsConnector,
+}
+
+impl std::fmt::Debug for ClusterTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterTls")
+    }
+}
+
+impl ClusterTls {
+    /// From PEM files: this node's certificate chain and key, and the CA
+    /// that signs every node's certificate.
+    pub fn from_pem(cert: &std::path::Path, key: &std::path::Path, ca: &std::path::Path) -> Result<Self, String> {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio_rustls::rustls::{self, server::WebPkiClientVerifier, RootCertStore};
+        let read_certs = |p: &std::path::Path| -> Result<Vec<CertificateDer<'static>>, String> {
+            let certs = CertificateDer::pem_file_iter(p)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("cluster TLS: reading {}: {e}", p.display()))?;
+            if certs.is_empty() {
+                return Err(format!("cluster TLS: no certificate in {}", p.display()));
+            }
+            Ok(certs)
+        };
+        let chain = read_certs(cert)?;
+        let key = PrivateKeyDer::from_pem_file(key)
+            .map_err(|e| format!("cluster TLS: reading {}: {e}", key.display()))?;
+        let mut roots = RootCertStore::empty();
+        for c in read_certs(ca)? {
+            roots
+                .add(c)
+                .map_err(|e| format!("cluster TLS: CA {}: {e}", ca.display()))?;
+        }
+        let roots = Arc::new(roots);
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| format!("cluster TLS: client verifier: {e}"))?;
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("cluster TLS: {e}"))?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain.clone(), key.clone_key())
+            .map_err(|e| format!("cluster TLS: certificate/key: {e}"))?;
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("cluster TLS: {e}"))?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| format!("cluster TLS: client certificate/key: {e}"))?;
+        Ok(Self {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+            connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
+        })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ClusterSettings {
     pub node_name: String,
@@ -61,6 +125,8 @@ pub struct ClusterSettings {
     pub roles: Vec<Role>,
     pub heartbeat: Duration,
     pub timeout: Duration,
+    /// `None`: plain TCP (cookie authentication only).
+    pub tls: Option<ClusterTls>,
 }
 
 /// A running cluster membership of this node.
@@ -155,8 +221,17 @@ impl Cluster {
             settings.cookie.clone(),
             settings.node_name.clone(),
             host,
-            None,
-            Some(NodeConnectionMode::Transitive),
+            settings
+                .tls
+                .as_ref()
+                .map(|t| ractor_cluster::IncomingEncryptionMode::Tls(t.acceptor.clone())),
+            // ractor_cluster's own transitive dialing is plain TCP, so with
+            // TLS the membership actor dials the peers it hears of itself.
+            Some(if settings.tls.is_some() {
+                NodeConnectionMode::Isolated
+            } else {
+                NodeConnectionMode::Transitive
+            }),
         )
         .with_listen_addr(settings.listen.ip());
         let (node_server, _) = Actor::spawn(None, server, ())

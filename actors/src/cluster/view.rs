@@ -146,6 +146,24 @@ impl View {
                 .is_some_and(|p| p.state == NodeState::Up)
     }
 
+    /// Cluster addresses of the up peers.
+    pub fn up_addrs(&self) -> Vec<String> {
+        self.peers
+            .values()
+            .filter(|p| p.state == NodeState::Up && !p.addr.is_empty())
+            .map(|p| p.addr.clone())
+            .collect()
+    }
+
+    /// Every known peer with `role`, up or not.
+    pub fn nodes_with_role(&self, role: &str) -> Vec<(String, bool)> {
+        self.peers
+            .iter()
+            .filter(|(_, p)| p.roles.iter().any(|r| r == role))
+            .map(|(n, p)| (n.clone(), p.state == NodeState::Up))
+            .collect()
+    }
+
     /// The up peers with their load (for placement).
     pub fn up_peers(&self) -> Vec<(String, Vec<String>, Load)> {
         self.peers

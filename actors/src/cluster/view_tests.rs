@@ -7,6 +7,7 @@ fn hb(node: &str, busy: u32) -> Heartbeat {
         load: Load { busy, slots: 2, ..Load::default() },
         sent_ms: 1,
         addr: "127.0.0.1:1".into(),
+        peers: Vec::new(),
     }
 }
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# make bench-cluster: the same batch of projects through a cluster with one
+# worker node pinned to one core (taskset), then with two worker nodes
+# pinned to one core each; prints the throughput ratio (target >= 1.7).
+# Each run: moto_server (S3), a data node (api,data; no stages) and the
+# worker nodes, all on 127.0.0.1, started fresh and stopped after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
+export CARGO_TARGET_DIR
+PROJECTS="${BENCH_PROJECTS:-6}"
+cargo build --release --locked --bin clipforge >/dev/null
+BIN="$CARGO_TARGET_DIR/release/clipforge"
+command -v taskset >/dev/null || { echo "taskset (util-linux) is needed"; exit 1; }
+command -v moto_server >/dev/null || { echo "moto_server is needed: make setup-test"; exit 1; }
+CORES=$(nproc)
+[ "$CORES" -ge 2 ] || echo "warning: $CORES core(s); two pinned workers share it"
+
+WORK=$(mktemp -d /tmp/clipforge-bench-cluster.XXXXXX)
+PIDS=()
+stop_all() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+trap 'stop_all; rm -rf "$WORK"' EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+echo "== making a 45-second talking video"
+python3 - > "$WORK/talk.txt" <<'PY'
+s = ("Have you ever wondered why some videos go viral while others are ignored? "
+     "The secret is simple, and most creators never learn it. "
+     "People decide in the first three seconds whether they will keep watching. "
+     "So your opening sentence must promise something valuable. "
+     "Here is the biggest mistake I see every single day. "
+     "Creators start with a long introduction about themselves. "
+     "Nobody cares about your name before they care about your idea. "
+     "Instead, open with a question that your viewer really wants answered. ")
+print(s * 2)
+PY
+espeak-ng -v en-us -s 160 -f "$WORK/talk.txt" -w "$WORK/talk.wav"
+ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=s=1280x720:r=25" -i "$WORK/talk.wav" \
+  -shortest -c:v libx264 -preset ultrafast -pix_fmt yuv420p -c:a aac "$WORK/talk.mp4"
+
+# start_node NAME ROLES CORE(or "") SEEDS S3 SLOTS: sets NODE_HTTP, NODE_ADDR
+start_node() {
+  local name=$1 roles=$2 core=$3 seeds=$4 s3=$5
+  local caddr="127.0.0.1:$(port)"
+  local log="$WORK/$name.log"
+  local pin=()
+  [ -n "$core" ] && pin=(taskset -c "$core")
+  CLIPFORGE_NODE_NAME="$name" CLIPFORGE_CLUSTER_LISTEN_ADDR="$caddr" \
+  CLIPFORGE_CLUSTER_COOKIE=bench CLIPFORGE_CLUSTER_SEEDS="$seeds" CLIPFORGE_CLUSTER_ROLES="$roles" \
+  CLIPFORGE_NODE_HTTP_ADDR=127.0.0.1:0 CLIPFORGE_AUTH_ADMIN_TOKEN=bench-admin \
+  CLIPFORGE_PIPELINE_WORKERS="${6:-1}" CLIPFORGE_PIPELINE_THREADS=1 \
+  CLIPFORGE_STORAGE_BACKEND=s3 CLIPFORGE_STORAGE_S3_BUCKET=bench CLIPFORGE_STORAGE_S3_ENDPOINT="$s3" \
+  CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID=test CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY=test \
+  RUST_LOG=warn "${pin[@]}" "$BIN" serve --config /nonexistent/cluster.toml --port 0 \
+    --data-dir "$WORK/run/$name" > "$log" 2>&1 &
+  PIDS+=($!)
+  local http=""
+  for _ in $(seq 1 300); do
+    http=$(sed -n 's/^clipforge listening on port //p' "$log" | head -1)
+    [ -n "$http" ] && break
+    sleep 0.1
+  done
+  [ -n "$http" ] || { cat "$log"; exit 1; }
+  NODE_HTTP=$http NODE_ADDR=$caddr
+}
+
+# run_batch WORKERS: sets BATCH_SECS
+run_batch() {
+  local workers=$1
+  rm -rf "$WORK/run"; mkdir -p "$WORK/run"
+  local mport; mport=$(port)
+  moto_server -H 127.0.0.1 -p "$mport" > "$WORK/moto.log" 2>&1 &
+  PIDS+=($!)
+  local s3="http://127.0.0.1:$mport"
+  for _ in $(seq 1 300); do curl -fs "$s3" >/dev/null 2>&1 && break; sleep 0.2; done
+  start_node data "api,data" "" "" "$s3" 16
+  local a_http=$NODE_HTTP a_addr=$NODE_ADDR
+  local names=()
+  for i in $(seq 1 "$workers"); do
+    local core=$(( (i - 1) % CORES ))
+    start_node "worker-$i" "worker" "$core" "$a_addr" "$s3" 1
+    names+=("worker-$i")
+  done
+  BATCH_SECS=$(python3 - "$a_http" "$WORK/talk.mp4" "$PROJECTS" "${names[@]}" <<'PY'
+import json, subprocess, sys, time, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+video, n, workers = sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+def call(method, path, body=None, token=None):
+    req = urllib.request.Request(base + path, method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read() or b"null")
+# every worker up in the data node's view
+deadline = time.time() + 60
+while True:
+    v = call("GET", "/admin/cluster", token="bench-admin")
+    up = {x["name"] for x in v["nodes"] if x["state"] == "up"}
+    if all(w in up for w in workers): break
+    assert time.time() < deadline, v
+    time.sleep(0.2)
+time.sleep(1.0)  # worker groups propagate with the first heartbeats
+token = call("POST", "/api/auth/sign-up/email", {"email": "bench@example.com", "password": "correct horse", "name": "Bench"})["token"]
+up = json.loads(subprocess.run(["curl", "-fsS", "-H", f"authorization: Bearer {token}", "-F", f"file=@{video};filename=talk.mp4",
+    base + "/api/upload"], check=True, capture_output=True).stdout)
+t0 = time.time()
+ids = [call("POST", "/api/projects", {"fileKey": up["fileKey"], "title": f"p{i}", "clipDurationPreset": "15-30"}, token)["projectId"] for i in range(n)]
+pending = set(ids)
+while pending:
+    for pid in list(pending):
+        st = call("GET", f"/api/projects/{pid}", token=token)["project"]["state"]
+        if st in ("completed", "failed", "cancelled"):
+            assert st == "completed", (pid, st)
+            pending.discard(pid)
+    time.sleep(0.2)
+print(f"{time.time() - t0:.2f}")
+PY
+)
+  stop_all
+}
+
+echo "== $PROJECTS projects, one worker node on one core"
+run_batch 1; T1=$BATCH_SECS
+echo "   $T1 s"
+echo "== $PROJECTS projects, two worker nodes on one core each"
+run_batch 2; T2=$BATCH_SECS
+echo "   $T2 s"
+python3 - "$PROJECTS" "$T1" "$T2" <<'PY'
+import sys
+n, t1, t2 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+print()
+print(f"throughput: 1 worker {n / t1 * 60:.2f} projects/min, 2 workers {n / t2 * 60:.2f} projects/min")
+print(f"  ratio (target >= 1.7): {t1 / t2:.3f}")
+PY
