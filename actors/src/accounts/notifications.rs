@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::clock::iso8601;
 use super::error::{AccountError, Result};
 use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
+use crate::storage::kv::KvOp;
 use super::{new_id, Accounts};
 
 /// Most notifications kept per account; older ones are dropped.
@@ -104,6 +105,32 @@ impl Accounts {
         let mut batch = Batch::new();
         let notification =
             self.push_notification(&mut batch, user_id, kind, title, message, self.now())?;
+        self.commit(batch)?;
+        Ok(notification)
+    }
+
+    /// Adds a notification and applies `with` in the same atomic write, so
+    /// the change it reports and the notification appear together. An
+    /// account that no longer exists gets no notification; `with` is still
+    /// applied.
+    pub fn notify_with(
+        &self,
+        user_id: &str,
+        kind: NotificationKind,
+        title: &str,
+        message: &str,
+        with: Vec<KvOp>,
+    ) -> Result<Option<Notification>> {
+        let _guard = self.lock(user_id);
+        let mut batch = Batch::new();
+        batch.extend(with);
+        let notification = match self.stored_account(user_id) {
+            Ok(_) => Some(self.push_notification(
+                &mut batch, user_id, kind, title, message, self.now(),
+            )?),
+            Err(AccountError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
         self.commit(batch)?;
         Ok(notification)
     }

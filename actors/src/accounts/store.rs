@@ -67,6 +67,11 @@ impl Batch {
         });
     }
 
+    /// Adds writes prepared elsewhere, to be applied with the others.
+    pub(crate) fn extend(&mut self, ops: Vec<KvOp>) {
+        self.ops.extend(ops);
+    }
+
     /// Applies every write at once, durably.
     pub(crate) fn commit(self, kv: &dyn KvStore) -> Result<()> {
         kv.apply(self.ops)?;

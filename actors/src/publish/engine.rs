@@ -506,7 +506,7 @@ impl Publishing {
     pub(crate) async fn fail_if_pending(self: &Arc<Self>, id: &str, reason: &str) -> Result<bool> {
         let why = reason.to_string();
         let r = self
-            .update_post(id, move |p| {
+            .finish_post(id, move |p| {
                 if p.status != PostStatus::Pending {
                     return false;
                 }
@@ -517,48 +517,74 @@ impl Publishing {
             })
             .await?;
         match r {
-            Some((rec, true)) => {
+            Some(rec) => {
                 self.timers.disarm(rec.scheduled_at, &rec.id);
-                self.notify(&rec).await;
                 Ok(true)
             }
-            _ => Ok(false),
+            None => Ok(false),
         }
     }
 
-    /// `post_published` / `post_failed` for a finished post.
-    pub(crate) async fn notify(&self, p: &PostRecord) {
-        let (kind, title, msg) = match p.status {
-            PostStatus::Published => (
-                NotificationKind::PostPublished,
-                "Post published",
-                format!("\"{}\" was published on {}.", p.title, p.provider.display()),
-            ),
-            PostStatus::Failed => (
-                NotificationKind::PostFailed,
-                "Post failed",
-                format!(
-                    "\"{}\" could not be published on {}: {}",
-                    p.title,
-                    p.provider.display(),
-                    p.error.as_deref().unwrap_or("unknown error")
-                ),
-            ),
-            _ => return,
-        };
-        let uid = p.user_id.clone();
-        let r = self
+    /// Applies `f` to the post and, when it returns true (the post reached
+    /// `published` or `failed`), writes the change together with the
+    /// `post_published` / `post_failed` notification in one atomic write:
+    /// whoever sees the outcome also sees its notification, and a crash
+    /// cannot keep one without the other.
+    pub(crate) async fn finish_post(
+        self: &Arc<Self>,
+        id: &str,
+        f: impl FnOnce(&mut PostRecord) -> bool + Send + 'static,
+    ) -> Result<Option<PostRecord>> {
+        let (this, id) = (self.clone(), id.to_string());
+        let out = self
             .services
-            .with_account(&p.user_id, move |a| {
-                a.notify(&uid, kind, title, &msg).map(drop)
+            .blocking(move |kv| {
+                let _g = this.post_locks[stripe(&id)]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let Some(old) = posts::load(kv, &id)? else {
+                    return Ok(None);
+                };
+                let mut new = old.clone();
+                if !f(&mut new) {
+                    return Ok(None);
+                }
+                new.updated_at = now_ms();
+                let ops = posts::update_ops(&old, &new)?;
+                let Some((kind, title, msg)) = outcome_notification(&new) else {
+                    kv.apply(ops)?;
+                    return Ok(Some(new));
+                };
+                this.services
+                    .accounts
+                    .notify_with(&new.user_id, kind, title, &msg, ops)
+                    .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
+                Ok(Some(new))
             })
-            .await;
-        if let Err(e) = r
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-        {
-            tracing::error!(post_id = %p.id, error = %e, "cannot notify");
-        }
+            .await?;
+        Ok(out)
+    }
+}
+
+/// The notification for a finished post.
+fn outcome_notification(p: &PostRecord) -> Option<(NotificationKind, &'static str, String)> {
+    match p.status {
+        PostStatus::Published => Some((
+            NotificationKind::PostPublished,
+            "Post published",
+            format!("\"{}\" was published on {}.", p.title, p.provider.display()),
+        )),
+        PostStatus::Failed => Some((
+            NotificationKind::PostFailed,
+            "Post failed",
+            format!(
+                "\"{}\" could not be published on {}: {}",
+                p.title,
+                p.provider.display(),
+                p.error.as_deref().unwrap_or("unknown error")
+            ),
+        )),
+        _ => None,
     }
 }
 
