@@ -111,8 +111,7 @@ pub async fn object_store(
 pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<State> {
     let data = &config.node.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
-    let kv: Arc<dyn KvStore> =
-        Arc::new(
+    let kv: Arc<dyn KvStore> = Arc::new(
         SledStore::open_with_cache(&data.join("db"), config.storage.db_cache_mb * 1024 * 1024)
             .context("opening the database")?,
     );
@@ -165,7 +164,8 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
                     // Stopping is asynchronous: trim once the actors are gone.
                     tokio::spawn(async {
                         tokio::time::sleep(Duration::from_secs(1)).await;
-                        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+                        let _ =
+                            tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
                     });
                 }
             }
@@ -531,7 +531,11 @@ async fn upload_precheck(
         .await
         .ok()?
         .ok()??;
-    let limit = st.services.accounts.plan_limits(account.plan).upload_max_bytes;
+    let limit = st
+        .services
+        .accounts
+        .plan_limits(account.plan)
+        .upload_max_bytes;
     // A multipart body carries a little more than the file itself.
     if declared <= limit + 64 * 1024 {
         return None;

@@ -111,7 +111,10 @@ fn relay_handler() -> Handler {
         Box::pin(async move {
             let (tx, rx) = tokio::sync::mpsc::channel(64);
             let Some(ep) = ENDPOINT.get().cloned() else {
-                let head = WireHead { status: 503, headers: Vec::new() };
+                let head = WireHead {
+                    status: 503,
+                    headers: Vec::new(),
+                };
                 return (head, rx);
             };
             let mut b = Request::builder()
@@ -120,7 +123,9 @@ fn relay_handler() -> Handler {
             for (k, v) in &req.headers {
                 b = b.header(k.as_str(), v.as_str());
             }
-            let r = b.header(FORWARDED, req.from.as_str()).body(Body::from(body));
+            let r = b
+                .header(FORWARDED, req.from.as_str())
+                .body(Body::from(body));
             let resp = match ep.call(r).await {
                 Ok(r) => r,
                 Err(e) => e.into_response(),
@@ -209,8 +214,7 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     } else {
         let account = account_of(req).await?;
         let nodes = cluster.data_nodes();
-        let owner =
-            placement::owner(&account, nodes.iter().map(|(n, _)| n.as_str()))?.to_string();
+        let owner = placement::owner(&account, nodes.iter().map(|(n, _)| n.as_str()))?.to_string();
         if owner == cluster.node_name() {
             return None;
         }
@@ -260,7 +264,9 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     let mut resp = resp.body(Body::from_bytes_stream(stream));
     resp.headers_mut().insert(
         "x-clipforge-node",
-        owner.parse().unwrap_or(poem::http::HeaderValue::from_static("?")),
+        owner
+            .parse()
+            .unwrap_or(poem::http::HeaderValue::from_static("?")),
     );
     Some(resp)
 }
@@ -292,11 +298,16 @@ async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
     let Some(ep) = ENDPOINT.get().cloned() else {
         return crate::app::admin_refused();
     };
-    let mut local = Request::builder().method(poem::http::Method::GET).uri_str("/admin/actors");
+    let mut local = Request::builder()
+        .method(poem::http::Method::GET)
+        .uri_str("/admin/actors");
     for (k, v) in &wire.headers {
         local = local.header(k.as_str(), v.as_str());
     }
-    let resp = match ep.call(local.header(FORWARDED, cluster.node_name()).finish()).await {
+    let resp = match ep
+        .call(local.header(FORWARDED, cluster.node_name()).finish())
+        .await
+    {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
@@ -318,7 +329,9 @@ async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
                 }
                 serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
             }
-            Ok((head, _)) => serde_json::json!({ "node": n.name, "state": n.state, "status": head.status }),
+            Ok((head, _)) => {
+                serde_json::json!({ "node": n.name, "state": n.state, "status": head.status })
+            }
             Err(e) => serde_json::json!({ "node": n.name, "state": n.state, "error": e }),
         };
         nodes.push(entry);

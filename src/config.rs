@@ -377,7 +377,11 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
         cfg.storage.url_ttl_secs,
         num
     );
-    env_field!("CLIPFORGE_STORAGE_DB_CACHE_MB", cfg.storage.db_cache_mb, num);
+    env_field!(
+        "CLIPFORGE_STORAGE_DB_CACHE_MB",
+        cfg.storage.db_cache_mb,
+        num
+    );
     env_field!("CLIPFORGE_PIPELINE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_PIPELINE_THREADS", cfg.pipeline.threads, num);
@@ -430,17 +434,45 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
         }
     }
     let b = &mut cfg.billing;
-    env_field!("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", b.stripe_secret_key, secret);
+    env_field!(
+        "CLIPFORGE_BILLING_STRIPE_SECRET_KEY",
+        b.stripe_secret_key,
+        secret
+    );
     env_field!("CLIPFORGE_BILLING_WEBHOOK_SECRET", b.webhook_secret, secret);
-    env_field!("CLIPFORGE_BILLING_PRICE_CREATOR_MONTHLY", b.price_creator_monthly, str);
-    env_field!("CLIPFORGE_BILLING_PRICE_CREATOR_YEARLY", b.price_creator_yearly, str);
-    env_field!("CLIPFORGE_BILLING_PRICE_PRO_MONTHLY", b.price_pro_monthly, str);
-    env_field!("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", b.price_pro_yearly, str);
+    env_field!(
+        "CLIPFORGE_BILLING_PRICE_CREATOR_MONTHLY",
+        b.price_creator_monthly,
+        str
+    );
+    env_field!(
+        "CLIPFORGE_BILLING_PRICE_CREATOR_YEARLY",
+        b.price_creator_yearly,
+        str
+    );
+    env_field!(
+        "CLIPFORGE_BILLING_PRICE_PRO_MONTHLY",
+        b.price_pro_monthly,
+        str
+    );
+    env_field!(
+        "CLIPFORGE_BILLING_PRICE_PRO_YEARLY",
+        b.price_pro_yearly,
+        str
+    );
     env_field!("CLIPFORGE_BILLING_SUCCESS_URL", b.success_url, str);
     env_field!("CLIPFORGE_BILLING_CANCEL_URL", b.cancel_url, str);
-    env_field!("CLIPFORGE_BILLING_PORTAL_RETURN_URL", b.portal_return_url, str);
+    env_field!(
+        "CLIPFORGE_BILLING_PORTAL_RETURN_URL",
+        b.portal_return_url,
+        str
+    );
     env_field!("CLIPFORGE_BILLING_STRIPE_API_BASE", b.stripe_api_base, opt);
-    env_field!("CLIPFORGE_BILLING_WEBHOOK_TOLERANCE_SECS", b.webhook_tolerance_secs, num);
+    env_field!(
+        "CLIPFORGE_BILLING_WEBHOOK_TOLERANCE_SECS",
+        b.webhook_tolerance_secs,
+        num
+    );
     if let Some(v) = get("CLIPFORGE_SOURCES_EXTRA_HOSTS") {
         cfg.sources.extra_hosts = v
             .split(',')
@@ -523,7 +555,10 @@ mod tests {
         assert_eq!(billing.secret_key, "sk_test_hidden");
         assert_eq!(billing.prices.pro_yearly, "price_py");
         assert_eq!(billing.webhook_tolerance_secs, 300);
-        assert!(!billing.missing().is_empty(), "incomplete: billing stays off");
+        assert!(
+            !billing.missing().is_empty(),
+            "incomplete: billing stays off"
+        );
     }
 
     #[test]

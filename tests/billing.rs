@@ -75,7 +75,12 @@ impl FakeStripe {
 
     fn seen(&self, path: &str) -> Vec<Seen> {
         let state = self.state();
-        state.seen.iter().filter(|s| s.path == path).cloned().collect()
+        state
+            .seen
+            .iter()
+            .filter(|s| s.path == path)
+            .cloned()
+            .collect()
     }
 
     fn session(&self, id: &str) -> Value {
@@ -470,7 +475,10 @@ async fn checkout_for_each_plan_and_frequency() {
         assert_eq!(s, 200, "{plan} {freq}: {v}");
         let url = v["url"].as_str().unwrap();
         let session_id = url.rsplit('/').next().unwrap();
-        assert_eq!(url, format!("https://checkout.stripe.com/c/pay/{session_id}"));
+        assert_eq!(
+            url,
+            format!("https://checkout.stripe.com/c/pay/{session_id}")
+        );
         let seen = stripe.seen("/v1/checkout/sessions");
         let form = &seen.last().unwrap().form;
         assert_eq!(seen.last().unwrap().method, "POST");
@@ -514,14 +522,22 @@ async fn checkout_for_each_plan_and_frequency() {
         )
         .await;
     assert_eq!(s, 401);
-    assert_eq!(stripe.seen("/v1/checkout/sessions").len(), 4, "bad input reaches no one");
+    assert_eq!(
+        stripe.seen("/v1/checkout/sessions").len(),
+        4,
+        "bad input reaches no one"
+    );
 
     // Never paid: no portal.
     let (s, v) = app
         .post("/api/stripe/customer-portal", &token, json!({}))
         .await;
     assert_error(s, &v, 409, "no_billing_account");
-    assert_eq!(app.credits(&token).await, ("free".into(), 60, 60), "opening checkouts buys nothing");
+    assert_eq!(
+        app.credits(&token).await,
+        ("free".into(), 60, 60),
+        "opening checkouts buys nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -536,19 +552,35 @@ async fn the_return_path_activates_at_once_and_only_once() {
     let (s, v) = app.get(&path, &token).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
-        (v["status"].clone(), v["paymentStatus"].clone(), v["activated"].clone(), v["plan"].clone()),
+        (
+            v["status"].clone(),
+            v["paymentStatus"].clone(),
+            v["activated"].clone(),
+            v["plan"].clone()
+        ),
         (json!("open"), json!("unpaid"), json!(false), json!("free"))
     );
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "creator"}),
+        )
         .await;
     assert_error(s, &v, 402, "checkout_required");
 
     let paid = stripe.pay(&session);
     let (s, v) = app.get(&path, &token).await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!((v["activated"].clone(), v["plan"].clone()), (json!(true), json!("creator")));
-    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360), "300 + 60 bonus");
+    assert_eq!(
+        (v["activated"].clone(), v["plan"].clone()),
+        (json!(true), json!("creator"))
+    );
+    assert_eq!(
+        app.credits(&token).await,
+        ("creator".into(), 360, 360),
+        "300 + 60 bonus"
+    );
     let before = app.snapshot(&token).await;
     let (s, v) = app.get(&path, &token).await;
     assert_eq!((s, v["activated"].clone()), (200, json!(true)));
@@ -561,7 +593,9 @@ async fn the_return_path_activates_at_once_and_only_once() {
 
     let (s, v) = app.get(&path, &other).await;
     assert_error(s, &v, 404, "not_found");
-    let (s, v) = app.get("/api/stripe/checkout/cs_test_missing", &token).await;
+    let (s, v) = app
+        .get("/api/stripe/checkout/cs_test_missing", &token)
+        .await;
     assert_error(s, &v, 404, "not_found");
     let (s, _) = app.get("/api/stripe/checkout/..%2Fcustomers", &token).await;
     assert_eq!(s, 404);
@@ -571,9 +605,15 @@ async fn the_return_path_activates_at_once_and_only_once() {
         .post("/api/stripe/customer-portal", &token, json!({}))
         .await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["url"], "https://billing.stripe.com/p/session/test_YWNjdF8x");
+    assert_eq!(
+        v["url"],
+        "https://billing.stripe.com/p/session/test_YWNjdF8x"
+    );
     let portal = stripe.seen("/v1/billing_portal/sessions");
-    assert_eq!(portal[0].form["customer"], stripe.session(&session)["customer"]);
+    assert_eq!(
+        portal[0].form["customer"],
+        stripe.session(&session)["customer"]
+    );
     assert_eq!(portal[0].form["return_url"], CANCEL_URL);
     let (s, v) = app
         .post("/api/stripe/customer-portal", &other, json!({}))
@@ -588,9 +628,17 @@ async fn the_return_path_activates_at_once_and_only_once() {
         .await;
     assert_eq!((s, v["plan"].clone()), (200, json!("free")));
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "creator"}),
+        )
         .await;
-    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "subscribed, so selectable");
+    assert_eq!(
+        (s, v["plan"].clone()),
+        (200, json!("creator")),
+        "subscribed, so selectable"
+    );
     let (s, v) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "pro"}))
         .await;
@@ -615,17 +663,31 @@ async fn webhooks_drive_the_subscription_once_each() {
     let before = app.snapshot(&token).await;
     let (s, v) = app.webhook(&completed).await;
     assert_eq!((s, v["result"].clone()), (200, json!("duplicate")), "{v}");
-    assert_eq!(app.snapshot(&token).await, before, "a replayed event changes nothing");
+    assert_eq!(
+        app.snapshot(&token).await,
+        before,
+        "a replayed event changes nothing"
+    );
 
     // customer.subscription.updated: a plan change made in the portal.
     let updated = event(
         "evt_2",
         "customer.subscription.updated",
-        subscription(&sub, &customer, price("creator", "monthly"), "active", false),
+        subscription(
+            &sub,
+            &customer,
+            price("creator", "monthly"),
+            "active",
+            false,
+        ),
     );
     let (s, v) = app.webhook(&updated).await;
     assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
-    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360), "creator + its bonus");
+    assert_eq!(
+        app.credits(&token).await,
+        ("creator".into(), 360, 360),
+        "creator + its bonus"
+    );
     let before = app.snapshot(&token).await;
     let (_, v) = app.webhook(&updated).await;
     assert_eq!(v["result"], "duplicate");
@@ -639,12 +701,19 @@ async fn webhooks_drive_the_subscription_once_each() {
         .await;
     assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
     let (_, notes) = app.get("/api/notifications", &token).await;
-    assert_eq!(notes["notifications"][0]["type"], "payment_failed", "{notes}");
+    assert_eq!(
+        notes["notifications"][0]["type"], "payment_failed",
+        "{notes}"
+    );
     assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
 
     // invoice.paid for the period activation started: nothing to renew.
     let (_, v) = app
-        .webhook(&event("evt_4", "invoice.paid", invoice(&customer, &sub, now(), now() + 30 * 86400)))
+        .webhook(&event(
+            "evt_4",
+            "invoice.paid",
+            invoice(&customer, &sub, now(), now() + 30 * 86400),
+        ))
         .await;
     assert_eq!(v["result"], "unchanged", "{v}");
     assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
@@ -653,7 +722,11 @@ async fn webhooks_drive_the_subscription_once_each() {
     // credits; the unused 360 do not roll over. (The server's clock cannot
     // be moved, so the next period is one that starts later.)
     let next = now() + 31 * 86400;
-    let renewal = event("evt_5", "invoice.paid", invoice(&customer, &sub, next, next + 30 * 86400));
+    let renewal = event(
+        "evt_5",
+        "invoice.paid",
+        invoice(&customer, &sub, next, next + 30 * 86400),
+    );
     let (_, v) = app.webhook(&renewal).await;
     assert_eq!(v["result"], "changed", "{v}");
     assert_eq!(app.credits(&token).await, ("creator".into(), 300, 300));
@@ -668,13 +741,23 @@ async fn webhooks_drive_the_subscription_once_each() {
     let deleted = event(
         "evt_6",
         "customer.subscription.deleted",
-        subscription(&sub, &customer, price("creator", "monthly"), "canceled", false),
+        subscription(
+            &sub,
+            &customer,
+            price("creator", "monthly"),
+            "canceled",
+            false,
+        ),
     );
     let (_, v) = app.webhook(&deleted).await;
     assert_eq!(v["result"], "changed", "{v}");
     assert_eq!(app.credits(&token).await.0, "free");
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "creator"}),
+        )
         .await;
     assert_error(s, &v, 402, "checkout_required");
 
@@ -686,7 +769,11 @@ async fn webhooks_drive_the_subscription_once_each() {
         .await;
     assert_eq!(v["result"], "changed", "{v}");
     let (plan, _, total) = app.credits(&token).await;
-    assert_eq!((plan.as_str(), total), ("creator", 300), "the bonus came once");
+    assert_eq!(
+        (plan.as_str(), total),
+        ("creator", 300),
+        "the bonus came once"
+    );
     let (_, ledger) = app.get("/api/credits/ledger?limit=100", &token).await;
     let bonuses: Vec<_> = ledger["entries"]
         .as_array()
@@ -695,13 +782,23 @@ async fn webhooks_drive_the_subscription_once_each() {
         .filter(|e| e["type"] == "bonus")
         .map(|e| e["amount"].clone())
         .collect();
-    assert_eq!(bonuses, [json!(60), json!(200)], "one per paid plan: {ledger}");
+    assert_eq!(
+        bonuses,
+        [json!(60), json!(200)],
+        "one per paid plan: {ledger}"
+    );
 
     // Events about unknown customers or other types are acknowledged.
     let stranger = event(
         "evt_8",
         "customer.subscription.deleted",
-        subscription("sub_x", "cus_unknown", price("pro", "monthly"), "canceled", false),
+        subscription(
+            "sub_x",
+            "cus_unknown",
+            price("pro", "monthly"),
+            "canceled",
+            false,
+        ),
     );
     let (s, v) = app.webhook(&stranger).await;
     assert_eq!((s, v["result"].clone()), (200, json!("ignored")), "{v}");
@@ -728,9 +825,21 @@ async fn bad_signatures_are_refused_and_change_nothing() {
         ("missing", payload.clone(), None),
         ("empty", payload.clone(), Some(String::new())),
         ("garbage", payload.clone(), Some("nonsense".into())),
-        ("wrong secret", payload.clone(), Some(signature(&payload, "whsec_wrong", t))),
-        ("stale", payload.clone(), Some(signature(&payload, WEBHOOK_SECRET, t - 600))),
-        ("future", payload.clone(), Some(signature(&payload, WEBHOOK_SECRET, t + 600))),
+        (
+            "wrong secret",
+            payload.clone(),
+            Some(signature(&payload, "whsec_wrong", t)),
+        ),
+        (
+            "stale",
+            payload.clone(),
+            Some(signature(&payload, WEBHOOK_SECRET, t - 600)),
+        ),
+        (
+            "future",
+            payload.clone(),
+            Some(signature(&payload, WEBHOOK_SECRET, t + 600)),
+        ),
         ("tampered payload", tampered, Some(good.clone())),
         (
             "timestamp swapped",
@@ -741,7 +850,10 @@ async fn bad_signatures_are_refused_and_change_nothing() {
     for (name, body, sig) in cases {
         let (s, v) = app.webhook_raw(&body, sig).await;
         assert_error(s, &v, 400, "invalid_signature");
-        assert!(v["message"].as_str().unwrap().contains("webhook"), "{name}: {v}");
+        assert!(
+            v["message"].as_str().unwrap().contains("webhook"),
+            "{name}: {v}"
+        );
     }
     assert_eq!(app.snapshot(&token).await, before, "nothing changed");
 
@@ -766,7 +878,15 @@ fn long_quiet_video(dir: &Path, secs: u32) -> std::path::PathBuf {
         .args(["-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t"])
         .arg(secs.to_string())
         .args([
-            "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "8k", "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "8k",
+            "-shortest",
         ])
         .arg(&out)
         .status()
@@ -806,22 +926,37 @@ async fn overdrawing_is_refused_and_operators_grant_enterprise() {
     assert!(v["message"].as_str().unwrap().contains("62 needed"), "{v}");
     assert_eq!(app.snapshot(&token).await, before, "nothing reserved");
     let (_, credits) = app.get("/api/credits", &token).await;
-    assert_eq!((credits["credits"].clone(), credits["reserved"].clone()), (json!(60), json!(0)));
+    assert_eq!(
+        (credits["credits"].clone(), credits["reserved"].clone()),
+        (json!(60), json!(0))
+    );
     let (_, projects) = app.get("/api/projects", &token).await;
     assert_eq!(projects["total"], 0);
 
     // Enterprise: only an operator grants it.
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "enterprise"}),
+        )
         .await;
     assert_error(s, &v, 402, "checkout_required");
     let plan_path = format!("/admin/accounts/{user_id}/plan");
-    let (s, v) = app.post(&plan_path, &token, json!({"plan": "enterprise"})).await;
+    let (s, v) = app
+        .post(&plan_path, &token, json!({"plan": "enterprise"}))
+        .await;
     assert_error(s, &v, 401, "unauthorized");
-    let (s, v) = app.post(&plan_path, "admin-secret", json!({"plan": "pro"})).await;
+    let (s, v) = app
+        .post(&plan_path, "admin-secret", json!({"plan": "pro"}))
+        .await;
     assert_error(s, &v, 400, "invalid_input");
     let (s, v) = app
-        .post("/admin/accounts/nobody/plan", "admin-secret", json!({"plan": "enterprise"}))
+        .post(
+            "/admin/accounts/nobody/plan",
+            "admin-secret",
+            json!({"plan": "enterprise"}),
+        )
         .await;
     assert_error(s, &v, 404, "not_found");
     let (s, v) = app
@@ -829,19 +964,36 @@ async fn overdrawing_is_refused_and_operators_grant_enterprise() {
         .await;
     assert_eq!((s, v["plan"].clone()), (200, json!("enterprise")), "{v}");
     let (_, credits) = app.get("/api/credits", &token).await;
-    assert_eq!((credits["plan"].clone(), credits["unlimited"].clone()), (json!("enterprise"), json!(true)));
+    assert_eq!(
+        (credits["plan"].clone(), credits["unlimited"].clone()),
+        (json!("enterprise"), json!(true))
+    );
     let (s, _) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
         .await;
     assert_eq!(s, 200);
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "enterprise"}),
+        )
         .await;
-    assert_eq!((s, v["plan"].clone()), (200, json!("enterprise")), "granted, so selectable");
-    let (s, v) = app.post(&plan_path, "admin-secret", json!({"plan": "free"})).await;
+    assert_eq!(
+        (s, v["plan"].clone()),
+        (200, json!("enterprise")),
+        "granted, so selectable"
+    );
+    let (s, v) = app
+        .post(&plan_path, "admin-secret", json!({"plan": "free"}))
+        .await;
     assert_eq!((s, v["plan"].clone()), (200, json!("free")), "{v}");
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "enterprise"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "enterprise"}),
+        )
         .await;
     assert_error(s, &v, 402, "checkout_required");
 }

@@ -195,24 +195,78 @@ fn a_cluster_node_with_private_local_storage_refuses_to_start() {
 fn tls_files(dir: &std::path::Path, tag: &str) -> (String, String, String) {
     let p = |f: &str| dir.join(format!("{tag}-{f}")).to_str().unwrap().to_string();
     let run = |args: &[&str]| {
-        let out = Command::new("openssl").args(args).output().expect("openssl");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
-    run(&["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", &p("ca.key"), "-out", &p("ca.pem"), "-days", "2", "-subj", &format!("/CN={tag} CA")]);
-    run(&["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", &p("node.key"), "-out", &p("node.csr"), "-subj", "/CN=127.0.0.1"]);
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        &p("ca.key"),
+        "-out",
+        &p("ca.pem"),
+        "-days",
+        "2",
+        "-subj",
+        &format!("/CN={tag} CA"),
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        &p("node.key"),
+        "-out",
+        &p("node.csr"),
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
     std::fs::write(
         p("ext.cnf"),
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
     )
     .unwrap();
-    run(&["x509", "-req", "-in", &p("node.csr"), "-CA", &p("ca.pem"), "-CAkey", &p("ca.key"),
-        "-CAcreateserial", "-out", &p("node.pem"), "-days", "2", "-extfile", &p("ext.cnf")]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        &p("node.csr"),
+        "-CA",
+        &p("ca.pem"),
+        "-CAkey",
+        &p("ca.key"),
+        "-CAcreateserial",
+        "-out",
+        &p("node.pem"),
+        "-days",
+        "2",
+        "-extfile",
+        &p("ext.cnf"),
+    ]);
     (p("node.pem"), p("node.key"), p("ca.pem"))
 }
 
-fn tls_node(name: &str, seeds: &[&Node], media: &std::path::Path, tls: &(String, String, String)) -> Node {
+fn tls_node(
+    name: &str,
+    seeds: &[&Node],
+    media: &std::path::Path,
+    tls: &(String, String, String),
+) -> Node {
     let addr = format!("127.0.0.1:{}", free_port());
     let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
     let seeds = seeds.join(",");
@@ -252,7 +306,9 @@ async fn nodes_join_over_mutual_tls_and_a_foreign_certificate_is_refused() {
         (&c, ["node-a", "node-b"]),
     ] {
         wait_view(n, "all peers up over TLS", |v| {
-            peers.iter().all(|p| state_of(v, p).as_deref() == Some("up"))
+            peers
+                .iter()
+                .all(|p| state_of(v, p).as_deref() == Some("up"))
         })
         .await;
     }

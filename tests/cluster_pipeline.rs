@@ -138,7 +138,16 @@ async fn completes(n: &Node, token: &str, pid: &str) {
     let clips = v["clips"].as_array().unwrap();
     assert!(!clips.is_empty(), "{v}");
     let url = clips[0]["url"].as_str().unwrap();
-    let bytes = n.app.client.get(url).send().await.unwrap().bytes().await.unwrap();
+    let bytes = n
+        .app
+        .client
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert!(bytes.windows(4).take(64).any(|w| w == b"ftyp"), "an MP4");
 }
 
@@ -176,13 +185,20 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
             .find(|n| peer(&v, n).is_some_and(|x| x["load"]["stages"].as_u64() > Some(0)));
         let (_, p) = a.app.get(&format!("/api/projects/{pid}"), &token).await;
         let state = p["project"]["state"].as_str().unwrap_or("").to_string();
-        seen.push(format!("{state} b={} c={}", peer(&v, "node-b").unwrap()["load"], peer(&v, "node-c").unwrap()["load"]));
+        seen.push(format!(
+            "{state} b={} c={}",
+            peer(&v, "node-b").unwrap()["load"],
+            peer(&v, "node-c").unwrap()["load"]
+        ));
         if let Some(n) = busy {
             if state == "transcribing" || state == "captioning" {
                 break n;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(40), "no busy worker seen: {seen:#?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "no busy worker seen: {seen:#?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let (dead, alive) = if victim == "node-b" { (b, c) } else { (c, b) };
@@ -217,7 +233,11 @@ async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project
     // Two accounts signed up through the worker node land on data nodes;
     // their sessions work through every node.
     let mut owners = Vec::new();
-    for email in ["route-1@example.com", "route-2@example.com", "route-3@example.com"] {
+    for email in [
+        "route-1@example.com",
+        "route-2@example.com",
+        "route-3@example.com",
+    ] {
         let token = c.app.sign_up(email).await;
         for n in [&a, &e, &c] {
             let r = n
@@ -251,10 +271,18 @@ async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project
             .send()
             .await
             .unwrap();
-        owners.push(r.headers()["x-clipforge-node"].to_str().unwrap().to_string());
+        owners.push(
+            r.headers()["x-clipforge-node"]
+                .to_str()
+                .unwrap()
+                .to_string(),
+        );
         owners.dedup();
     }
-    assert!(owners.iter().all(|o| o == "node-a" || o == "node-e"), "{owners:?}");
+    assert!(
+        owners.iter().all(|o| o == "node-a" || o == "node-e"),
+        "{owners:?}"
+    );
 
     // A project created through one node, followed through another.
     let token = c.app.sign_up("stream@example.com").await;
@@ -264,7 +292,11 @@ async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project
     assert_eq!(s, 200, "{up}");
     let pid = create(&a, &token, up["fileKey"].as_str().unwrap(), "routed").await;
     let events = follow_sse(&c.app, &token, &pid).await;
-    assert_eq!(events.last().map(|e| e.0.as_str()), Some("completed"), "{events:?}");
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
     assert!(events.windows(2).all(|w| w[0].1 < w[1].1), "ids increase");
     let (_, credits) = e.app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 59);
@@ -316,7 +348,7 @@ async fn a_restarted_data_node_resumes_its_projects() {
     let data = std::mem::replace(&mut a.app._dir, tempfile::tempdir().unwrap());
     let addr = a.addr.clone();
     drop(a); // SIGKILL
-    // Meanwhile the account is unavailable, not lost or moved.
+             // Meanwhile the account is unavailable, not lost or moved.
     let start = Instant::now();
     loop {
         let (s, v) = b.app.get("/api/credits", &token).await;
@@ -332,7 +364,11 @@ async fn a_restarted_data_node_resumes_its_projects() {
     wait_up(&b, &["node-a"]).await;
     // Followed through the worker node, routed to the restarted owner.
     let events = follow_sse(&b.app, &token, &pid).await;
-    assert_eq!(events.last().map(|e| e.0.as_str()), Some("completed"), "{events:?}");
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
     let (_, credits) = b.app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 59, "charged once: {credits}");
 }

@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
 use serde_json::{json, Value};
 
 mod common;
@@ -89,15 +88,42 @@ async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
 
     // Over the plan's upload limit: refused from its declared size.
     let big = vec![7u8; (limit_mb * MIB + MIB) as usize];
-    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "big.mp4", big).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::POST,
+        "/api/upload",
+        &token,
+        "big.mp4",
+        big,
+    )
+    .await;
     assert_error(s, &v, 413);
-    assert!(v["message"].as_str().unwrap().contains("upload limit"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("upload limit"),
+        "{v}"
+    );
 
     // Not a video at all; an image renamed .mp4.
-    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "a.mp4", b"hello".repeat(1000)).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::POST,
+        "/api/upload",
+        &token,
+        "a.mp4",
+        b"hello".repeat(1000),
+    )
+    .await;
     assert_error(s, &v, 415);
     let png = dir_png(media.path(), 64, 64);
-    let (s, v) = send_file(&app, reqwest::Method::POST, "/api/upload", &token, "b.mp4", std::fs::read(png).unwrap()).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::POST,
+        "/api/upload",
+        &token,
+        "b.mp4",
+        std::fs::read(png).unwrap(),
+    )
+    .await;
     assert_error(s, &v, 415);
 
     // The first real video fits; the second would overflow the quota.
@@ -144,24 +170,72 @@ async fn avatars_are_decoded_resized_replaced_and_removed() {
     let media = tempfile::tempdir().unwrap();
     let pic = std::fs::read(dir_png(media.path(), 1024, 768)).unwrap();
 
-    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", pic.clone()).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::PUT,
+        "/api/auth/avatar",
+        &token,
+        "me.png",
+        pic.clone(),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     let url = v["avatarUrl"].as_str().unwrap().to_string();
-    let bytes = app.client.get(&url).send().await.unwrap().bytes().await.unwrap();
+    let bytes = app
+        .client
+        .get(&url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(png_size(&bytes), (512, 512));
     let (_, session) = app.get("/api/auth/get-session", &token).await;
-    assert!(session["user"]["image"].as_str().is_some_and(|i| !i.is_empty()), "{session}");
+    assert!(
+        session["user"]["image"]
+            .as_str()
+            .is_some_and(|i| !i.is_empty()),
+        "{session}"
+    );
 
     // Not an image; too big.
-    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", b"GIF? no".repeat(50)).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::PUT,
+        "/api/auth/avatar",
+        &token,
+        "me.png",
+        b"GIF? no".repeat(50),
+    )
+    .await;
     assert_error(s, &v, 415);
-    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", vec![0u8; 6 * MIB as usize]).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::PUT,
+        "/api/auth/avatar",
+        &token,
+        "me.png",
+        vec![0u8; 6 * MIB as usize],
+    )
+    .await;
     assert_error(s, &v, 413);
 
     // Replacing removes the old file; deleting removes the current one.
-    let (s, v) = send_file(&app, reqwest::Method::PUT, "/api/auth/avatar", &token, "me.png", pic).await;
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::PUT,
+        "/api/auth/avatar",
+        &token,
+        "me.png",
+        pic,
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
-    assert_eq!(app.client.get(&url).send().await.unwrap().status().as_u16(), 404);
+    assert_eq!(
+        app.client.get(&url).send().await.unwrap().status().as_u16(),
+        404
+    );
     let url2 = v["avatarUrl"].as_str().unwrap().to_string();
     let r = app
         .client
@@ -171,7 +245,16 @@ async fn avatars_are_decoded_resized_replaced_and_removed() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    assert_eq!(app.client.get(&url2).send().await.unwrap().status().as_u16(), 404);
+    assert_eq!(
+        app.client
+            .get(&url2)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
     let (_, session) = app.get("/api/auth/get-session", &token).await;
     assert!(session["user"]["image"].is_null(), "{session}");
 }
@@ -182,10 +265,24 @@ async fn url_metadata_and_a_project_whose_download_fails() {
     let port = serve_dir(site.path()).await;
     let video = speech_video(site.path());
     std::fs::rename(&video, site.path().join("talk.mp4")).unwrap();
-    video_page(site.path(), "talk.html", port, "talk.mp4", "Launch talk", 25);
+    video_page(
+        site.path(),
+        "talk.html",
+        port,
+        "talk.mp4",
+        "Launch talk",
+        25,
+    );
     // A page whose "video" is not one: yt-dlp downloads it, the probe refuses it.
     std::fs::write(site.path().join("broken.mp4"), b"not a video ".repeat(5000)).unwrap();
-    video_page(site.path(), "broken.html", port, "broken.mp4", "Broken talk", 30);
+    video_page(
+        site.path(),
+        "broken.html",
+        port,
+        "broken.mp4",
+        "Broken talk",
+        30,
+    );
     let app = spawn_app_with(
         tempfile::tempdir().unwrap(),
         &[("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1")],
@@ -193,7 +290,11 @@ async fn url_metadata_and_a_project_whose_download_fails() {
     let token = app.sign_up("kai@example.com").await;
 
     let (s, v) = app
-        .post("/api/meta", &token, json!({"url": format!("http://127.0.0.1:{port}/talk.html")}))
+        .post(
+            "/api/meta",
+            &token,
+            json!({"url": format!("http://127.0.0.1:{port}/talk.html")}),
+        )
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["title"], "Launch talk");
@@ -201,15 +302,26 @@ async fn url_metadata_and_a_project_whose_download_fails() {
     assert_eq!(v["thumbnail"], format!("http://127.0.0.1:{port}/thumb.jpg"));
 
     let (s, v) = app
-        .post("/api/meta", &token, json!({"url": "https://example.com/watch?v=1"}))
+        .post(
+            "/api/meta",
+            &token,
+            json!({"url": "https://example.com/watch?v=1"}),
+        )
         .await;
     assert_error(s, &v, 400);
     assert_eq!(v["error"], "unsupported_platform");
     let (s, v) = app
-        .post("/api/meta", &token, json!({"url": format!("http://127.0.0.1:{port}/nothing.html")}))
+        .post(
+            "/api/meta",
+            &token,
+            json!({"url": format!("http://127.0.0.1:{port}/nothing.html")}),
+        )
         .await;
     assert_error(s, &v, 400);
-    assert!(v["message"].as_str().unwrap().contains("unavailable"), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("unavailable"),
+        "{v}"
+    );
 
     // The page and its file exist but the file is not a video: the project
     // fails, the reservation is released and the user is told.
@@ -226,7 +338,10 @@ async fn url_metadata_and_a_project_whose_download_fails() {
     let events = follow_sse(&app, &token, &pid).await;
     let last = events.last().expect("events");
     assert_eq!(last.0, "failed", "{events:?}");
-    assert!(last.2["message"].as_str().is_some_and(|m| !m.is_empty()), "{last:?}");
+    assert!(
+        last.2["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{last:?}"
+    );
     let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     assert_eq!(v["project"]["status"], "Falhou");
     assert_eq!(v["project"]["state"], "failed");
@@ -235,13 +350,21 @@ async fn url_metadata_and_a_project_whose_download_fails() {
     let (_, n) = app.get("/api/notifications", &token).await;
     let first = &n["notifications"][0];
     assert_eq!(first["type"], "project_failed", "{n}");
-    assert!(first["message"].as_str().unwrap().contains("Broken talk"), "{n}");
+    assert!(
+        first["message"].as_str().unwrap().contains("Broken talk"),
+        "{n}"
+    );
 }
 
 #[tokio::test]
 async fn readiness_and_the_admin_view_of_one_actor() {
     let app = spawn_app();
-    let r = app.client.get(format!("{}/readyz", app.base)).send().await.unwrap();
+    let r = app
+        .client
+        .get(format!("{}/readyz", app.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let token = app.sign_up("lea@example.com").await;
     let (_, session) = app.get("/api/auth/get-session", &token).await;
@@ -261,7 +384,9 @@ async fn readiness_and_the_admin_view_of_one_actor() {
         .expect("the user's actor is listed");
     assert_eq!(me["kind"], "user");
     assert!(me["mailbox"].is_u64() && me["uptimeSecs"].is_f64(), "{me}");
-    let (s, one) = app.get(&format!("/admin/actors/user:{uid}"), "admin-secret").await;
+    let (s, one) = app
+        .get(&format!("/admin/actors/user:{uid}"), "admin-secret")
+        .await;
     assert_eq!(s, 200, "{one}");
     assert_eq!(one["id"], uid.as_str());
     let (s, v) = app.get("/admin/actors/user:nobody", "admin-secret").await;
@@ -274,9 +399,19 @@ async fn readiness_and_the_admin_view_of_one_actor() {
         tempfile::tempdir().unwrap(),
         &[("CLIPFORGE_PIPELINE_MODEL_DIR", "/nonexistent/model")],
     );
-    let r = app.client.get(format!("{}/healthz", app.base)).send().await.unwrap();
+    let r = app
+        .client
+        .get(format!("{}/healthz", app.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let r = app.client.get(format!("{}/readyz", app.base)).send().await.unwrap();
+    let r = app
+        .client
+        .get(format!("{}/readyz", app.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 503);
     let v: Value = r.json().await.unwrap();
     assert!(v["message"].as_str().unwrap().contains("model"), "{v}");
@@ -314,7 +449,11 @@ async fn a_url_project_on_the_s3_backend_serves_presigned_media() {
     assert_eq!(s, 201, "{created}");
     let pid = created["projectId"].as_str().unwrap().to_string();
     let events = follow_sse(&app, &token, &pid).await;
-    assert_eq!(events.last().map(|e| e.0.as_str()), Some("completed"), "{events:?}");
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
     let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     let clips = v["clips"].as_array().unwrap();
     assert_eq!(clips.len(), 1, "{v}");
@@ -323,7 +462,15 @@ async fn a_url_project_on_the_s3_backend_serves_presigned_media() {
         url.starts_with(&moto.1) && url.contains("X-Amz-Signature="),
         "a presigned S3 URL: {url}"
     );
-    let bytes = app.client.get(url).send().await.unwrap().bytes().await.unwrap();
+    let bytes = app
+        .client
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert!(bytes.windows(4).take(64).any(|w| w == b"ftyp"), "an MP4");
     assert!(
         files_under(&local_media).is_empty(),

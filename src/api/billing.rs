@@ -164,7 +164,8 @@ impl BillingApi {
             .handle_webhook(&state.services, &body.0, signature.0.as_deref(), unix_now())
             .await
             .inspect_err(|e| {
-                if let BillingError::Signature(SignatureError::Stale | SignatureError::Mismatch) = e {
+                if let BillingError::Signature(SignatureError::Stale | SignatureError::Mismatch) = e
+                {
                     tracing::warn!(error = %e, "stripe webhook refused");
                 }
             })?;
@@ -188,9 +189,18 @@ pub async fn admin_set_plan(
     body: poem::web::Json<Value>,
 ) -> Response {
     if !admin_ok(&state, req) {
-        return error_response(StatusCode::UNAUTHORIZED, "unauthorized", "admin token required");
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "admin token required",
+        );
     }
-    let plan = match body.0.get("plan").and_then(Value::as_str).map(str::parse::<Plan>) {
+    let plan = match body
+        .0
+        .get("plan")
+        .and_then(Value::as_str)
+        .map(str::parse::<Plan>)
+    {
         Some(Ok(plan)) => plan,
         _ => {
             return error_response(

@@ -155,7 +155,8 @@ impl ProjectsApi {
             .services
             .listing_page(&uid, (page - 1) * limit, limit, |items, total| {
                 let items: Vec<Value> = items.iter().map(project_view).collect();
-                let page = json!({ "projects": items, "total": total, "page": page, "limit": limit });
+                let page =
+                    json!({ "projects": items, "total": total, "page": page, "limit": limit });
                 serde_json::to_vec(&page).unwrap_or_default().into()
             })
             .map_err(|e| ApiError::internal("listing projects", e))?;

@@ -48,7 +48,9 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open_for_import(&args.data_dir.join("db"))?);
     let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
     let hash = hash_password("bench password 1")?;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let per = args.accounts.div_ceil(threads);
     let handles: Vec<_> = (0..threads)
         .map(|t| {
@@ -69,32 +71,35 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
         .collect();
     let mut sessions = Vec::with_capacity(args.accounts);
     for h in handles {
-        sessions.extend(h.join().map_err(|_| anyhow::anyhow!("a seeding thread panicked"))??);
+        sessions.extend(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a seeding thread panicked"))??,
+        );
     }
     if let Some((owner, _)) = sessions.first() {
         let now = now_ms();
         let mut ops = Vec::new();
         for i in 0..args.projects {
             ops.extend(new_project_ops(&ProjectRecord {
-                    id: format!("bench-{i:05}"),
-                    user_id: owner.clone(),
-                    title: format!("Benchmark project {i}"),
-                    source: Source::Upload(format!("uploads/bench/{i}.mp4")),
-                    thumbnail: String::new(),
-                    duration_sec: 600.0,
-                    preset: "auto".into(),
-                    caption_template: "shorts".into(),
-                    style: CaptionStyle::default(),
-                    skip_cuts: false,
-                    state: ProjectState::Completed,
-                    step_progress: [100; 4],
-                    error: None,
-                    reserved_credits: 0,
-                    clip_count: 10,
-                    finished: Vec::new(),
-                    created_at: now - i as i64 * 1000,
-                    updated_at: now,
-                    last_event: 0,
+                id: format!("bench-{i:05}"),
+                user_id: owner.clone(),
+                title: format!("Benchmark project {i}"),
+                source: Source::Upload(format!("uploads/bench/{i}.mp4")),
+                thumbnail: String::new(),
+                duration_sec: 600.0,
+                preset: "auto".into(),
+                caption_template: "shorts".into(),
+                style: CaptionStyle::default(),
+                skip_cuts: false,
+                state: ProjectState::Completed,
+                step_progress: [100; 4],
+                error: None,
+                reserved_credits: 0,
+                clip_count: 10,
+                finished: Vec::new(),
+                created_at: now - i as i64 * 1000,
+                updated_at: now,
+                last_event: 0,
             })?);
         }
         kv.apply(ops)?;

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod bench_seed;
 mod bench_schedule;
+mod bench_seed;
 mod clip;
 mod serve;
 
@@ -81,11 +81,9 @@ pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Clip(args) => clip::run(args).await,
         Command::Serve(args) => serve::run(args).await,
-        Command::BenchSeed(args) => {
-            tokio::task::spawn_blocking(move || bench_seed::run(args))
-                .await
-                .unwrap_or(ExitCode::FAILURE)
-        }
+        Command::BenchSeed(args) => tokio::task::spawn_blocking(move || bench_seed::run(args))
+            .await
+            .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::Openapi { out } => {
             let spec = crate::app::api_service().spec();

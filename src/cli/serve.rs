@@ -90,11 +90,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         }
     };
     match server
-        .run_with_graceful_shutdown(
-            endpoint,
-            shutdown,
-            Some(std::time::Duration::from_secs(10)),
-        )
+        .run_with_graceful_shutdown(endpoint, shutdown, Some(std::time::Duration::from_secs(10)))
         .await
     {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,7 +124,6 @@ pub fn assert_error(status: u16, body: &Value, expected: u16) {
     );
 }
 
-
 pub fn speech_video(dir: &Path) -> PathBuf {
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
                 three seconds whether they will keep watching. So your opening must promise something valuable. \
@@ -177,7 +176,15 @@ pub fn speech_video_saying(dir: &Path, text: &str, wpm: u32) -> PathBuf {
 
 pub async fn upload(app: &App, token: &str, path: &Path, name: &str) -> (u16, Value) {
     let bytes = std::fs::read(path).unwrap();
-    send_file(app, reqwest::Method::POST, "/api/upload", token, name, bytes).await
+    send_file(
+        app,
+        reqwest::Method::POST,
+        "/api/upload",
+        token,
+        name,
+        bytes,
+    )
+    .await
 }
 
 /// Sends `bytes` as the multipart field `file` named `name`.
@@ -247,7 +254,6 @@ pub async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u
     events
 }
 
-
 /// A running `moto_server`, killed when dropped.
 pub struct Moto(pub std::process::Child, pub String);
 
@@ -278,4 +284,3 @@ pub async fn start_moto() -> Moto {
     }
     Moto(child, endpoint)
 }
-

@@ -3,10 +3,10 @@
 //! copied), and the platform emulator.
 #![allow(dead_code)]
 
-pub mod platforms;
 #[allow(dead_code, unused_imports)]
 #[path = "../common/mod.rs"]
 mod base;
+pub mod platforms;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -201,8 +201,7 @@ impl Platforms {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let query: HashMap<String, String> =
-            req.uri().query().map(url_pairs).unwrap_or_default();
+        let query: HashMap<String, String> = req.uri().query().map(url_pairs).unwrap_or_default();
         let header = |n: &str| req.header(n).map(str::to_string);
         let bearer = header("authorization")
             .and_then(|h| h.strip_prefix("Bearer ").map(str::to_string))

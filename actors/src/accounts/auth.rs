@@ -137,7 +137,10 @@ pub fn account_id_for_email(normalized_email: &str) -> String {
 /// The account id a session token names (`<account id>.<secret>`), so any
 /// node can route the request; `None` for a token without one.
 pub fn account_of_token(token: &str) -> Option<&str> {
-    token.split_once('.').map(|(id, _)| id).filter(|id| id.len() == 36)
+    token
+        .split_once('.')
+        .map(|(id, _)| id)
+        .filter(|id| id.len() == 36)
 }
 
 /// The key a token's session is stored under: its SHA-256 in hex.

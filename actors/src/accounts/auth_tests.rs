@@ -18,7 +18,10 @@ fn sign_up_creates_account_template_credits_and_session() {
     // one every node derives from the email.
     let (id, secret) = token.split_once('.').expect("account id prefix");
     assert_eq!(id, account.id);
-    assert_eq!(id, crate::accounts::account_id_for_email("ana.lima@example.com"));
+    assert_eq!(
+        id,
+        crate::accounts::account_id_for_email("ana.lima@example.com")
+    );
     assert_eq!(super::account_of_token(&token), Some(id));
     assert_eq!(secret.len(), 43, "32 bytes in unpadded base64url");
 

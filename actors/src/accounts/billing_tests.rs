@@ -85,7 +85,10 @@ fn activation_grants_the_plan_and_its_bonus_once() {
     fx.accounts
         .end_subscription(user, "sub_cs_1", Some("evt_2"))
         .expect("end");
-    assert_eq!(fx.accounts.get_account(user).expect("account").plan, Plan::Free);
+    assert_eq!(
+        fx.accounts.get_account(user).expect("account").plan,
+        Plan::Free
+    );
     assert!(fx.accounts.select_plan(user, Plan::Creator).is_err());
     let again = activation("cs_2", Plan::Creator, BillingFrequency::Yearly);
     fx.accounts
@@ -114,7 +117,13 @@ fn renewal_resets_without_rollover_and_once_per_period() {
     let start = fx.now();
     let applied = fx
         .accounts
-        .renew_paid_cycle(user, "sub_cs_1", start, Some(start + 31 * DAY_MS), Some("in_1"))
+        .renew_paid_cycle(
+            user,
+            "sub_cs_1",
+            start,
+            Some(start + 31 * DAY_MS),
+            Some("in_1"),
+        )
         .expect("first invoice");
     assert_eq!(applied, Applied::Unchanged);
     assert_eq!(balance(&fx, user).1, 1090);
@@ -125,7 +134,13 @@ fn renewal_resets_without_rollover_and_once_per_period() {
     let next = fx.now();
     let applied = fx
         .accounts
-        .renew_paid_cycle(user, "sub_cs_1", next, Some(next + 30 * DAY_MS), Some("in_2"))
+        .renew_paid_cycle(
+            user,
+            "sub_cs_1",
+            next,
+            Some(next + 30 * DAY_MS),
+            Some("in_2"),
+        )
         .expect("renewal");
     // The lazy renewal at the aligned end already started this period.
     assert_eq!(applied, Applied::Unchanged);
@@ -148,7 +163,13 @@ fn renewal_resets_without_rollover_and_once_per_period() {
     let period = fx.now() + DAY_MS * 4;
     let applied = fx
         .accounts
-        .renew_paid_cycle(user, "sub_cs_1", period, Some(period + 30 * DAY_MS), Some("in_3"))
+        .renew_paid_cycle(
+            user,
+            "sub_cs_1",
+            period,
+            Some(period + 30 * DAY_MS),
+            Some("in_3"),
+        )
         .expect("early invoice");
     assert_eq!(applied, Applied::Changed);
     assert_eq!(balance(&fx, user), (Plan::Pro, 990, 1000));
@@ -174,7 +195,11 @@ fn yearly_plans_get_monthly_allotments() {
         .renew_paid_cycle(user, "sub_cs_1", start, Some(start + 365 * DAY_MS), None)
         .expect("first invoice");
     let b = fx.accounts.balance(user).expect("balance");
-    assert_eq!(b.renews_at, iso8601(start + CYCLE_MS), "a month, not a year");
+    assert_eq!(
+        b.renews_at,
+        iso8601(start + CYCLE_MS),
+        "a month, not a year"
+    );
     fx.accounts.reserve(user, "p1", 200).expect("reserve");
     fx.accounts.charge(user, "p1", 200).expect("charge");
     fx.advance(CYCLE_MS);
@@ -202,15 +227,26 @@ fn subscription_updates_move_the_plan_and_end_it() {
         .update_subscription(user, &update, Some("evt_1"))
         .expect("upgrade");
     let account = fx.accounts.get_account(user).expect("account");
-    assert_eq!((account.plan, account.entitlements), (Plan::Pro, vec![Plan::Pro]));
+    assert_eq!(
+        (account.plan, account.entitlements),
+        (Plan::Pro, vec![Plan::Pro])
+    );
     assert_eq!(bonuses(&fx, user), 2, "creator's and pro's");
 
     update.cancel_at_period_end = true;
     fx.accounts
         .update_subscription(user, &update, Some("evt_2"))
         .expect("cancel at period end");
-    assert_eq!(balance(&fx, user).0, Plan::Pro, "kept until the period ends");
-    let sub = fx.accounts.billing_record(user).expect("record").subscription;
+    assert_eq!(
+        balance(&fx, user).0,
+        Plan::Pro,
+        "kept until the period ends"
+    );
+    let sub = fx
+        .accounts
+        .billing_record(user)
+        .expect("record")
+        .subscription;
     assert!(sub.expect("subscription").cancel_at_period_end);
 
     let other = SubscriptionUpdate {
@@ -248,10 +284,7 @@ fn payment_failures_notify_and_operators_grant_enterprise() {
     assert_eq!(notes[0].kind, NotificationKind::PaymentFailed);
 
     assert!(fx.accounts.select_plan(user, Plan::Enterprise).is_err());
-    assert!(fx
-        .accounts
-        .set_plan_by_operator(user, Plan::Pro)
-        .is_err());
+    assert!(fx.accounts.set_plan_by_operator(user, Plan::Pro).is_err());
     assert_eq!(
         fx.accounts
             .set_plan_by_operator(user, Plan::Enterprise)

@@ -53,7 +53,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::storage::kv::KvStore;
 
-pub use auth::{account_id_for_email, account_of_token, hash_password, normalize_email, SESSION_TTL_MS};
+pub use auth::{
+    account_id_for_email, account_of_token, hash_password, normalize_email, SESSION_TTL_MS,
+};
 pub use billing::{
     Activation, Applied, BillingFrequency, BillingRecord, CheckoutRecord, SubscriptionRecord,
     SubscriptionUpdate,

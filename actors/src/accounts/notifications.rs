@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::clock::iso8601;
 use super::error::{AccountError, Result};
 use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
-use crate::storage::kv::KvOp;
 use super::{new_id, Accounts};
+use crate::storage::kv::KvOp;
 
 /// Most notifications kept per account; older ones are dropped.
 pub const MAX_NOTIFICATIONS: usize = 200;
@@ -126,7 +126,12 @@ impl Accounts {
         batch.extend(with);
         let notification = match self.stored_account(user_id) {
             Ok(_) => Some(self.push_notification(
-                &mut batch, user_id, kind, title, message, self.now(),
+                &mut batch,
+                user_id,
+                kind,
+                title,
+                message,
+                self.now(),
             )?),
             Err(AccountError::NotFound(_)) => None,
             Err(e) => return Err(e),

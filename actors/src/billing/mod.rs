@@ -20,9 +20,7 @@ pub mod webhook;
 
 use std::collections::HashMap;
 
-use crate::accounts::{
-    Account, AccountError, Accounts, Activation, BillingFrequency, Plan,
-};
+use crate::accounts::{Account, AccountError, Accounts, Activation, BillingFrequency, Plan};
 use crate::service::Services;
 use stripe_client::{NewCheckout, StripeApi, StripeCallError};
 pub use webhook::{sign, verify_signature, SignatureError, WebhookOutcome, MAX_WEBHOOK_BYTES};
@@ -44,7 +42,10 @@ impl Prices {
         use BillingFrequency::{Monthly, Yearly};
         let choice = |plan, frequency| PlanChoice { plan, frequency };
         [
-            (self.creator_monthly.as_str(), choice(Plan::Creator, Monthly)),
+            (
+                self.creator_monthly.as_str(),
+                choice(Plan::Creator, Monthly),
+            ),
             (self.creator_yearly.as_str(), choice(Plan::Creator, Yearly)),
             (self.pro_monthly.as_str(), choice(Plan::Pro, Monthly)),
             (self.pro_yearly.as_str(), choice(Plan::Pro, Yearly)),
@@ -122,7 +123,11 @@ impl BillingSettings {
         if self.success_url.contains(SESSION_PLACEHOLDER) {
             return self.success_url.clone();
         }
-        let sep = if self.success_url.contains('?') { '&' } else { '?' };
+        let sep = if self.success_url.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
         format!("{}{sep}session_id={SESSION_PLACEHOLDER}", self.success_url)
     }
 }
@@ -146,9 +151,8 @@ impl PlanChoice {
                 ))
             }
         };
-        let frequency = BillingFrequency::parse(frequency).ok_or_else(|| {
-            BillingError::InvalidInput("frequency: use monthly or yearly".into())
-        })?;
+        let frequency = BillingFrequency::parse(frequency)
+            .ok_or_else(|| BillingError::InvalidInput("frequency: use monthly or yearly".into()))?;
         Ok(Self { plan, frequency })
     }
 }
@@ -327,12 +331,16 @@ impl Billing {
     ) -> Result<CheckoutStatus> {
         let valid = session_id.len() <= 255
             && session_id.starts_with("cs_")
-            && session_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            && session_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
         if !valid {
             return Err(BillingError::NotFound("checkout session"));
         }
         let session = match self.stripe.retrieve_checkout_session(session_id).await {
-            Err(StripeCallError::NotFound) => return Err(BillingError::NotFound("checkout session")),
+            Err(StripeCallError::NotFound) => {
+                return Err(BillingError::NotFound("checkout session"))
+            }
             other => other?,
         };
         if session.client_reference_id.as_deref() != Some(user_id) {
@@ -391,13 +399,15 @@ impl Billing {
     pub async fn customer_portal(&self, services: &Services, user_id: &str) -> Result<String> {
         let uid = user_id.to_string();
         let record = on_account(services, user_id, move |a| a.billing_record(&uid)).await?;
-        let customer = record.customer_id.filter(|_| record.ever_paid).ok_or_else(|| {
-            BillingError::Conflict {
+        let customer = record
+            .customer_id
+            .filter(|_| record.ever_paid)
+            .ok_or_else(|| BillingError::Conflict {
                 code: "no_billing_account",
-                message: "the account has never paid: buy a plan first with POST /api/stripe/checkout"
-                    .into(),
-            }
-        })?;
+                message:
+                    "the account has never paid: buy a plan first with POST /api/stripe/checkout"
+                        .into(),
+            })?;
         let return_url = if self.settings.portal_return_url.is_empty() {
             &self.settings.cancel_url
         } else {
@@ -432,9 +442,18 @@ mod tests {
                 assert_eq!(p.plan_of(p.price(choice)), Some(choice));
             }
         }
-        for (plan, freq) in [("free", "monthly"), ("enterprise", "yearly"), ("pro", "weekly"), ("Pro", "monthly"), ("", "")] {
+        for (plan, freq) in [
+            ("free", "monthly"),
+            ("enterprise", "yearly"),
+            ("pro", "weekly"),
+            ("Pro", "monthly"),
+            ("", ""),
+        ] {
             assert!(
-                matches!(PlanChoice::parse(plan, freq), Err(BillingError::InvalidInput(_))),
+                matches!(
+                    PlanChoice::parse(plan, freq),
+                    Err(BillingError::InvalidInput(_))
+                ),
                 "{plan} {freq}"
             );
         }

@@ -96,7 +96,11 @@ impl StripeApi {
     pub fn new(secret_key: &str, api_base: Option<&str>) -> Result<Self, String> {
         let mut builder = ClientBuilder::new(secret_key)
             .timeout(CALL_TIMEOUT)
-            .app_info("clipforge", Some(env!("CARGO_PKG_VERSION").to_string()), None);
+            .app_info(
+                "clipforge",
+                Some(env!("CARGO_PKG_VERSION").to_string()),
+                None,
+            );
         if let Some(base) = api_base {
             // The client appends `v1/...` to the base.
             let base = if base.ends_with('/') {
@@ -106,9 +110,7 @@ impl StripeApi {
             };
             builder = builder.url(base);
         }
-        let client = builder
-            .build()
-            .map_err(|e| format!("stripe client: {e}"))?;
+        let client = builder.build().map_err(|e| format!("stripe client: {e}"))?;
         Ok(Self { client })
     }
 
@@ -161,9 +163,7 @@ impl StripeApi {
 
     /// Reads a Checkout Session.
     pub async fn retrieve_checkout_session(&self, id: &str) -> CallResult<SessionSnapshot> {
-        let session = RetrieveCheckoutSession::new(id)
-            .send(&self.client)
-            .await?;
+        let session = RetrieveCheckoutSession::new(id).send(&self.client).await?;
         Ok(snapshot(session))
     }
 

@@ -49,9 +49,18 @@ pub fn verify_signature(
     let mut timestamp = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {
-        let (key, value) = part.trim().split_once('=').ok_or(SignatureError::Malformed)?;
+        let (key, value) = part
+            .trim()
+            .split_once('=')
+            .ok_or(SignatureError::Malformed)?;
         match key {
-            "t" => timestamp = Some(value.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
+            "t" => {
+                timestamp = Some(
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| SignatureError::Malformed)?,
+                )
+            }
             "v1" => signatures.push(hex::decode(value).map_err(|_| SignatureError::Malformed)?),
             _ => {}
         }
@@ -79,7 +88,10 @@ pub fn verify_signature(
 /// `timestamp` (tests and tools).
 pub fn sign(payload: &[u8], secret: &str, timestamp: i64) -> String {
     let mac = signed_payload_mac(secret, timestamp, payload);
-    format!("t={timestamp},v1={}", hex::encode(mac.finalize().into_bytes()))
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
 }
 
 fn signed_payload_mac(secret: &str, timestamp: i64, payload: &[u8]) -> Hmac<Sha256> {
@@ -172,8 +184,12 @@ impl Billing {
         }
         let applied = match kind {
             "checkout.session.completed" => self.session_completed(services, id, object).await?,
-            "customer.subscription.updated" => self.subscription_updated(services, id, object).await?,
-            "customer.subscription.deleted" => self.subscription_deleted(services, id, object).await?,
+            "customer.subscription.updated" => {
+                self.subscription_updated(services, id, object).await?
+            }
+            "customer.subscription.deleted" => {
+                self.subscription_deleted(services, id, object).await?
+            }
             "invoice.paid" => self.invoice_paid(services, id, object).await?,
             "invoice.payment_failed" => self.invoice_failed(services, id, object).await?,
             _ => None,
@@ -188,7 +204,11 @@ impl Billing {
 
     /// The account an object belongs to: its customer's, else the user id in
     /// its metadata or `client_reference_id` when that account exists.
-    async fn owner(&self, services: &Services, object: &Value) -> Result<Option<String>, BillingError> {
+    async fn owner(
+        &self,
+        services: &Services,
+        object: &Value,
+    ) -> Result<Option<String>, BillingError> {
         let customer = id_at(object, "customer").map(str::to_string);
         let claimed = str_at(object, &["client_reference_id"])
             .or_else(|| str_at(object, &["metadata", "user_id"]))
@@ -209,7 +229,12 @@ impl Billing {
     }
 
     /// Remembers an event that concerns no account, and answers `None`.
-    async fn ignore(&self, services: &Services, event_id: &str, why: &str) -> Result<Option<Applied>, BillingError> {
+    async fn ignore(
+        &self,
+        services: &Services,
+        event_id: &str,
+        why: &str,
+    ) -> Result<Option<Applied>, BillingError> {
         tracing::info!(event_id, why, "stripe event ignored");
         let accounts = services.accounts.clone();
         let id = event_id.to_string();
@@ -228,21 +253,31 @@ impl Billing {
             Some("paid" | "no_payment_required")
         );
         if str_at(session, &["mode"]) != Some("subscription") || !paid {
-            return self.ignore(services, event_id, "not a paid subscription checkout").await;
+            return self
+                .ignore(services, event_id, "not a paid subscription checkout")
+                .await;
         }
         let (Some(session_id), Some(customer), Some(subscription)) = (
             str_at(session, &["id"]),
             id_at(session, "customer"),
             id_at(session, "subscription"),
         ) else {
-            return self.ignore(services, event_id, "session without customer or subscription").await;
+            return self
+                .ignore(
+                    services,
+                    event_id,
+                    "session without customer or subscription",
+                )
+                .await;
         };
         let Some(user) = self.owner(services, session).await? else {
             return self.ignore(services, event_id, "no such account").await;
         };
         let metadata = session.get("metadata");
         let Some(choice) = self.session_plan(services, session_id, metadata).await? else {
-            return self.ignore(services, event_id, "session without a known plan").await;
+            return self
+                .ignore(services, event_id, "session without a known plan")
+                .await;
         };
         let activation = Activation {
             session_id: session_id.to_string(),
@@ -266,12 +301,16 @@ impl Billing {
         sub: &Value,
     ) -> Result<Option<Applied>, BillingError> {
         let Some(sub_id) = str_at(sub, &["id"]) else {
-            return self.ignore(services, event_id, "subscription without id").await;
+            return self
+                .ignore(services, event_id, "subscription without id")
+                .await;
         };
         let item = first_line(sub, "items").unwrap_or(Value::Null);
         let price = str_at(&item, &["price", "id"]).or_else(|| str_at(&item, &["plan", "id"]));
         let Some(choice) = price.and_then(|p| self.settings.prices.plan_of(p)) else {
-            return self.ignore(services, event_id, "subscription to an unknown price").await;
+            return self
+                .ignore(services, event_id, "subscription to an unknown price")
+                .await;
         };
         let Some(user) = self.owner(services, sub).await? else {
             return self.ignore(services, event_id, "no such account").await;
@@ -305,7 +344,9 @@ impl Billing {
         sub: &Value,
     ) -> Result<Option<Applied>, BillingError> {
         let Some(sub_id) = str_at(sub, &["id"]).map(str::to_string) else {
-            return self.ignore(services, event_id, "subscription without id").await;
+            return self
+                .ignore(services, event_id, "subscription without id")
+                .await;
         };
         let Some(user) = self.owner(services, sub).await? else {
             return self.ignore(services, event_id, "no such account").await;
@@ -324,11 +365,12 @@ impl Billing {
         event_id: &str,
         invoice: &Value,
     ) -> Result<Option<Applied>, BillingError> {
-        let subscription = id_at(invoice, "subscription").or_else(|| {
-            str_at(invoice, &["parent", "subscription_details", "subscription"])
-        });
+        let subscription = id_at(invoice, "subscription")
+            .or_else(|| str_at(invoice, &["parent", "subscription_details", "subscription"]));
         let Some(sub_id) = subscription.map(str::to_string) else {
-            return self.ignore(services, event_id, "invoice of no subscription").await;
+            return self
+                .ignore(services, event_id, "invoice of no subscription")
+                .await;
         };
         let Some(user) = self.owner(services, invoice).await? else {
             return self.ignore(services, event_id, "no such account").await;
@@ -402,11 +444,20 @@ mod tests {
         let now = 1_800_000_000;
         let header = sign(payload, SECRET, now);
         assert!(header.starts_with(&format!("t={now},v1=")));
-        assert_eq!(verify_signature(payload, Some(&header), SECRET, now, 300), Ok(()));
-        assert_eq!(verify_signature(payload, Some(&header), SECRET, now + 300, 300), Ok(()));
+        assert_eq!(
+            verify_signature(payload, Some(&header), SECRET, now, 300),
+            Ok(())
+        );
+        assert_eq!(
+            verify_signature(payload, Some(&header), SECRET, now + 300, 300),
+            Ok(())
+        );
         // Another scheme's signature and an old secret's may stand beside it.
         let rotated = format!("{},v0=abcd,v1={}", header, "00".repeat(32));
-        assert_eq!(verify_signature(payload, Some(&rotated), SECRET, now, 300), Ok(()));
+        assert_eq!(
+            verify_signature(payload, Some(&rotated), SECRET, now, 300),
+            Ok(())
+        );
 
         let cases = [
             (None, SignatureError::Missing),
@@ -414,10 +465,19 @@ mod tests {
             (Some("garbage".to_string()), SignatureError::Malformed),
             (Some(format!("t={now}")), SignatureError::Malformed),
             (Some(format!("t={now},v1=zz")), SignatureError::Malformed),
-            (Some(sign(payload, "whsec_other", now)), SignatureError::Mismatch),
+            (
+                Some(sign(payload, "whsec_other", now)),
+                SignatureError::Mismatch,
+            ),
             (Some(sign(b"{}", SECRET, now)), SignatureError::Mismatch),
-            (Some(sign(payload, SECRET, now - 301)), SignatureError::Stale),
-            (Some(sign(payload, SECRET, now + 301)), SignatureError::Stale),
+            (
+                Some(sign(payload, SECRET, now - 301)),
+                SignatureError::Stale,
+            ),
+            (
+                Some(sign(payload, SECRET, now + 301)),
+                SignatureError::Stale,
+            ),
         ];
         for (header, expected) in cases {
             assert_eq!(
@@ -448,10 +508,16 @@ mod tests {
         assert_eq!(id_at(&invoice, "customer"), Some("cus_1"));
         assert_eq!(id_at(&invoice, "subscription"), None);
         assert_eq!(
-            str_at(&invoice, &["parent", "subscription_details", "subscription"]),
+            str_at(
+                &invoice,
+                &["parent", "subscription_details", "subscription"]
+            ),
             Some("sub_1")
         );
         let line = first_line(&invoice, "lines").expect("line");
-        assert_eq!(int_at(&line, &["period", "end"]).map(secs_to_ms), Some(20_000));
+        assert_eq!(
+            int_at(&line, &["period", "end"]).map(secs_to_ms),
+            Some(20_000)
+        );
     }
 }

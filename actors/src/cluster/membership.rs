@@ -105,7 +105,13 @@ impl Actor for Membership {
                     let tls = st.args.settings.tls.clone();
                     if tls.is_some() {
                         // No transitive dialing over TLS: dial what we heard of.
-                        seeds.extend(st.heard.iter().filter(|a| !seeds.contains(a)).cloned().collect::<Vec<_>>());
+                        seeds.extend(
+                            st.heard
+                                .iter()
+                                .filter(|a| !seeds.contains(a))
+                                .cloned()
+                                .collect::<Vec<_>>(),
+                        );
                     }
                     let (own, busy) = (st.args.addr.clone(), st.redialling.clone());
                     tokio::spawn(async move {
@@ -170,15 +176,21 @@ async fn redial(
                 None => ractor_cluster::client_connect(server, seed.as_str()).await,
                 Some(t) => {
                     let host = seed.rsplit_once(':').map_or(seed.as_str(), |(h, _)| h);
-                    let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
-                        .map_err(|e| {
-                            ractor_cluster::ClientConnectErr::Socket(std::io::Error::new(
-                                std::io::ErrorKind::InvalidInput,
-                                e.to_string(),
-                            ))
-                        })?;
-                    ractor_cluster::client_connect_enc(server, seed.as_str(), t.connector.clone(), name)
-                        .await
+                    let name =
+                        tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
+                            .map_err(|e| {
+                                ractor_cluster::ClientConnectErr::Socket(std::io::Error::new(
+                                    std::io::ErrorKind::InvalidInput,
+                                    e.to_string(),
+                                ))
+                            })?;
+                    ractor_cluster::client_connect_enc(
+                        server,
+                        seed.as_str(),
+                        t.connector.clone(),
+                        name,
+                    )
+                    .await
                 }
             }
         };

@@ -68,7 +68,11 @@ impl std::fmt::Debug for ClusterTls {
 impl ClusterTls {
     /// From PEM files: this node's certificate chain and key, and the CA
     /// that signs every node's certificate.
-    pub fn from_pem(cert: &std::path::Path, key: &std::path::Path, ca: &std::path::Path) -> Result<Self, String> {
+    pub fn from_pem(
+        cert: &std::path::Path,
+        key: &std::path::Path,
+        ca: &std::path::Path,
+    ) -> Result<Self, String> {
         use tokio_rustls::rustls::pki_types::pem::PemObject;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
         use tokio_rustls::rustls::{self, server::WebPkiClientVerifier, RootCertStore};
@@ -365,10 +369,7 @@ impl Cluster {
             let sent = pending.iter().filter(|(n, _)| n == name).count() as f64;
             (load.stages as f64 + sent) / load.stage_slots.max(1) as f64
         };
-        let best = names
-            .iter()
-            .map(|n| score(n))
-            .fold(f64::INFINITY, f64::min);
+        let best = names.iter().map(|n| score(n)).fold(f64::INFINITY, f64::min);
         let tied: Vec<&str> = names
             .iter()
             .copied()

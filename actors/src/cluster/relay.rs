@@ -68,7 +68,10 @@ pub enum SinkMsg {
 
 /// Runs a request on this node: the response head and its body chunks.
 pub type Handler = Arc<
-    dyn Fn(WireRequest, Vec<u8>) -> Pin<Box<dyn Future<Output = (WireHead, mpsc::Receiver<Vec<u8>>)> + Send>>
+    dyn Fn(
+            WireRequest,
+            Vec<u8>,
+        ) -> Pin<Box<dyn Future<Output = (WireHead, mpsc::Receiver<Vec<u8>>)> + Send>>
         + Send
         + Sync,
 >;
@@ -115,7 +118,10 @@ impl Actor for HttpRelay {
                     let (head, mut chunks) = handler(req, body).await;
                     let Some(sink) = find_sink(&task_id).await else {
                         tracing::warn!(id = %task_id, "cluster: nobody waits for this response");
-                        streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_id);
+                        streams
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&task_id);
                         return;
                     };
                     let _ = sink.cast(SinkMsg::Head(Wire(Some(head))));
@@ -125,7 +131,10 @@ impl Actor for HttpRelay {
                         }
                     }
                     let _ = sink.cast(SinkMsg::End(String::new()));
-                    streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&task_id);
+                    streams
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&task_id);
                 });
                 st.streams
                     .lock()
@@ -134,7 +143,11 @@ impl Actor for HttpRelay {
             }
             RelayMsg::Request(Wire(None), _) => {}
             RelayMsg::Cancel(id) => {
-                let task = st.streams.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                let task = st
+                    .streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
                 if let Some(t) = task {
                     t.abort();
                 }
@@ -168,7 +181,13 @@ pub struct SinkState {
     started: Instant,
 }
 
-type SinkArgs = (String, String, Arc<Cluster>, oneshot::Sender<WireHead>, mpsc::Sender<Vec<u8>>);
+type SinkArgs = (
+    String,
+    String,
+    Arc<Cluster>,
+    oneshot::Sender<WireHead>,
+    mpsc::Sender<Vec<u8>>,
+);
 
 impl Actor for ResponseSink {
     type Msg = SinkMsg;

@@ -4,7 +4,11 @@ fn hb(node: &str, busy: u32) -> Heartbeat {
     Heartbeat {
         node: node.into(),
         roles: vec!["worker".into()],
-        load: Load { busy, slots: 2, ..Load::default() },
+        load: Load {
+            busy,
+            slots: 2,
+            ..Load::default()
+        },
         sent_ms: 1,
         addr: "127.0.0.1:1".into(),
         peers: Vec::new(),
@@ -29,7 +33,14 @@ fn peers_go_down_after_the_timeout_and_come_back() {
         v.sweep(t0 + Duration::from_secs(6), timeout).is_empty(),
         "once"
     );
-    let s = v.snapshot(t0 + Duration::from_secs(6), Load { busy: 1, slots: 4, ..Load::default() });
+    let s = v.snapshot(
+        t0 + Duration::from_secs(6),
+        Load {
+            busy: 1,
+            slots: 4,
+            ..Load::default()
+        },
+    );
     assert_eq!(s.nodes.len(), 2);
     assert!(s.nodes[0].is_self && s.nodes[0].load.busy == 1);
     assert_eq!(s.nodes[1].state, NodeState::Down);

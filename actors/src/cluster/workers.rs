@@ -239,7 +239,13 @@ async fn report_done(job: &StageJob, result: Result<Option<Vec<ClipRecord>>, Sta
 fn scratch_dir(services: &Services, job: &str) -> PathBuf {
     let safe: String = job
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     services.settings.data_dir.join("stagework").join(safe)
 }
@@ -367,7 +373,11 @@ async fn store_outputs(
             .unwrap_or_default();
         if *name == "source" {
             // A re-run download may have a different extension.
-            if let Ok(old) = services.objects.list_prefix(&format!("{prefix}source.")).await {
+            if let Ok(old) = services
+                .objects
+                .list_prefix(&format!("{prefix}source."))
+                .await
+            {
                 for (k, _) in old {
                     let _ = services.objects.delete(&k).await;
                 }
@@ -421,7 +431,12 @@ impl Actor for RemoteStage {
         myself: ActorRef<RemoteStageMsg>,
         args: RemoteStageArgs,
     ) -> Result<RemoteStageState, ActorProcessingErr> {
-        let run = format!("{}-{}-{}", args.project.id, args.stage, uuid::Uuid::new_v4().simple());
+        let run = format!(
+            "{}-{}-{}",
+            args.project.id,
+            args.stage,
+            uuid::Uuid::new_v4().simple()
+        );
         ractor::pg::join(reply_group(&run), vec![myself.get_cell()]);
         myself.send_interval(args.cluster.heartbeat_every(), || RemoteStageMsg::Tick);
         let mut st = RemoteStageState {

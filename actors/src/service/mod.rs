@@ -25,8 +25,8 @@ pub mod user_actor;
 pub mod work;
 
 use events::{event_op, EventHub, ProjectEvent};
-use metrics::Metrics;
 use mailbox::{ActorMeta, Tracked};
+use metrics::Metrics;
 use project_actor::{ProjectActor, ProjectMsg};
 use projects::{ClipRecord, ProjectRecord, ProjectState};
 use user_actor::UserRegistry;

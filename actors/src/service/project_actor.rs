@@ -10,9 +10,9 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
+use super::mailbox::{ActorMeta, Tracked};
 use super::projects::{now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState};
 use super::work::{self, CaptionResult};
-use super::mailbox::{ActorMeta, Tracked};
 use super::Services;
 use crate::project::stages::{Progress, Stage, StageError};
 

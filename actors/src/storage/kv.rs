@@ -579,7 +579,10 @@ pub fn kv_conformance(kv: &dyn KvStore) {
         kv.scan_prefix_page(A, b"user/", 1, 1).expect("page"),
         [(b"user/10".to_vec(), b"a:user/10".to_vec())]
     );
-    assert!(kv.scan_prefix_page(A, b"user/", 3, 5).expect("page").is_empty());
+    assert!(kv
+        .scan_prefix_page(A, b"user/", 3, 5)
+        .expect("page")
+        .is_empty());
     assert_eq!(kv.count_prefix(A, b"user").expect("count"), 4);
     assert_eq!(kv.count_prefix(A, b"").expect("count all"), 6);
     assert_eq!(kv.count_prefix(A, b"nothing").expect("count"), 0);
