@@ -7,7 +7,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi, Tags};
 use serde_json::Value;
 
-use super::{account, paging, ApiError, ApiResult, Auth, State};
+use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::accounts::Plan;
 
 #[derive(Tags)]
@@ -32,12 +32,15 @@ fn json<T: serde::Serialize>(v: &T) -> ApiResult<Value> {
 impl CreditsApi {
     /// Balance of the current cycle: `{plan, credits, totalCredits}`.
     #[oai(path = "/", method = "get")]
-    async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<Value>> {
-        let id = auth.user().account.id.clone();
-        // A plain read (sled cache) answers inline; a due renewal writes, so
-        // it goes through the account's actor like every change.
-        if let Some(b) = account(Ok(state.services.accounts.peek_balance(&id)))? {
-            return Ok(Json(json(&b)?));
+    async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson> {
+        let user = &auth.user().account;
+        let id = user.id.clone();
+        // A plain read (sled cache) answers inline, serialized once; a due
+        // renewal writes, so it goes through the account's actor like every
+        // change.
+        if let Some(b) = account(Ok(state.services.accounts.peek_balance_of(user)))? {
+            let body = serde_json::to_vec(&b).map_err(|e| ApiError::internal("encoding", e))?;
+            return Ok(RawJson(body.into()));
         }
         let b = account(
             state
@@ -45,7 +48,8 @@ impl CreditsApi {
                 .with_account(&id.clone(), move |a| a.balance(&id))
                 .await,
         )?;
-        Ok(Json(json(&b)?))
+        let body = serde_json::to_vec(&b).map_err(|e| ApiError::internal("encoding", e))?;
+        Ok(RawJson(body.into()))
     }
 
     /// Switch plan: free always; a paid plan only with an entitlement (else 402).

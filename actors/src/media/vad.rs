@@ -231,7 +231,13 @@ mod tests {
         // Pauses at 23 s (0.5 s) and 27.5 s (0.2 s): the later one keeps the
         // window near 30 s, so fewer windows go through the encoder.
         let w = split(
-            &[tone(23.0), silence(0.5), tone(4.0), silence(0.2), tone(10.0)],
+            &[
+                tone(23.0),
+                silence(0.5),
+                tone(4.0),
+                silence(0.2),
+                tone(10.0),
+            ],
             16000,
         );
         let cut = w[0].offset + w[0].duration();
