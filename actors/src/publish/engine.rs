@@ -164,9 +164,22 @@ impl Publishing {
                 };
                 let mut new = old.clone();
                 let t = f(&mut new);
-                if new != old {
-                    new.updated_at = now_ms();
-                    kv.apply(posts::update_ops(&old, &new)?)?;
+                if new == old {
+                    return Ok(Some((new, t)));
+                }
+                new.updated_at = now_ms();
+                let ops = posts::update_ops(&old, &new)?;
+                // A post reaching `published` or `failed` gets its
+                // notification in the same atomic write: whoever sees the
+                // outcome also sees it, and a crash cannot keep one only.
+                match outcome_notification(&old, &new) {
+                    Some((kind, title, msg)) => this
+                        .services
+                        .accounts
+                        .notify_with(&new.user_id, kind, title, &msg, ops)
+                        .map(drop)
+                        .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?,
+                    None => kv.apply(ops)?,
                 }
                 Ok(Some((new, t)))
             })
@@ -506,7 +519,7 @@ impl Publishing {
     pub(crate) async fn fail_if_pending(self: &Arc<Self>, id: &str, reason: &str) -> Result<bool> {
         let why = reason.to_string();
         let r = self
-            .finish_post(id, move |p| {
+            .update_post(id, move |p| {
                 if p.status != PostStatus::Pending {
                     return false;
                 }
@@ -517,57 +530,23 @@ impl Publishing {
             })
             .await?;
         match r {
-            Some(rec) => {
+            Some((rec, true)) => {
                 self.timers.disarm(rec.scheduled_at, &rec.id);
                 Ok(true)
             }
-            None => Ok(false),
+            _ => Ok(false),
         }
-    }
-
-    /// Applies `f` to the post and, when it returns true (the post reached
-    /// `published` or `failed`), writes the change together with the
-    /// `post_published` / `post_failed` notification in one atomic write:
-    /// whoever sees the outcome also sees its notification, and a crash
-    /// cannot keep one without the other.
-    pub(crate) async fn finish_post(
-        self: &Arc<Self>,
-        id: &str,
-        f: impl FnOnce(&mut PostRecord) -> bool + Send + 'static,
-    ) -> Result<Option<PostRecord>> {
-        let (this, id) = (self.clone(), id.to_string());
-        let out = self
-            .services
-            .blocking(move |kv| {
-                let _g = this.post_locks[stripe(&id)]
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let Some(old) = posts::load(kv, &id)? else {
-                    return Ok(None);
-                };
-                let mut new = old.clone();
-                if !f(&mut new) {
-                    return Ok(None);
-                }
-                new.updated_at = now_ms();
-                let ops = posts::update_ops(&old, &new)?;
-                let Some((kind, title, msg)) = outcome_notification(&new) else {
-                    kv.apply(ops)?;
-                    return Ok(Some(new));
-                };
-                this.services
-                    .accounts
-                    .notify_with(&new.user_id, kind, title, &msg, ops)
-                    .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
-                Ok(Some(new))
-            })
-            .await?;
-        Ok(out)
     }
 }
 
-/// The notification for a finished post.
-fn outcome_notification(p: &PostRecord) -> Option<(NotificationKind, &'static str, String)> {
+/// The notification for a post that has just finished (`old` → `p`).
+fn outcome_notification(
+    old: &PostRecord,
+    p: &PostRecord,
+) -> Option<(NotificationKind, &'static str, String)> {
+    if old.status == p.status {
+        return None;
+    }
     match p.status {
         PostStatus::Published => Some((
             NotificationKind::PostPublished,

@@ -162,7 +162,7 @@ impl Publishing {
     async fn finish(self: &Arc<Self>, id: &str, result: Result<String, String>) -> Step {
         let ok = result.is_ok();
         let r = self
-            .finish_post(id, move |p| {
+            .update_post(id, move |p| {
                 if p.status != PostStatus::Publishing {
                     return false;
                 }
@@ -182,7 +182,7 @@ impl Publishing {
             })
             .await;
         match r {
-            Ok(Some(rec)) => {
+            Ok(Some((rec, true))) => {
                 if ok {
                     tracing::info!(post_id = id, provider = rec.provider.as_str(), "published");
                 } else {
@@ -195,7 +195,7 @@ impl Publishing {
                 }
                 Step::Done
             }
-            Ok(None) => Step::Done,
+            Ok(_) => Step::Done,
             Err(e) => {
                 tracing::error!(post_id = id, error = %e, "cannot record the outcome; will reconcile");
                 Step::RetryIn(self.settings.backoff_base)
