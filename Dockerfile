@@ -4,12 +4,13 @@
 # `docker run -p 8080:8080 clipforge` (one node, sled + local storage in the
 # /var/lib/clipforge volume). deploy/compose.yaml runs a three-node cluster.
 #
-# linux/amd64 only: .cargo/config.toml points oneDNN (`links = "dnnl"`) at
-# Intel's prebuilt x86-64 library, which scripts/setup.sh installs.
+# linux/amd64 only: .cargo/config.toml points oneDNN (`links = "dnnl"`) and
+# oneMKL (`links = "mkl"`) at Intel's prebuilt x86-64 libraries, which
+# scripts/setup.sh installs.
 
 # ---------------------------------------------------------------------------
-# Build: oneDNN and the Whisper model through scripts/setup.sh (as `make
-# setup` does), then the release binary.
+# Build: oneDNN, oneMKL and the Whisper model through scripts/setup.sh (as
+# `make setup` does), then the release binary.
 FROM rust:1-bookworm AS build
 
 # What the build and setup.sh need: cmake for CTranslate2 (inside ct2rs),
@@ -22,7 +23,8 @@ RUN apt-get update \
 
 COPY scripts/setup.sh /opt/clipforge/setup.sh
 # oneDNN 3.2 (GNU OpenMP) from the onednn-cpu-gomp / onednn-devel-cpu-gomp
-# wheels into /usr/local/{lib,include}, where .cargo/config.toml finds it.
+# wheels into /usr/local/{lib,include}, and oneMKL 2026.2 from the mkl /
+# mkl-include wheels into /usr/local/mkl, where .cargo/config.toml finds them.
 RUN bash /opt/clipforge/setup.sh --onednn
 # The rest of setup.sh without apt (the Makefile's `setup` otherwise): oneDNN
 # is already there, yt-dlp (unused in this stage) and the Whisper base model
@@ -45,7 +47,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
  && install -m 0755 target/release/clipforge /usr/local/bin/clipforge
 
 # ---------------------------------------------------------------------------
-# Run: ffmpeg, fonts, yt-dlp, GNU OpenMP, oneDNN, the model and the binary.
+# Run: ffmpeg, fonts, yt-dlp, GNU OpenMP, oneDNN, oneMKL, the model and the
+# binary.
 FROM debian:bookworm-slim
 
 # fontconfig: captions pick installed families through `fc-list`.
@@ -59,9 +62,12 @@ RUN apt-get update \
 
 # oneDNN: the library itself (setup.sh installs one file plus symlinks; the
 # symlinks are recreated here rather than copied as three full copies).
+# oneMKL: libmkl_rt and the libraries it loads, found through ld.so.conf.d.
 COPY --from=build /usr/local/lib/libdnnl.so.3.2 /usr/local/lib/libdnnl.so.3.2
+COPY --from=build /usr/local/mkl/lib /usr/local/mkl/lib
 RUN ln -sf libdnnl.so.3.2 /usr/local/lib/libdnnl.so.3 \
  && ln -sf libdnnl.so.3 /usr/local/lib/libdnnl.so \
+ && echo /usr/local/mkl/lib > /etc/ld.so.conf.d/clipforge-mkl.conf \
  && ldconfig
 
 COPY --from=build /opt/clipforge/models/whisper-base /opt/clipforge/models/whisper-base

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Clipforge needs on a Debian machine, only what is missing:
 # system packages (ffmpeg, cmake, fonts, espeak-ng for tests), Intel's
-# prebuilt oneDNN (CTranslate2's GEMM and convolution backend), Python tools
-# (yt-dlp) and the default Whisper model (CTranslate2 format).
+# prebuilt oneDNN and oneMKL (CTranslate2's GEMM and convolution backends),
+# Python tools (yt-dlp) and the default Whisper model (CTranslate2 format).
 # Idempotent: a second run finishes in a second or two.
 #   setup.sh          everything the build and the service need
 #   setup.sh --test   plus what the tests need
-#   setup.sh --onednn only oneDNN (the Docker build stage)
+#   setup.sh --onednn only oneDNN and oneMKL (the Docker build stage)
 set -euo pipefail
 
 CACHE_DIR="${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}"
@@ -17,6 +17,11 @@ APT_PACKAGES=(ffmpeg cmake pkg-config espeak-ng sox
 # installed where .cargo/config.toml tells ct2rs to find it.
 ONEDNN_VERSION=2023.2.0
 ONEDNN_PREFIX=/usr/local
+# Intel oneMKL (shared, GNU OpenMP threading layer) from the mkl/mkl-include
+# wheels: CTranslate2's GEMM backend on Intel CPUs, as in faster-whisper's
+# wheels (its packed int8 GEMM uses AMX / AVX-512 VNNI). Other CPUs keep oneDNN.
+MKL_VERSION=2026.2.0
+MKL_PREFIX=/usr/local/mkl
 PIP_PACKAGES=(yt-dlp)
 
 log() { printf '[setup] %s\n' "$*"; }
@@ -90,6 +95,47 @@ PY
   rm -rf "$tmp" "$data"
 }
 
+# Only the single dynamic library the binary links (libmkl_rt), the layers it
+# loads (ILP64 interface, GNU threading, core) and the per-CPU kernels the
+# core loads; found through an ld.so.conf.d entry, so nothing else lands in
+# /usr/local/lib.
+install_mkl() {
+  [ -e "$MKL_PREFIX/lib/libmkl_rt.so.3" ] && [ -e "$MKL_PREFIX/include/mkl.h" ] \
+    && [ -e /etc/ld.so.conf.d/clipforge-mkl.conf ] && return
+  log "installing oneMKL $MKL_VERSION into $MKL_PREFIX"
+  local tmp; tmp=$(mktemp -d)
+  "${PIP[@]}" download -q --no-deps -d "$tmp" "mkl==$MKL_VERSION" "mkl-include==$MKL_VERSION"
+  python3 - "$tmp" <<'PY'
+import glob, re, sys, zipfile
+tmp = sys.argv[1]
+keep = re.compile(r"/lib/libmkl_(rt|core|intel_ilp64|gnu_thread|def|mc3|avx2|avx512|avx10"
+                  r"|vml_def|vml_mc3|vml_avx2|vml_avx512|vml_avx10|vml_cmpt)\.so\.3$")
+for wheel in glob.glob(tmp + "/mkl*.whl"):
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            parts = name.split("/")
+            # <dist>.data/data/{lib,include}/...
+            if len(parts) > 3 and parts[1] == "data" and (
+                    parts[2] == "include" or keep.search(name)):
+                z.extract(name, tmp)
+PY
+  local data; data=$(mktemp -d)
+  for d in "$tmp"/mkl*.data/data; do cp -r "$d"/. "$data"/; done
+  as_root rm -rf "$MKL_PREFIX.tmp"
+  as_root mkdir -p "$MKL_PREFIX.tmp/lib"
+  as_root cp -r "$data/include" "$MKL_PREFIX.tmp/include"
+  as_root install -m 0755 "$data"/lib/libmkl_*.so.3 "$MKL_PREFIX.tmp/lib/"
+  # libmkl_rt.so for the link; libmkl_core.so is what CTranslate2's CMake
+  # looks for to accept MKLROOT.
+  as_root ln -sf libmkl_rt.so.3 "$MKL_PREFIX.tmp/lib/libmkl_rt.so"
+  as_root ln -sf libmkl_core.so.3 "$MKL_PREFIX.tmp/lib/libmkl_core.so"
+  as_root rm -rf "$MKL_PREFIX"
+  as_root mv "$MKL_PREFIX.tmp" "$MKL_PREFIX"
+  echo "$MKL_PREFIX/lib" | as_root tee /etc/ld.so.conf.d/clipforge-mkl.conf >/dev/null
+  as_root ldconfig
+  rm -rf "$tmp" "$data"
+}
+
 install_model() {
   if [ -s "$MODEL_DIR/model.bin" ] && [ -s "$MODEL_DIR/preprocessor_config.json" ]; then return; fi
   log "installing the Whisper base model into $MODEL_DIR"
@@ -144,10 +190,12 @@ PY
 
 if [ "${1:-}" = "--onednn" ]; then
   install_onednn
+  install_mkl
   exit 0
 fi
 [ "${CLIPFORGE_SKIP_APT:-}" = 1 ] || install_apt
 install_onednn
+install_mkl
 install_pip
 install_model
 if [ "${1:-}" = "--test" ]; then

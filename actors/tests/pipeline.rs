@@ -331,3 +331,63 @@ async fn bad_inputs_are_refused_with_clear_reasons() {
         .await
         .expect("a good video passes");
 }
+
+/// 16 kHz mono float samples of an audio file, via ffmpeg.
+fn pcm(path: &Path) -> Vec<f32> {
+    let out = std::process::Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-i"])
+        .arg(path)
+        .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "-"])
+        .output()
+        .expect("ffmpeg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// A batch larger than the encoder's sub-batch (its outputs are joined into
+/// one decoder batch, and the language is detected from the first
+/// sub-batch) gives each window the words it gives when decoded alone.
+#[test]
+fn a_batch_decodes_each_window_as_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let windows: Vec<Vec<f32>> = (0..3)
+        .map(|i| {
+            let text = common::TALK[i * 2..i * 2 + 2].join(" ");
+            pcm(&common::speech_wav(dir.path(), &format!("w{i}"), &text))
+        })
+        .collect();
+    let model = common::model();
+    let slices: Vec<&[f32]> = windows.iter().map(Vec::as_slice).collect();
+    let (language, batched) = model.transcribe_batch(&slices, None).expect("batch");
+    assert_eq!(language, "en");
+    assert_eq!(batched.len(), 3);
+    let norm = |w: &clipforge_actors::transcript::Word| {
+        w.text
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .collect::<String>()
+    };
+    for (i, window) in slices.iter().enumerate() {
+        let (_, alone) = model
+            .transcribe_batch(&[window], Some("en"))
+            .expect("alone");
+        let a: Vec<String> = alone[0].words.iter().map(norm).collect();
+        let b: Vec<String> = batched[i].words.iter().map(norm).collect();
+        assert!(a.len() >= 10, "window {i} alone: {a:?}");
+        assert_eq!(a, b, "window {i}: alone vs in the batch");
+        for (x, y) in alone[0].words.iter().zip(&batched[i].words) {
+            assert!(
+                (x.start - y.start).abs() < 0.2 && (x.end - y.end).abs() < 0.2,
+                "window {i}: {x:?} alone vs {y:?} in the batch"
+            );
+        }
+    }
+}

@@ -79,7 +79,14 @@ pub enum Command {
 
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Clip(args) => clip::run(args).await,
+        Command::Clip(args) => {
+            // The command's own output is its progress lines; engine logs
+            // (JSON on stderr) only when asked for with RUST_LOG.
+            if std::env::var_os("RUST_LOG").is_some() {
+                crate::telemetry::init();
+            }
+            clip::run(args).await
+        }
         Command::Serve(args) => serve::run(args).await,
         Command::BenchSeed(args) => tokio::task::spawn_blocking(move || bench_seed::run(args))
             .await

@@ -98,20 +98,13 @@ fn run_blocking(
         if pending.len() >= batch_size || (ended && !pending.is_empty()) {
             let batch: Vec<Window> = pending.drain(..pending.len().min(batch_size)).collect();
             let started = std::time::Instant::now();
-            let lang = match &language {
-                Some(l) => l.clone(),
-                None => {
-                    let detected = model
-                        .detect_language(&batch[0].samples)
-                        .map_err(|e| StageError::Model(e.to_string()))?;
-                    language = Some(detected.clone());
-                    detected
-                }
-            };
             let slices: Vec<&[f32]> = batch.iter().map(|w| w.samples.as_slice()).collect();
-            let results = model
-                .transcribe_batch(&slices, &lang)
+            // The first batch detects the language when none was given; the
+            // rest of the input is decoded in it.
+            let (lang, results) = model
+                .transcribe_batch(&slices, language.as_deref())
                 .map_err(|e| StageError::Model(format!("{e:#}")))?;
+            language = Some(lang);
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
                 let base = opts.start + w.offset;
