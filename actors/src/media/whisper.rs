@@ -379,9 +379,9 @@ impl WhisperModel {
         Ok((StorageView::new(&shape, joined, Device::CPU)?, language))
     }
 
-    /// Transcribes a batch of windows (each ≤ 30 s) in one encoder/decoder
-    /// pass, in `language`, or in the language detected from this batch's
-    /// encoder output when `None`. Returns the language used and, per
+    /// Transcribes a batch of windows (each ≤ 30 s) in one decoder pass (the
+    /// encoder runs on sub-batches), in `language`, or when `None` in the
+    /// language detected from the first sub-batch's encoder output. Returns the language used and, per
     /// window, words with times relative to the window's first sample.
     pub fn transcribe_batch(
         &self,
