@@ -391,3 +391,77 @@ fn a_batch_decodes_each_window_as_alone() {
         }
     }
 }
+
+/// Cancelling transcription mid-way (audio decoding runs ahead on its own
+/// thread) ends the stage promptly with `Cancelled` and leaves no ffmpeg.
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelled_transcription_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let wav = common::speech_wav(dir.path(), "talk", &common::TALK.join(" "));
+    // ~25 minutes: far more than the reader may run ahead of the model.
+    let long = dir.path().join("long.m4a");
+    let out = std::process::Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-stream_loop", "30", "-i"])
+        .arg(&wav)
+        .args(["-ac", "1", "-ar", "16000", "-c:a", "aac", "-b:a", "32k"])
+        .arg(&long)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = StageCtx::new(
+        cancel.clone(),
+        Progress::new(move |p| {
+            let _ = tx.send(p);
+        }),
+    );
+    let input = long.clone();
+    let task = tokio::spawn(async move {
+        transcribe::run(
+            &input,
+            common::model(),
+            TranscribeOptions {
+                expected_secs: 1500.0,
+                ..TranscribeOptions::default()
+            },
+            &ctx,
+        )
+        .await
+    });
+    // The first batch is recognised: decoding is well under way.
+    while let Some(p) = rx.recv().await {
+        if p >= 1 {
+            break;
+        }
+    }
+    let marker = long.to_string_lossy().into_owned();
+    let running = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        !running.stdout.is_empty(),
+        "ffmpeg should still be decoding before the cancel"
+    );
+    cancel.cancel();
+    let result = tokio::time::timeout(std::time::Duration::from_secs(30), task)
+        .await
+        .expect("cancel is prompt")
+        .unwrap();
+    assert!(matches!(result, Err(StageError::Cancelled)), "{result:?}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "processes left: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}

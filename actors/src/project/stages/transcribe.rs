@@ -67,43 +67,131 @@ fn run_blocking(
     opts: &TranscribeOptions,
     ctx: &StageCtx,
 ) -> Result<TranscribeOutput, StageError> {
-    let mut stream = PcmStream::open(input, opts.start, opts.duration)
+    let stream = PcmStream::open(input, opts.start, opts.duration)
         .map_err(|e| StageError::tool("ffmpeg", format!("cannot start audio extraction: {e}")))?;
     let batch_size = opts.batch_size.max(1);
-    let expected = opts.expected_secs.max(1.0);
+    // Audio decoding and window cutting run on their own thread, at most two
+    // batches ahead of the model (≤ 16 × 30 s of samples, ~30 MB), so
+    // ffmpeg's work overlaps recognition instead of waiting for it.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Window>(2 * batch_size);
+    let cancel = ctx.cancel.clone();
+    let reader = std::thread::Builder::new()
+        .name("transcribe-audio".into())
+        .spawn(move || read_windows(stream, tx, cancel))
+        .map_err(|e| StageError::io("starting the audio reader", e))?;
+    let output = recognise(rx, model, opts, ctx, reader)?;
+    ctx.progress.done();
+    Ok(output)
+}
+
+/// What the audio thread hands back at the end: samples read and loudness.
+type AudioEnd = Result<(u64, Vec<f32>), StageError>;
+
+/// The audio thread: PCM from ffmpeg, cut into speech windows, sent in
+/// order. Stops (and kills ffmpeg) when cancelled or when the receiver is
+/// gone.
+fn read_windows(
+    mut stream: PcmStream,
+    tx: std::sync::mpsc::SyncSender<Window>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> AudioEnd {
     let mut splitter = SpeechWindows::new();
-    let mut pending: Vec<Window> = Vec::new();
-    let mut words: Vec<Word> = Vec::new();
-    let mut language = opts.language.clone();
+    let mut out: Vec<Window> = Vec::new();
     let mut block = Vec::with_capacity(SAMPLE_RATE);
-    let mut ended = false;
-    let mut model_secs = 0.0;
-    while !ended || !pending.is_empty() {
-        if ctx.cancel.is_cancelled() {
+    loop {
+        if cancel.is_cancelled() {
             stream.kill();
             return Err(StageError::Cancelled);
         }
-        if !ended {
-            block.clear();
-            let n = stream
-                .read_into(&mut block, SAMPLE_RATE)
-                .map_err(|e| StageError::io("reading audio", e))?;
-            if n == 0 {
-                ended = true;
-                splitter.finish(&mut pending);
-            } else {
-                splitter.push(&block, &mut pending);
+        block.clear();
+        let n = stream
+            .read_into(&mut block, SAMPLE_RATE)
+            .map_err(|e| StageError::io("reading audio", e))?;
+        if n == 0 {
+            splitter.finish(&mut out);
+        } else {
+            splitter.push(&block, &mut out);
+        }
+        for w in out.drain(..) {
+            if tx.send(w).is_err() {
+                stream.kill();
+                return Err(StageError::Cancelled);
             }
         }
-        if pending.len() >= batch_size || (ended && !pending.is_empty()) {
+        if n == 0 {
+            break;
+        }
+    }
+    drop(tx);
+    let read = stream.samples_read;
+    let loudness_db = stream.finish().map_err(|e| {
+        if read == 0 {
+            StageError::InvalidInput(format!("the audio track cannot be decoded: {e}"))
+        } else {
+            StageError::tool("ffmpeg", format!("audio extraction: {e}"))
+        }
+    })?;
+    Ok((read, loudness_db))
+}
+
+/// Recognises the windows the audio thread sends, `batch_size` at a time.
+fn recognise(
+    rx: std::sync::mpsc::Receiver<Window>,
+    model: &WhisperModel,
+    opts: &TranscribeOptions,
+    ctx: &StageCtx,
+    reader: std::thread::JoinHandle<AudioEnd>,
+) -> Result<TranscribeOutput, StageError> {
+    let join = |reader: std::thread::JoinHandle<AudioEnd>| -> AudioEnd {
+        reader
+            .join()
+            .map_err(|_| StageError::Model("the audio reader stopped".into()))?
+    };
+    let batch_size = opts.batch_size.max(1);
+    let expected = opts.expected_secs.max(1.0);
+    let mut pending: Vec<Window> = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
+    let mut language = opts.language.clone();
+    let mut model_secs = 0.0;
+    let mut reader = Some(reader);
+    let mut audio: Option<(u64, Vec<f32>)> = None;
+    while audio.is_none() || !pending.is_empty() {
+        if ctx.cancel.is_cancelled() {
+            // The reader sees the token (or the closed channel), kills
+            // ffmpeg and ends; wait for it so no child outlives the stage.
+            drop(rx);
+            if let Some(r) = reader.take() {
+                let _ = join(r);
+            }
+            return Err(StageError::Cancelled);
+        }
+        if audio.is_none() {
+            match rx.recv() {
+                Ok(w) => pending.push(w),
+                // The reader finished: every window has been received.
+                Err(_) => match reader.take() {
+                    Some(r) => audio = Some(join(r)?),
+                    None => return Err(StageError::Model("the audio reader is gone".into())),
+                },
+            }
+        }
+        if pending.len() >= batch_size || (audio.is_some() && !pending.is_empty()) {
             let batch: Vec<Window> = pending.drain(..pending.len().min(batch_size)).collect();
             let started = std::time::Instant::now();
             let slices: Vec<&[f32]> = batch.iter().map(|w| w.samples.as_slice()).collect();
             // The first batch detects the language when none was given; the
             // rest of the input is decoded in it.
-            let (lang, results) = model
-                .transcribe_batch(&slices, language.as_deref())
-                .map_err(|e| StageError::Model(format!("{e:#}")))?;
+            let recognised = model.transcribe_batch(&slices, language.as_deref());
+            let (lang, results) = match recognised {
+                Ok(r) => r,
+                Err(e) => {
+                    drop(rx);
+                    if let Some(r) = reader.take() {
+                        let _ = join(r);
+                    }
+                    return Err(StageError::Model(format!("{e:#}")));
+                }
+            };
             language = Some(lang);
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
@@ -118,14 +206,7 @@ fn run_blocking(
             ctx.progress.set(0.99 * done / expected);
         }
     }
-    let read = stream.samples_read;
-    let loudness_db = stream.finish().map_err(|e| {
-        if read == 0 {
-            StageError::InvalidInput(format!("the audio track cannot be decoded: {e}"))
-        } else {
-            StageError::tool("ffmpeg", format!("audio extraction: {e}"))
-        }
-    })?;
+    let (read, loudness_db) = audio.unwrap_or_default();
     let mut transcript = Transcript {
         language: language.unwrap_or_else(|| "en".into()),
         duration: read as f64 / SAMPLE_RATE as f64,
@@ -133,7 +214,6 @@ fn run_blocking(
         words: monotonic(words),
     };
     transcript.rebuild_sentences();
-    ctx.progress.done();
     Ok(TranscribeOutput {
         transcript,
         loudness_db,
