@@ -1,9 +1,9 @@
 //! 1. Copies the face-detection model that the `rustface` crate ships inside
 //!    its package (SeetaFace frontal, BSD-2) into OUT_DIR, so it is embedded
 //!    in the binary and nothing is downloaded at run time.
-//! 2. Compiles `src/media/ct2_copy.cc` against the CTranslate2 headers that
-//!    the `ct2rs` package carries (the library itself is built and linked by
-//!    ct2rs).
+//! 2. Compiles `src/media/ct2_support.cc` (used by `media::ct2_backend`)
+//!    against the CTranslate2 headers that the `ct2rs` package carries (the
+//!    library itself is built and linked by ct2rs).
 
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,7 @@ fn find_in_packages(cargo_home: &Path, package: &str, rel: &str) -> Option<PathB
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/media/ct2_copy.cc");
+    println!("cargo:rerun-if-changed=src/media/ct2_support.cc");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let cargo_home = std::env::var("CARGO_HOME")
         .map(PathBuf::from)
@@ -56,7 +56,7 @@ fn main() {
         .cpp(true)
         .std("c++17")
         .include(include)
-        .file("src/media/ct2_copy.cc")
+        .file("src/media/ct2_support.cc")
         .warnings(false)
-        .compile("clipforge_ct2_copy");
+        .compile("clipforge_ct2_support");
 }

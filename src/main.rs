@@ -15,8 +15,6 @@ mod telemetry;
 
 fn main() -> ExitCode {
     clipforge_actors::storage::objects::install_default_crypto_provider();
-    // Sets an environment variable: before the runtime starts any thread.
-    clipforge_actors::media::whisper::prefer_avx512();
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

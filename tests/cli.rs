@@ -129,3 +129,58 @@ fn clip_command_explains_bad_input() {
     assert_eq!(res.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&res.stderr).contains("unknown template"));
 }
+
+/// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:
+/// oneMKL on Intel CPUs (oneDNN elsewhere) and AVX-512 kernels where the CPU
+/// has them, whatever order the linked objects' static initialisers run in;
+/// an operator's own CT2_USE_MKL still wins.
+#[test]
+fn ctranslate2_backend_follows_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = make_video(dir.path());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let intel = cpuinfo.contains("GenuineIntel");
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default()
+        .to_string();
+    let avx512 = ["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"]
+        .iter()
+        .all(|f| flags.split_whitespace().any(|x| x == *f));
+    let log = |env: &[(&str, &str)]| {
+        let res = bin()
+            .arg("clip")
+            .arg(&input)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .args(["--skip-cuts", "--language", "en", "--threads", "2"])
+            .env("CT2_VERBOSE", "1")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            res.status.success(),
+            "{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        String::from_utf8_lossy(&res.stderr).into_owned()
+    };
+    let default = log(&[]);
+    let expect_mkl = format!("Use Intel MKL: {intel}");
+    assert!(
+        default.contains(&expect_mkl),
+        "want {expect_mkl:?} in:\n{default}"
+    );
+    let expect_isa = if avx512 {
+        "Selected ISA: AVX512"
+    } else {
+        "Selected ISA: AVX2"
+    };
+    assert!(
+        default.contains(expect_isa),
+        "want {expect_isa:?} in:\n{default}"
+    );
+    let operator = log(&[("CT2_USE_MKL", "0")]);
+    assert!(operator.contains("Use Intel MKL: false"), "{operator}");
+}

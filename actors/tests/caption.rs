@@ -352,12 +352,8 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         }
     }
     let marker = dir.path().to_string_lossy().into_owned();
-    let running = std::process::Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
     assert!(
-        !running.stdout.is_empty(),
+        !common::processes_matching(&marker).is_empty(),
         "ffmpeg should be running before the cancel"
     );
     cancel.cancel();
@@ -366,15 +362,8 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         .expect("cancel is prompt")
         .unwrap();
     assert!(matches!(result, Err(StageError::Cancelled)), "{result:?}");
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "processes left: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    let left = common::processes_matching(&marker);
+    assert!(left.is_empty(), "processes left: {left}");
     let files: Vec<_> = std::fs::read_dir(&out)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();

@@ -334,16 +334,11 @@ async fn bad_inputs_are_refused_with_clear_reasons() {
 
 /// 16 kHz mono float samples of an audio file, via ffmpeg.
 fn pcm(path: &Path) -> Vec<f32> {
-    let out = std::process::Command::new("ffmpeg")
-        .args(["-nostdin", "-v", "error", "-i"])
-        .arg(path)
-        .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "-"])
-        .output()
-        .expect("ffmpeg");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run(
+        std::process::Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(path)
+            .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "-"]),
     );
     out.stdout
         .chunks_exact(4)
@@ -400,17 +395,12 @@ async fn cancelled_transcription_leaves_no_process() {
     let wav = common::speech_wav(dir.path(), "talk", &common::TALK.join(" "));
     // ~25 minutes: far more than the reader may run ahead of the model.
     let long = dir.path().join("long.m4a");
-    let out = std::process::Command::new("ffmpeg")
-        .args(["-nostdin", "-v", "error", "-stream_loop", "30", "-i"])
-        .arg(&wav)
-        .args(["-ac", "1", "-ar", "16000", "-c:a", "aac", "-b:a", "32k"])
-        .arg(&long)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run(
+        std::process::Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-stream_loop", "30", "-i"])
+            .arg(&wav)
+            .args(["-ac", "1", "-ar", "16000", "-c:a", "aac", "-b:a", "32k"])
+            .arg(&long),
     );
 
     let cancel = CancellationToken::new();
@@ -441,12 +431,8 @@ async fn cancelled_transcription_leaves_no_process() {
         }
     }
     let marker = long.to_string_lossy().into_owned();
-    let running = std::process::Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
     assert!(
-        !running.stdout.is_empty(),
+        !common::processes_matching(&marker).is_empty(),
         "ffmpeg should still be decoding before the cancel"
     );
     cancel.cancel();
@@ -455,13 +441,6 @@ async fn cancelled_transcription_leaves_no_process() {
         .expect("cancel is prompt")
         .unwrap();
     assert!(matches!(result, Err(StageError::Cancelled)), "{result:?}");
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "processes left: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    let left = common::processes_matching(&marker);
+    assert!(left.is_empty(), "processes left: {left}");
 }

@@ -3,6 +3,7 @@
 
 pub mod audio;
 pub mod avatar;
+pub mod ct2_backend;
 pub mod download;
 pub mod face;
 pub mod ffprobe;

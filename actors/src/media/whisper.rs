@@ -17,6 +17,7 @@ use ct2rs::tokenizers::hf::Tokenizer as HfTokenizer;
 use ct2rs::Tokenizer as _;
 use rustfft::{num_complex::Complex, Fft, FftPlanner};
 
+use super::ct2_backend::{copy_f32, select_mkl_layers};
 use crate::transcript::Word;
 
 pub const SAMPLE_RATE: usize = 16_000;
@@ -31,26 +32,6 @@ const TOKENS_PER_SECOND: f64 = 50.0;
 
 /// Windows per encoder call (see `WhisperModel::encode`).
 const ENCODE_CHUNK: usize = 2;
-
-extern "C" {
-    /// `src/media/ct2_copy.cc`: copies a CPU float32 StorageView's data.
-    fn clipforge_ct2_copy_f32(view: *const std::ffi::c_void, dst: *mut f32, capacity: usize)
-        -> i32;
-}
-
-/// Copies the float32 data of a CTranslate2 storage into `dst` (exactly its
-/// size).
-fn copy_f32(view: &StorageView<'_>, dst: &mut [f32]) -> Result<()> {
-    // `StorageView` derefs to the C++ `ctranslate2::StorageView` it owns.
-    let storage: *const _ = &**view;
-    // SAFETY: `storage` points to a live ctranslate2::StorageView for this
-    // call; the C++ side checks type, device and that its size fits `dst`.
-    let rc = unsafe { clipforge_ct2_copy_f32(storage.cast(), dst.as_mut_ptr(), dst.len()) };
-    if rc != 0 {
-        bail!("cannot read the encoder output (code {rc})");
-    }
-    Ok(())
-}
 
 /// How the model is run.
 #[derive(Clone, Debug)]
@@ -109,60 +90,6 @@ pub struct WhisperModel {
 pub struct WindowResult {
     pub words: Vec<Word>,
     pub no_speech_prob: f32,
-}
-
-/// CTranslate2 runs its own kernels (softmax, layer norm, activations,
-/// quantization) with AVX2 unless told otherwise; on CPUs with the AVX-512
-/// subsets it checks for, AVX-512 is faster here (make bench-pipeline: 3–5 %
-/// of the model time on a Xeon). CTranslate2 reads `CT2_FORCE_CPU_ISA` once,
-/// so this must run before any model loads, and, since it sets an environment
-/// variable, before the process starts threads. An operator's own
-/// `CT2_FORCE_CPU_ISA` wins.
-pub fn prefer_avx512() {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let supported = std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512cd")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512dq")
-            && std::is_x86_feature_detected!("avx512bw");
-        if supported && std::env::var_os("CT2_FORCE_CPU_ISA").is_none() {
-            std::env::set_var("CT2_FORCE_CPU_ISA", "AVX512");
-        }
-    }
-}
-
-/// oneMKL, linked as its single dynamic library `libmkl_rt`, is told which
-/// layers to load before its first call: the ILP64 interface CTranslate2 is
-/// compiled for (`MKL_ILP64`) and the GNU OpenMP threading layer that matches
-/// CTranslate2's and oneDNN's OpenMP runtime. Without this, libmkl_rt would
-/// default to LP64 + Intel OpenMP.
-fn select_mkl_layers() {
-    use std::sync::Once;
-    extern "C" {
-        fn MKL_Set_Interface_Layer(code: i32) -> i32;
-        fn MKL_Set_Threading_Layer(code: i32) -> i32;
-    }
-    const MKL_INTERFACE_ILP64: i32 = 1;
-    const MKL_THREADING_GNU: i32 = 3;
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: plain C calls with integer codes, made once, before any
-        // other MKL function (models are loaded only through `load`).
-        let (interface, threading) = unsafe {
-            (
-                MKL_Set_Interface_Layer(MKL_INTERFACE_ILP64),
-                MKL_Set_Threading_Layer(MKL_THREADING_GNU),
-            )
-        };
-        if interface != MKL_INTERFACE_ILP64 || threading != MKL_THREADING_GNU {
-            tracing::warn!(
-                interface,
-                threading,
-                "oneMKL kept other layers than requested"
-            );
-        }
-    });
 }
 
 impl WhisperModel {

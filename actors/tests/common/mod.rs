@@ -62,7 +62,8 @@ pub fn model() -> Arc<WhisperModel> {
         .clone()
 }
 
-fn run(cmd: &mut Command) {
+/// Runs `cmd` to completion; panics with its stderr when it fails.
+pub fn run(cmd: &mut Command) -> std::process::Output {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
@@ -71,6 +72,17 @@ fn run(cmd: &mut Command) {
         "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// `pgrep -f marker`: the ids of running processes whose command line
+/// contains `marker` (empty when none).
+pub fn processes_matching(marker: &str) -> String {
+    let out = Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// espeak-ng speaking `text` into a WAV file.
