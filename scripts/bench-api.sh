@@ -107,7 +107,7 @@ while True:
     text = urllib.request.urlopen(base + "/metrics").read().decode()
     served = sum(float(l.split()[-1]) for l in text.splitlines()
                  if l.startswith("clipforge_http_requests_total") and 'status="200"' in l)
-    live = next(float(l.split()[-1]) for l in text.splitlines() if l.startswith("clipforge_live_user_actors"))
+    live = next(float(l.split()[-1]) for l in text.splitlines() if l.startswith("clipforge_actors{kind=\"user\"}"))
     peak = max(peak, live)
     if served - before >= n + 1:
         break
@@ -120,7 +120,7 @@ python3 -c "print(f'   touched in {$(date +%s.%N) - $START:.1f} s')"
 echo "   RSS with actors live: $(rss_mb) MB"
 echo "== waiting for passivation"
 for _ in $(seq 1 60); do
-  LIVE=$(curl -fsS "$BASE/metrics" | awk '/^clipforge_live_user_actors/ {print $2}')
+  LIVE=$(curl -fsS "$BASE/metrics" | awk '/^clipforge_actors\{kind="user"\}/ {print $2}')
   [ "${LIVE%.*}" = 0 ] && break
   sleep 1
 done

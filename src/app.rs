@@ -137,6 +137,10 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         idle: Duration::from_secs(p.idle_secs),
     };
     let services = Services::new(kv, objects.clone(), accounts, settings);
+    services
+        .start_supervision()
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the supervision tree: {e}"))?;
     let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
     // Join the cluster first: resumed projects then send their stages to
     // the cluster's workers.
@@ -230,33 +234,62 @@ async fn readyz(state: Data<&State>) -> Response {
 #[handler]
 fn metrics(state: Data<&State>) -> Response {
     let s = &state.services;
-    let waiting = s
-        .live_projects()
-        .len()
-        .saturating_sub(s.settings.workers - s.pool.available_permits());
-    let gauges = [
+    let busy = s.settings.workers - s.pool.available_permits();
+    let projects = s.live_projects();
+    let stages: usize = projects
+        .iter()
+        .map(|(_, p)| p.actor.get_children().len())
+        .sum();
+    let waiting = projects.len().saturating_sub(busy);
+    let supervisors = 1 + s
+        .tree
+        .branches()
+        .iter()
+        .filter(|b| b.cell().is_some())
+        .count();
+    let actors = "clipforge_actors";
+    let actors_help = "Live actors by kind.";
+    let gauges: [(&'static str, &[(&'static str, &str)], &'static str, f64); 8] = [
         (
             "clipforge_queue_depth",
+            &[],
             "Projects waiting for a worker.",
             waiting as f64,
         ),
         (
             "clipforge_workers_busy",
+            &[],
             "Worker slots in use.",
-            (s.settings.workers - s.pool.available_permits()) as f64,
+            busy as f64,
         ),
         (
-            "clipforge_live_project_actors",
-            "Live project actors.",
-            s.live_projects().len() as f64,
+            actors,
+            &[("kind", "project")],
+            actors_help,
+            projects.len() as f64,
         ),
+        (actors, &[("kind", "stage")], actors_help, stages as f64),
         (
-            "clipforge_live_user_actors",
-            "Live account actors.",
+            actors,
+            &[("kind", "user")],
+            actors_help,
             s.users.len() as f64,
         ),
         (
+            actors,
+            &[("kind", "schedule")],
+            actors_help,
+            state.publishing.live_actors() as f64,
+        ),
+        (
+            actors,
+            &[("kind", "supervisor")],
+            actors_help,
+            supervisors as f64,
+        ),
+        (
             "clipforge_sse_channels",
+            &[],
             "Projects with SSE subscribers.",
             s.hub.channels() as f64,
         ),
@@ -329,112 +362,7 @@ async fn media(
     }
 }
 
-/// The admin view of every live entity actor of this node.
-fn actor_views(state: &State) -> Vec<serde_json::Value> {
-    let s = &state.services;
-    let mut actors = Vec::new();
-    for (id, p) in s.live_projects() {
-        actors.push(serde_json::json!({
-            "name": format!("project:{id}"), "kind": "project", "id": id,
-            "state": format!("{:?}", p.actor.get_status()),
-            "mailbox": p.meta.mailbox(), "uptimeSecs": p.meta.uptime().as_secs_f64(),
-            "children": p.actor.get_children().iter().filter_map(|c| c.get_name()).collect::<Vec<_>>(),
-        }));
-    }
-    for u in s.users.snapshot() {
-        actors.push(serde_json::json!({
-            "name": format!("user:{}", u.user_id), "kind": "user", "id": u.user_id,
-            "state": format!("{:?}", u.actor.get_status()),
-            "mailbox": u.meta.mailbox(), "uptimeSecs": u.meta.uptime().as_secs_f64(),
-            "idleSecs": u.idle_secs, "children": [],
-        }));
-    }
-    actors
-}
-
-fn json_response(body: serde_json::Value) -> Response {
-    Response::builder()
-        .content_type("application/json")
-        .body(body.to_string())
-}
-
-#[handler]
-fn admin_actors(state: Data<&State>, req: &Request) -> Response {
-    if !admin_ok(&state, req) {
-        return admin_refused();
-    }
-    let s = &state.services;
-    json_response(serde_json::json!({
-        "node": state.config.node.name,
-        "workers": { "total": s.settings.workers, "busy": s.settings.workers - s.pool.available_permits() },
-        "actors": actor_views(&state),
-    }))
-}
-
-/// One actor by name (`project:<id>` or `user:<id>`), with a project's
-/// stored state and progress.
-#[handler]
-async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request) -> Response {
-    if !admin_ok(&state, req) {
-        return admin_refused();
-    }
-    let Some(mut view) = actor_views(&state)
-        .into_iter()
-        .find(|a| a["name"] == name.0.as_str())
-    else {
-        return error_response(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no live actor by that name on this node (idle actors are passivated)",
-        );
-    };
-    view["node"] = serde_json::json!(state.config.node.name);
-    if view["kind"] == "project" {
-        let id = view["id"].as_str().unwrap_or_default().to_string();
-        let found = state
-            .services
-            .blocking(move |kv| {
-                use clipforge_actors::service::projects::{load_project, owner_of};
-                match owner_of(kv, &id)? {
-                    Some(user) => load_project(kv, &user, &id),
-                    None => Ok(None),
-                }
-            })
-            .await;
-        if let Ok(Some(p)) = found {
-            view["project"] = serde_json::json!({
-                "userId": p.user_id, "title": p.title, "state": p.state.as_str(),
-                "stepProgress": clipforge_actors::service::projects::step_progress_json(&p.step_progress),
-            });
-        }
-    }
-    json_response(view)
-}
-
-pub(crate) fn admin_refused() -> Response {
-    error_response(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "admin token required",
-    )
-}
-
-pub(crate) fn admin_ok(state: &State, req: &Request) -> bool {
-    let token = state.config.auth.admin_token.expose();
-    if token.is_empty() {
-        return false;
-    }
-    let given = req
-        .header("authorization")
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .unwrap_or("");
-    given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
-}
+pub(crate) use crate::admin::{admin_ok, admin_refused};
 
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
     Response::builder()
@@ -458,9 +386,9 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/readyz", get(readyz))
         .at("/metrics", get(metrics))
         .at("/media/*key", get(media))
-        .at("/admin/actors", get(admin_actors))
+        .at("/admin/actors", get(crate::admin::admin_actors))
         .at("/admin/cluster", get(crate::cluster::admin_cluster))
-        .at("/admin/actors/:name", get(admin_actor))
+        .at("/admin/actors/:name", get(crate::admin::admin_actor))
         .at("/admin/accounts/:id/plan", post(admin_set_plan))
         .data(state)
         .around(move |ep, req| {
@@ -488,7 +416,7 @@ pub fn routes(state: State) -> impl Endpoint {
                 }
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
-                st.services.metrics.observe_request(&method, status, secs);
+                st.services.metrics.observe_request(&method, &clipforge_actors::service::metrics::route_label(&path), status, secs);
                 tracing::info!(request_id = %request_id, method = %method, path = %path, status, ms = secs * 1000.0, "request");
                 resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
                 Ok(resp)

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod admin;
 mod api;
 mod app;
 mod cli;

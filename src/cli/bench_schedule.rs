@@ -53,7 +53,8 @@ fn rss_mb() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
+/// The engine as `serve` runs it, supervision tree included.
+async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open(&dir.join("db"))?);
     let objects = Arc::new(LocalStore::new(
         dir.join("media"),
@@ -76,7 +77,11 @@ fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
         max_clips: 1,
         idle: Duration::from_secs(300),
     };
-    Ok(Services::new(kv, objects, accounts, settings))
+    let s = Services::new(kv, objects, accounts, settings);
+    s.start_supervision()
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(s)
 }
 
 fn record(user: &str, at: i64, i: usize) -> PostRecord {
@@ -116,7 +121,7 @@ fn key() -> TokenCipher {
 /// The child: open, scan the index (baseline), re-arm (the measure).
 async fn rearm(dir: &Path) -> anyhow::Result<()> {
     let rss_open = rss_mb();
-    let s = services(dir)?;
+    let s = services(dir).await?;
     // Warm the page cache so the baseline and the measure read alike.
     s.blocking(posts::due_entries).await?;
     let t = Instant::now();
@@ -156,7 +161,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     {
         let dir = work.path().join("rearm");
         std::fs::create_dir_all(&dir)?;
-        let s = services(&dir)?;
+        let s = services(&dir).await?;
         let day = now_ms() + 86_400_000;
         let t = Instant::now();
         for chunk in (0..args.posts).collect::<Vec<_>>().chunks(5_000) {
@@ -208,7 +213,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     // 2. Firing lateness of a burst.
     let dir = work.path().join("burst");
     std::fs::create_dir_all(&dir)?;
-    let s = services(&dir)?;
+    let s = services(&dir).await?;
     let (user, _) = s
         .accounts
         .sign_up("bench@example.com", "correct horse battery", "Bench")?;

@@ -22,6 +22,10 @@ pub struct ServeArgs {
 
 pub async fn run(args: ServeArgs) -> ExitCode {
     crate::telemetry::init();
+    if let Err(e) = clipforge_actors::faults::install_from_env() {
+        eprintln!("error: CLIPFORGE_FAULTS: {e}");
+        return ExitCode::from(2);
+    }
     let mut config = match Config::load(Some(&args.config)) {
         Ok(c) => c,
         Err(e) => {
@@ -69,6 +73,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let tree = state.services.tree.clone();
     let endpoint = match crate::cluster::endpoint(state).await {
         Ok(e) => e,
         Err(e) => {
@@ -89,13 +94,22 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
         }
     };
-    match server
-        .run_with_graceful_shutdown(endpoint, shutdown, Some(std::time::Duration::from_secs(10)))
-        .await
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
+    let served = server.run_with_graceful_shutdown(
+        endpoint,
+        shutdown,
+        Some(std::time::Duration::from_secs(10)),
+    );
+    tokio::select! {
+        r = served => match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        // Escalation reached the top of the supervision tree.
+        _ = tree.down() => {
+            eprintln!("error: the node's supervisors gave up (see the log); exiting");
             ExitCode::FAILURE
         }
     }

@@ -27,37 +27,30 @@ pub fn now_ms() -> i64 {
 /// Formats unix milliseconds as ISO 8601 UTC with milliseconds, e.g.
 /// `2026-11-21T23:50:06.123Z`.
 pub fn iso8601(ms: i64) -> String {
-    let days = ms.div_euclid(DAY_MS);
-    let ms_of_day = ms.rem_euclid(DAY_MS);
-    let (year, month, day) = civil_from_days(days);
-    let secs = ms_of_day / 1000;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        ms_of_day % 1000
-    )
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        None => String::new(),
+    }
 }
 
-/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+/// The calendar date "YYYY-MM-DD" of unix milliseconds (UTC).
+pub fn date_of(ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%d").to_string(),
+        None => String::new(),
+    }
+}
+
+/// Parses an ISO 8601 / RFC 3339 timestamp in UTC (`Z` or `+00:00`,
+/// optional fraction) into unix milliseconds; other offsets are refused.
+pub fn parse_utc(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if !(s.ends_with('Z') || s.ends_with('z') || s.ends_with("+00:00")) {
+        return None;
+    }
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 #[cfg(test)]
@@ -72,6 +65,23 @@ mod tests {
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso8601(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
         assert_eq!(iso8601(-1), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn parses_utc_only() {
+        assert_eq!(
+            parse_utc("2026-11-21T23:50:06.123Z"),
+            Some(1_795_305_006_123)
+        );
+        assert_eq!(
+            parse_utc("2026-11-21T23:50:06+00:00"),
+            Some(1_795_305_006_000)
+        );
+        assert_eq!(parse_utc("2024-02-29T12:00:00Z"), Some(1_709_208_000_000));
+        assert_eq!(parse_utc("2023-02-29T12:00:00Z"), None);
+        assert_eq!(parse_utc("2026-11-21T23:50:06+02:00"), None);
+        assert_eq!(parse_utc("2026-11-21"), None);
+        assert_eq!(date_of(1_795_305_006_123), "2026-11-21");
     }
 
     #[test]

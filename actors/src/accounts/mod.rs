@@ -60,7 +60,7 @@ pub use billing::{
     Activation, Applied, BillingFrequency, BillingRecord, CheckoutRecord, SubscriptionRecord,
     SubscriptionUpdate,
 };
-pub use clock::{iso8601, now_ms, system_clock, Clock, DAY_MS};
+pub use clock::{date_of, iso8601, now_ms, parse_utc, system_clock, Clock, DAY_MS};
 pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
 };

@@ -7,6 +7,7 @@ mod heartbeat;
 mod membership;
 pub mod placement;
 pub mod relay;
+mod stage_job;
 mod view;
 pub mod workers;
 
@@ -290,6 +291,12 @@ impl Cluster {
 
     pub fn node_name(&self) -> &str {
         &self.settings.node_name
+    }
+
+    /// The node server and the membership actor, with their children (the
+    /// node server's sessions), for the admin view.
+    pub fn actors(&self) -> Vec<ractor::ActorCell> {
+        vec![self.node_server.get_cell(), self.membership.get_cell()]
     }
 
     pub fn has_role(&self, role: Role) -> bool {

@@ -122,6 +122,8 @@ pub struct StageWorkerState {
     node: String,
     slots: Arc<tokio::sync::Semaphore>,
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    /// The job each live job actor runs.
+    jobs: HashMap<ractor::ActorId, StageJob>,
 }
 
 impl Actor for StageWorker {
@@ -142,12 +144,34 @@ impl Actor for StageWorker {
             node,
             slots: Arc::new(tokio::sync::Semaphore::new(slots)),
             running: Arc::default(),
+            jobs: HashMap::new(),
         })
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<WorkerMsg>,
+        evt: ractor::SupervisionEvent,
+        st: &mut StageWorkerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match evt {
+            ractor::SupervisionEvent::ActorFailed(cell, err) => {
+                if let Some(job) = st.jobs.remove(&cell.get_id()) {
+                    tracing::warn!(job = %job.job, stage = %job.stage, error = %err, "worker: stage crashed");
+                    super::stage_job::crashed(&st.services, &st.running, job);
+                }
+            }
+            ractor::SupervisionEvent::ActorTerminated(cell, ..) => {
+                st.jobs.remove(&cell.get_id());
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<WorkerMsg>,
+        myself: ActorRef<WorkerMsg>,
         msg: WorkerMsg,
         st: &mut StageWorkerState,
     ) -> Result<(), ActorProcessingErr> {
@@ -169,29 +193,20 @@ impl Actor for StageWorker {
                         node,
                     },
                 );
-                tokio::spawn(async move {
-                    let started = Instant::now();
-                    let result = tokio::select! {
-                        permit = slots.acquire_owned() => match permit {
-                            Ok(_permit) => run_job(&services, &job, cancel).await,
-                            Err(_) => Err(StageError::Io("the worker is shutting down".into())),
-                        },
-                        _ = cancel.cancelled() => Err(StageError::Cancelled),
-                    };
-                    services.stage_jobs.fetch_sub(1, Ordering::AcqRel);
-                    services
-                        .metrics
-                        .observe_stage(job.stage, started.elapsed().as_secs_f64());
-                    running
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&job.job);
-                    let cancelled = matches!(result, Err(StageError::Cancelled));
-                    tracing::info!(job = %job.job, ok = result.is_ok(), "worker: stage finished");
-                    if !cancelled {
-                        report_done(&job, result).await;
-                    }
-                });
+                // The stage runs inside a job actor linked to this worker:
+                // a panic reaches `handle_supervisor_evt`, which reports the
+                // failure, so the project retries instead of waiting forever.
+                let args = super::stage_job::JobArgs {
+                    services,
+                    job: job.clone(),
+                    cancel,
+                    slots,
+                    running,
+                };
+                let (actor, _) =
+                    Actor::spawn_linked(None, super::stage_job::JobActor, args, myself.get_cell())
+                        .await?;
+                st.jobs.insert(actor.get_id(), job);
             }
             WorkerMsg::Run(Wire(None)) => {}
             WorkerMsg::Cancel(job) => {
@@ -211,7 +226,7 @@ impl Actor for StageWorker {
 }
 
 /// Casts `r` to the run's reply group; false when nobody is in it (yet).
-fn report(run: &str, r: StageReport) -> bool {
+pub(super) fn report(run: &str, r: StageReport) -> bool {
     let members = ractor::pg::get_members(&reply_group(run));
     for m in &members {
         let to: ActorRef<RemoteStageMsg> = m.clone().into();
@@ -222,7 +237,10 @@ fn report(run: &str, r: StageReport) -> bool {
 
 /// The result must arrive: the reply group may still be propagating (the
 /// job can overtake the group update), so it is retried for a while.
-async fn report_done(job: &StageJob, result: Result<Option<Vec<ClipRecord>>, StageError>) {
+pub(super) async fn report_done(
+    job: &StageJob,
+    result: Result<Option<Vec<ClipRecord>>, StageError>,
+) {
     let r = StageReport::Done {
         job: job.job.clone(),
         result,
@@ -250,7 +268,7 @@ fn scratch_dir(services: &Services, job: &str) -> PathBuf {
     services.settings.data_dir.join("stagework").join(safe)
 }
 
-async fn run_job(
+pub(super) async fn run_job(
     services: &Arc<Services>,
     job: &StageJob,
     cancel: CancellationToken,

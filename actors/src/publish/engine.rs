@@ -12,11 +12,11 @@ use tokio::sync::Semaphore;
 
 use super::crypto::TokenCipher;
 use super::posts::{self, PostRecord, PostStatus, Progress};
+use super::schedule_actor::{ScheduleActor, ScheduleMsg};
 use super::timer::Timers;
 use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
 use crate::accounts::{now_ms, NotificationKind};
 use crate::service::projects::{self as records, ClipRecord};
-use crate::service::schedule_actor::{ScheduleActor, ScheduleMsg};
 use crate::service::Services;
 use crate::storage::kv::{self, KvStore};
 
@@ -85,6 +85,7 @@ impl Publishing {
         let entries = this.services.blocking(posts::due_entries).await?;
         tracing::info!(timers = entries.len(), "scheduled posts re-armed");
         this.timers.arm_all(entries);
+        super::supervision::start(&this).await;
         let p = this.clone();
         tokio::spawn(this.timers.clone().run(move |id, _due| {
             let p = p.clone();
@@ -114,7 +115,12 @@ impl Publishing {
             }
             self.live_map().remove(id);
         }
-        match Actor::spawn(None, ScheduleActor, (self.clone(), id.to_string())).await {
+        let args = (self.clone(), id.to_string());
+        let spawned = match self.services.tree.scheduler.cell() {
+            Some(sup) => Actor::spawn_linked(None, ScheduleActor, args, sup).await,
+            None => Actor::spawn(None, ScheduleActor, args).await,
+        };
+        match spawned {
             Ok((actor, _)) => {
                 self.live_map().insert(id.to_string(), actor.clone());
                 let _ = actor.send_message(ScheduleMsg::Fire);
@@ -125,6 +131,30 @@ impl Publishing {
 
     pub(crate) fn forget(&self, id: &str) {
         self.live_map().remove(id);
+    }
+
+    /// Forgets the post's actor if it is still `actor` (a failed one).
+    pub(crate) fn forget_actor(&self, id: &str, actor: ractor::ActorId) {
+        let mut live = self.live_map();
+        if live.get(id).is_some_and(|a| a.get_id() == actor) {
+            live.remove(id);
+        }
+    }
+
+    /// The post whose live actor is `actor`.
+    pub(crate) fn post_of(&self, actor: ractor::ActorId) -> Option<String> {
+        self.live_map()
+            .iter()
+            .find(|(_, a)| a.get_id() == actor)
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Every live schedule actor (post id, actor), for the admin view.
+    pub fn live_posts(&self) -> Vec<(String, ActorRef<ScheduleMsg>)> {
+        self.live_map()
+            .iter()
+            .map(|(id, a)| (id.clone(), a.clone()))
+            .collect()
     }
 
     pub fn live_actors(&self) -> usize {

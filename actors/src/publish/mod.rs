@@ -3,7 +3,7 @@
 //! - [`posts`]: scheduled-post records and their durable indexes in the KV
 //!   store (`posts`, `posts_by_user`, `posts_due`).
 //! - [`timer`]: the in-memory timer wheel, re-armed from `posts_due` at start.
-//! - [`crate::service::schedule_actor`]: one `ScheduleActor` per post,
+//! - [`crate::publish::schedule_actor`]: one `ScheduleActor` per post,
 //!   activated when the post is due; runs `pending → publishing →
 //!   published | failed`.
 //! - [`integrations`] and [`oauth`]: OAuth 2.0 connections per platform,
@@ -28,6 +28,8 @@ pub mod integrations;
 pub mod oauth;
 pub mod posts;
 pub mod run;
+pub mod schedule_actor;
+pub mod supervision;
 pub mod tiktok;
 pub mod timer;
 pub mod youtube;
@@ -256,71 +258,7 @@ impl PublishError {
 
 pub type Result<T, E = PublishError> = std::result::Result<T, E>;
 
-/// Parses an ISO 8601 / RFC 3339 UTC timestamp (`Z` or `+00:00`, optional
-/// fraction) into unix milliseconds.
-pub fn parse_utc(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let body = s
-        .strip_suffix('Z')
-        .or_else(|| s.strip_suffix('z'))
-        .or_else(|| s.strip_suffix("+00:00"))?;
-    let (date, time) = body.split_once(['T', 't', ' '])?;
-    let num = |t: &str, len: usize| -> Option<i64> {
-        (t.len() == len && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok())?
-    };
-    let mut d = date.split('-');
-    let (y, mo, da) = (num(d.next()?, 4)?, num(d.next()?, 2)?, num(d.next()?, 2)?);
-    if d.next().is_some() {
-        return None;
-    }
-    let (hms, frac) = match time.split_once('.') {
-        Some((h, f)) => (h, Some(f)),
-        None => (time, None),
-    };
-    let mut t = hms.split(':');
-    let (h, mi, se) = (num(t.next()?, 2)?, num(t.next()?, 2)?, num(t.next()?, 2)?);
-    if t.next().is_some() || !(1..=12).contains(&mo) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if da < 1 || da > days_in[(mo - 1) as usize] {
-        return None;
-    }
-    let ms = match frac {
-        None => 0,
-        Some(f) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) => {
-            let f3: String = f.chars().chain("000".chars()).take(3).collect();
-            f3.parse::<i64>().ok()?
-        }
-        Some(_) => return None,
-    };
-    // Howard Hinnant's days_from_civil.
-    let (yy, mm) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let doy = (153 * mm + 2) / 5 + da - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + h * 3600 + mi * 60 + se.min(59)) * 1000) + ms)
-}
+pub use crate::accounts::parse_utc;
 
 #[cfg(test)]
 mod tests {

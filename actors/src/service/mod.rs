@@ -20,7 +20,7 @@ pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
 pub mod projects;
-pub mod schedule_actor;
+pub mod supervision;
 pub mod user_actor;
 pub mod work;
 
@@ -65,6 +65,8 @@ pub struct Services {
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     /// Stage jobs this node's cluster worker is running or has queued.
     pub stage_jobs: std::sync::atomic::AtomicU32,
+    /// The node's supervision tree (`crate::supervisor`).
+    pub tree: Arc<crate::supervisor::Tree>,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
@@ -81,17 +83,19 @@ impl Services {
         accounts: Arc<Accounts>,
         settings: Settings,
     ) -> Arc<Self> {
+        let tree = Arc::new(crate::supervisor::Tree::default());
         Arc::new(Self {
             kv,
             objects,
             accounts,
             hub: EventHub::new(),
-            users: UserRegistry::default(),
+            users: UserRegistry::new(tree.accounts.clone()),
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
             metrics: Metrics::default(),
             cluster: std::sync::OnceLock::new(),
             stage_jobs: std::sync::atomic::AtomicU32::new(0),
+            tree,
             projects: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             listings_gen: std::sync::atomic::AtomicU64::new(0),
@@ -133,22 +137,44 @@ impl Services {
             .map_err(|e| kv::StorageError::Backend(format!("storage task: {e}")))?
     }
 
-    /// Starts (or resumes) processing of a stored project.
+    /// Starts the node's supervision tree (accounts and projects branches;
+    /// publishing adds the scheduler's). Call once, before serving.
+    pub async fn start_supervision(self: &Arc<Self>) -> Result<(), String> {
+        supervision::start(self).await
+    }
+
+    /// Starts (or resumes) processing of a stored project, supervised by
+    /// the tree's `projects` branch.
     pub async fn start_project(self: &Arc<Self>, project: ProjectRecord) -> Result<(), String> {
         let id = project.id.clone();
         let meta = ActorMeta::new();
-        let (actor, _) = Actor::spawn(
-            Some(format!("project:{id}")),
-            ProjectActor,
-            (self.clone(), project, meta.clone()),
-        )
-        .await
+        let name = Some(format!("project:{id}"));
+        let args = (self.clone(), project, meta.clone());
+        let (actor, _) = match self.tree.projects.cell() {
+            Some(sup) => Actor::spawn_linked(name, ProjectActor, args, sup).await,
+            None => Actor::spawn(name, ProjectActor, args).await,
+        }
         .map_err(|e| e.to_string())?;
         self.projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, Tracked::new(actor, meta));
         Ok(())
+    }
+
+    /// Forgets the project's actor if it is still `actor` (a failed one).
+    pub(crate) fn forget_project_actor(&self, id: &str, actor: ractor::ActorId) {
+        let mut live = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if live.get(id).is_some_and(|t| t.actor.get_id() == actor) {
+            live.remove(id);
+        }
+    }
+
+    pub(crate) fn forget_all_projects(&self) {
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// Resumes every project a previous run left unfinished.

@@ -73,8 +73,10 @@ impl ProjectActorState {
     }
 }
 
-/// Runs one stage and reports to its project. Spawned linked, so a panic in
-/// a stage reaches the project as a supervision event.
+/// Runs one stage and reports to its project. Spawned linked to the
+/// `ProjectActor`; the stage runs inside this actor's handler (never in a
+/// detached task), so a panic anywhere in it fails this actor and reaches
+/// the project as a supervision event.
 pub struct StageActor;
 
 pub struct StageArgs {
@@ -85,38 +87,62 @@ pub struct StageArgs {
     parent: Tracked<ProjectMsg>,
 }
 
+pub enum StageMsg {
+    Run,
+}
+
+// Local only: with ractor's `cluster` feature, messages opt in explicitly.
+impl ractor::Message for StageMsg {}
+
 impl Actor for StageActor {
-    type Msg = ();
-    type State = ();
+    type Msg = StageMsg;
+    type State = Option<StageArgs>;
     type Arguments = StageArgs;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<()>,
+        myself: ActorRef<StageMsg>,
         args: StageArgs,
+    ) -> Result<Option<StageArgs>, ActorProcessingErr> {
+        myself.send_message(StageMsg::Run)?;
+        Ok(Some(args))
+    }
+
+    #[tracing::instrument(skip_all, fields(actor = %myself.get_name().unwrap_or_default()))]
+    async fn handle(
+        &self,
+        myself: ActorRef<StageMsg>,
+        _msg: StageMsg,
+        state: &mut Option<StageArgs>,
     ) -> Result<(), ActorProcessingErr> {
-        let StageArgs {
+        let Some(StageArgs {
             services,
             project,
             stage,
             cancel,
             parent,
-        } = args;
+        }) = state.take()
+        else {
+            return Ok(());
+        };
+        // The stage's own token: cancelled with the project, and when this
+        // handler is dropped (the actor killed), so no work outlives it.
+        let cancel = cancel.child_token();
+        let _guard = cancel.clone().drop_guard();
         let progress = {
             let parent = parent.clone();
             Progress::new(move |p| {
                 let _ = parent.send(ProjectMsg::Progress(stage, p));
             })
         };
+        crate::faults::check(crate::faults::Point::Stage(stage.name()));
         let started = std::time::Instant::now();
-        tokio::spawn(async move {
-            let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
-            services
-                .metrics
-                .observe_stage(stage, started.elapsed().as_secs_f64());
-            let _ = parent.send(ProjectMsg::StageDone(stage, result));
-            myself.stop(None);
-        });
+        let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
+        services
+            .metrics
+            .observe_stage(stage, started.elapsed().as_secs_f64());
+        let _ = parent.send(ProjectMsg::StageDone(stage, result));
+        myself.stop(None);
         Ok(())
     }
 }
@@ -264,6 +290,7 @@ impl ProjectActor {
         state: &mut ProjectActorState,
         stage: Stage,
     ) -> Result<(), ActorProcessingErr> {
+        crate::faults::check(crate::faults::Point::Project);
         state.current = Some(stage);
         state.project.state = ProjectState::running(stage);
         state.project.step_progress[stage as usize] = 0;

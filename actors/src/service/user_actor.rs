@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef};
 
 use super::mailbox::ActorMeta;
 use crate::accounts::Accounts;
+use crate::supervisor::Branch;
 
 type Job = Box<dyn FnOnce(&Accounts) + Send>;
 
@@ -26,19 +27,20 @@ pub struct UserActor;
 
 pub struct UserState {
     accounts: Arc<Accounts>,
+    meta: Arc<ActorMeta>,
 }
 
 impl Actor for UserActor {
     type Msg = UserMsg;
     type State = UserState;
-    type Arguments = Arc<Accounts>;
+    type Arguments = (Arc<Accounts>, Arc<ActorMeta>);
 
     async fn pre_start(
         &self,
         _myself: ActorRef<UserMsg>,
-        accounts: Arc<Accounts>,
+        (accounts, meta): (Arc<Accounts>, Arc<ActorMeta>),
     ) -> Result<UserState, ActorProcessingErr> {
-        Ok(UserState { accounts })
+        Ok(UserState { accounts, meta })
     }
 
     async fn handle(
@@ -48,8 +50,12 @@ impl Actor for UserActor {
         state: &mut UserState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            // Storage calls block (sled flushes before acknowledging).
-            UserMsg::Run(job) => tokio::task::block_in_place(|| job(&state.accounts)),
+            UserMsg::Run(job) => {
+                state.meta.received();
+                crate::faults::check(crate::faults::Point::Account);
+                // Storage calls block (sled flushes before acknowledging).
+                tokio::task::block_in_place(|| job(&state.accounts))
+            }
         }
         Ok(())
     }
@@ -69,38 +75,57 @@ pub struct UserActorInfo {
     pub meta: Arc<ActorMeta>,
 }
 
-/// Live user actors, activated on demand and passivated when idle.
-#[derive(Default)]
+/// Live user actors, activated on demand (linked to the supervision tree's
+/// `accounts` branch) and passivated when idle.
 pub struct UserRegistry {
     live: Mutex<HashMap<String, Live>>,
+    branch: Arc<Branch>,
 }
 
 impl UserRegistry {
+    pub fn new(branch: Arc<Branch>) -> Self {
+        Self {
+            live: Mutex::new(HashMap::new()),
+            branch,
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn spawn(
+        accounts: &Arc<Accounts>,
+        sup: Option<ActorCell>,
+        meta: &Arc<ActorMeta>,
+    ) -> Result<ActorRef<UserMsg>, String> {
+        let args = (accounts.clone(), meta.clone());
+        match sup {
+            Some(sup) => Actor::spawn_linked(None, UserActor, args, sup).await,
+            None => Actor::spawn(None, UserActor, args).await,
+        }
+        .map(|(a, _)| a)
+        .map_err(|e| e.to_string())
+    }
+
     async fn actor(
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
     ) -> Result<(ActorRef<UserMsg>, Arc<ActorMeta>), String> {
-        if let Some(l) = self
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(user_id)
-        {
+        if let Some(l) = self.live().get_mut(user_id) {
             l.used = Instant::now();
             return Ok((l.actor.clone(), l.meta.clone()));
         }
-        let (actor, _) = Actor::spawn(None, UserActor, accounts.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let meta = ActorMeta::new();
+        let actor = Self::spawn(accounts, self.branch.cell(), &meta).await?;
+        let mut live = self.live();
         // Another request may have activated it meanwhile: keep that one.
         if let Some(l) = live.get_mut(user_id) {
             l.used = Instant::now();
             actor.stop(None);
             return Ok((l.actor.clone(), l.meta.clone()));
         }
-        let meta = ActorMeta::new();
         live.insert(
             user_id.to_string(),
             Live {
@@ -112,7 +137,9 @@ impl UserRegistry {
         Ok((actor, meta))
     }
 
-    /// Runs `f` in the user's actor and returns its result.
+    /// Runs `f` in the user's actor and returns its result. An actor found
+    /// dead (failed, its restart not yet done) is replaced once: the job
+    /// comes back undelivered and goes to the new actor.
     pub async fn run<T: Send + 'static>(
         &self,
         accounts: &Arc<Accounts>,
@@ -120,18 +147,77 @@ impl UserRegistry {
         f: impl FnOnce(&Accounts) -> T + Send + 'static,
     ) -> Result<T, String> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (actor, meta) = self.actor(accounts, user_id).await?;
-        let taken = meta.clone();
-        let job: Job = Box::new(move |a| {
-            taken.received();
+        let mut job: Job = Box::new(move |a| {
             let _ = tx.send(f(a));
         });
-        meta.sent();
-        if let Err(e) = actor.send_message(UserMsg::Run(job)) {
-            meta.received();
-            return Err(format!("account actor unavailable: {e}"));
+        for attempt in 0..2 {
+            let (actor, meta) = self.actor(accounts, user_id).await?;
+            meta.sent();
+            match actor.send_message(UserMsg::Run(job)) {
+                Ok(()) => return rx.await.map_err(|_| "account actor stopped".to_string()),
+                Err(e) => {
+                    meta.received();
+                    self.forget(user_id, actor.get_id());
+                    match e {
+                        ractor::MessagingErr::SendErr(UserMsg::Run(back)) if attempt == 0 => {
+                            job = back
+                        }
+                        e => return Err(format!("account actor unavailable: {e}")),
+                    }
+                }
+            }
         }
-        rx.await.map_err(|_| "account actor stopped".to_string())
+        Err("account actor unavailable".into())
+    }
+
+    /// Which account the actor `id` serves.
+    pub fn user_of(&self, id: ActorId) -> Option<String> {
+        self.live()
+            .iter()
+            .find(|(_, l)| l.actor.get_id() == id)
+            .map(|(u, _)| u.clone())
+    }
+
+    /// Replaces the failed actor `failed` of `user_id` with a new one
+    /// linked to `sup` (unless a request already did).
+    pub async fn replace(
+        &self,
+        accounts: &Arc<Accounts>,
+        user_id: &str,
+        failed: ActorId,
+        sup: ActorCell,
+    ) -> Result<(), String> {
+        if !self
+            .live()
+            .get(user_id)
+            .is_some_and(|l| l.actor.get_id() == failed)
+        {
+            return Ok(());
+        }
+        let meta = ActorMeta::new();
+        let actor = Self::spawn(accounts, Some(sup), &meta).await?;
+        let mut live = self.live();
+        match live.get_mut(user_id) {
+            Some(l) if l.actor.get_id() == failed => {
+                l.actor = actor;
+                l.meta = meta;
+            }
+            _ => actor.stop(None),
+        }
+        Ok(())
+    }
+
+    /// Forgets `user_id`'s actor if it is still `actor`.
+    pub fn forget(&self, user_id: &str, actor: ActorId) {
+        let mut live = self.live();
+        if live.get(user_id).is_some_and(|l| l.actor.get_id() == actor) {
+            live.remove(user_id);
+        }
+    }
+
+    /// Forgets every actor (their supervisor was restarted).
+    pub fn clear(&self) {
+        self.live().clear();
     }
 
     /// Stops actors idle for longer than `idle`; returns how many.

@@ -49,7 +49,10 @@ impl Actor for ScheduleActor {
         state: &mut ScheduleState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ScheduleMsg::Fire => match state.publishing.step(&state.post_id).await {
+            ScheduleMsg::Fire => match {
+                crate::faults::check(crate::faults::Point::Schedule);
+                state.publishing.step(&state.post_id).await
+            } {
                 Step::Done => myself.stop(None),
                 Step::RetryIn(delay) => {
                     myself.send_after(delay, || ScheduleMsg::Fire);

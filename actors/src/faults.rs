@@ -1,0 +1,165 @@
+//! Fault injection for tests and operators: `CLIPFORGE_FAULTS` names actors
+//! that panic on purpose at a named point, so supervision can be seen at
+//! work. Off unless set.
+//!
+//! The value is a comma list of `kind[:target]:mode` with mode `once` (the
+//! first time the point is reached) or `always`:
+//!
+//! - `stage-panic:<stage>:once|always` — the stage actor of `<stage>`
+//!   (`download`, `transcribe`, `cut`, `caption`, or `*`) panics before the
+//!   stage runs;
+//! - `account-panic:once|always` — an account actor panics on a command;
+//! - `schedule-panic:once|always` — a schedule actor panics before a
+//!   publication step;
+//! - `project-panic:once|always` — a project actor panics when it starts a
+//!   stage.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+/// Where an actor can be made to fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Point<'a> {
+    Stage(&'a str),
+    Account,
+    Schedule,
+    Project,
+}
+
+#[derive(Debug)]
+struct Rule {
+    kind: String,
+    target: Option<String>,
+    always: bool,
+    fired: AtomicBool,
+}
+
+/// A parsed `CLIPFORGE_FAULTS` value.
+#[derive(Debug, Default)]
+pub struct Faults {
+    rules: Vec<Rule>,
+}
+
+impl Faults {
+    /// Parses a comma list; an unknown kind or mode is an error (a typo must
+    /// not silently disable a test's fault).
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let mut rules = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let parts: Vec<&str> = item.split(':').collect();
+            let (kind, target, mode) = match parts.as_slice() {
+                [kind, mode] => (*kind, None, *mode),
+                [kind, target, mode] => (*kind, Some(target.to_string()), *mode),
+                _ => {
+                    return Err(format!(
+                        "fault `{item}`: expected kind[:target]:once|always"
+                    ))
+                }
+            };
+            let needs_target = kind == "stage-panic";
+            match kind {
+                "stage-panic" | "account-panic" | "schedule-panic" | "project-panic" => {}
+                _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
+            }
+            if needs_target != target.is_some() {
+                return Err(format!(
+                    "fault `{item}`: {kind} {} a target",
+                    if needs_target { "needs" } else { "takes no" }
+                ));
+            }
+            let always = match mode {
+                "always" => true,
+                "once" => false,
+                _ => return Err(format!("fault `{item}`: mode must be once or always")),
+            };
+            rules.push(Rule {
+                kind: kind.to_string(),
+                target,
+                always,
+                fired: AtomicBool::new(false),
+            });
+        }
+        Ok(Self { rules })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// True when the actor at `point` must fail now (a `once` rule fires a
+    /// single time).
+    pub fn hit(&self, point: Point<'_>) -> bool {
+        let (kind, target) = match point {
+            Point::Stage(s) => ("stage-panic", Some(s)),
+            Point::Account => ("account-panic", None),
+            Point::Schedule => ("schedule-panic", None),
+            Point::Project => ("project-panic", None),
+        };
+        self.rules.iter().any(|r| {
+            r.kind == kind
+                && match (&r.target, target) {
+                    (Some(t), Some(p)) => t == "*" || t == p,
+                    (None, None) => true,
+                    _ => false,
+                }
+                && (r.always || !r.fired.swap(true, Ordering::AcqRel))
+        })
+    }
+}
+
+static FAULTS: OnceLock<Faults> = OnceLock::new();
+
+/// Installs the process's faults (once; later calls are ignored).
+pub fn install(faults: Faults) {
+    if !faults.is_empty() {
+        tracing::warn!(faults = ?faults.rules.iter().map(|r| &r.kind).collect::<Vec<_>>(), "fault injection is on");
+    }
+    let _ = FAULTS.set(faults);
+}
+
+/// Reads `CLIPFORGE_FAULTS` (empty or unset: no faults).
+pub fn install_from_env() -> Result<(), String> {
+    let spec = std::env::var("CLIPFORGE_FAULTS").unwrap_or_default();
+    install(Faults::parse(&spec)?);
+    Ok(())
+}
+
+/// Panics when a fault is set for `point`: call it where the named actor
+/// should fail.
+pub fn check(point: Point<'_>) {
+    if FAULTS.get().is_some_and(|f| f.hit(point)) {
+        panic!("injected fault at {point:?} (CLIPFORGE_FAULTS)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn once_fires_a_single_time_and_always_every_time() {
+        let f = Faults::parse("stage-panic:transcribe:once, account-panic:always").unwrap();
+        assert!(!f.hit(Point::Stage("cut")));
+        assert!(f.hit(Point::Stage("transcribe")));
+        assert!(!f.hit(Point::Stage("transcribe")));
+        assert!(f.hit(Point::Account));
+        assert!(f.hit(Point::Account));
+        assert!(!f.hit(Point::Schedule));
+    }
+
+    #[test]
+    fn wildcard_stage() {
+        let f = Faults::parse("stage-panic:*:always").unwrap();
+        assert!(f.hit(Point::Stage("caption")));
+        assert!(f.hit(Point::Stage("download")));
+    }
+
+    #[test]
+    fn typos_are_errors() {
+        assert!(Faults::parse("stage-panik:cut:once").is_err());
+        assert!(Faults::parse("stage-panic:once").is_err());
+        assert!(Faults::parse("account-panic:x:once").is_err());
+        assert!(Faults::parse("schedule-panic:sometimes").is_err());
+        assert!(Faults::parse("").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,67 @@
+//! How the `scheduler` branch of the supervision tree (`crate::supervisor`)
+//! restarts schedule actors.
+
+use std::sync::{Arc, Weak};
+
+use ractor::ActorCell;
+
+use super::engine::Publishing;
+use super::posts;
+use crate::supervisor::{policy, Children};
+
+/// Starts the `scheduler` branch under the node supervisor (when the tree
+/// runs; without it schedule actors are unsupervised, as in a bench tool).
+pub(crate) async fn start(publishing: &Arc<Publishing>) {
+    let tree = publishing.services.tree.clone();
+    let children = Arc::new(ScheduleChildren(Arc::downgrade(publishing)));
+    if let Err(e) = tree
+        .start_branch(&tree.scheduler, policy::POST, policy::SCHEDULER, children)
+        .await
+    {
+        tracing::warn!(error = %e, "schedule actors run unsupervised");
+    }
+}
+
+struct ScheduleChildren(Weak<Publishing>);
+
+#[async_trait::async_trait]
+impl Children for ScheduleChildren {
+    fn identify(&self, cell: &ActorCell) -> Option<String> {
+        self.0.upgrade()?.post_of(cell.get_id())
+    }
+
+    /// A new actor fires the post again: a post found `publishing` asks the
+    /// platform about its handle first, so it is never published twice.
+    async fn restart(&self, id: &str, failed: &ActorCell, _sup: ActorCell) -> Result<(), String> {
+        let p = self.0.upgrade().ok_or("the node is stopping")?;
+        p.forget_actor(id, failed.get_id());
+        p.activate(id).await;
+        Ok(())
+    }
+
+    async fn give_up(&self, id: &str, failed: &ActorCell, reason: &str) {
+        let Some(p) = self.0.upgrade() else {
+            return;
+        };
+        p.forget_actor(id, failed.get_id());
+        // Only a post that has not started publishing can be failed safely;
+        // one that has stays due and is looked at again at the next start.
+        let why = format!("publishing kept crashing ({reason})");
+        if let Err(e) = p.fail_if_pending(id, &why).await {
+            tracing::error!(post_id = id, error = %e, "cannot fail the post");
+        }
+    }
+
+    async fn started(&self, _sup: ActorCell, generation: u32) {
+        // After a branch restart no schedule actor is left: re-arm every
+        // unfinished post from the store (due ones fire at once).
+        if generation > 1 {
+            if let Some(p) = self.0.upgrade() {
+                match p.services.blocking(posts::due_entries).await {
+                    Ok(entries) => p.timers.arm_all(entries),
+                    Err(e) => tracing::error!(error = %e, "cannot re-arm posts"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! The node's supervision tree, in one place:
+//!
+//! ```text
+//! node            NodeSupervisor: one-for-one over the branch supervisors,
+//!  │              at most 3 restarts in 60 s, then it fails and the process
+//!  │              exits with an error (`clipforge serve` watches it)
+//!  ├─ accounts    Supervisor: one-for-one over AccountActors. A failed
+//!  │              account actor is restarted at once (it reloads from the
+//!  │              store on its next command), at most 5 times per account
+//!  │              in 60 s, then it is dropped until the next request;
+//!  │              more than 100 failures in 10 s escalate to `node`
+//!  ├─ projects    Supervisor: one-for-one over ProjectActors. A failed
+//!  │              project actor is restarted from its stored record (it
+//!  │              resumes at the first unfinished stage), at most 3 times
+//!  │              per project in 300 s, then the project fails (credits
+//!  │              released, `project_failed` notification); more than 50
+//!  │              failures in 10 s escalate. Each ProjectActor supervises
+//!  │              its StageActor itself: a failed stage is retried
+//!  │              `stage_retries` times with backoff, then the project fails
+//!  └─ scheduler   Supervisor: one-for-one over ScheduleActors. A failed
+//!                 schedule actor is restarted and fired again (a post that
+//!                 started publishing first asks the platform about its
+//!                 handle, so nothing is published twice), at most 3 times
+//!                 per post in 300 s, then the post fails; more than 50
+//!                 failures in 10 s escalate
+//! ```
+//!
+//! A branch supervisor that is restarted by `node` starts with no children:
+//! its [`Children::started`] brings back what must run (unfinished projects
+//! are resumed from the store, due posts re-armed; account actors come back
+//! on their next request). Entity actors are spawned linked to their
+//! branch's current cell ([`Branch::cell`]) by the registries that own them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+/// Restart intensity: at most `max_restarts` within `within`.
+#[derive(Clone, Copy, Debug)]
+pub struct RestartPolicy {
+    pub max_restarts: usize,
+    pub within: Duration,
+}
+
+impl RestartPolicy {
+    pub const fn new(max_restarts: usize, within_secs: u64) -> Self {
+        Self {
+            max_restarts,
+            within: Duration::from_secs(within_secs),
+        }
+    }
+
+    /// Records a failure at `now`; true while the failures in the window
+    /// stay within the intensity.
+    pub fn allow(&self, history: &mut VecDeque<Instant>, now: Instant) -> bool {
+        while history
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > self.within)
+        {
+            history.pop_front();
+        }
+        history.push_back(now);
+        history.len() <= self.max_restarts
+    }
+}
+
+/// The policies of the tree (see the module docs).
+pub mod policy {
+    use super::RestartPolicy;
+    pub const NODE: RestartPolicy = RestartPolicy::new(3, 60);
+    pub const ACCOUNT: RestartPolicy = RestartPolicy::new(5, 60);
+    pub const ACCOUNTS: RestartPolicy = RestartPolicy::new(100, 10);
+    pub const PROJECT: RestartPolicy = RestartPolicy::new(3, 300);
+    pub const PROJECTS: RestartPolicy = RestartPolicy::new(50, 10);
+    pub const POST: RestartPolicy = RestartPolicy::new(3, 300);
+    pub const SCHEDULER: RestartPolicy = RestartPolicy::new(50, 10);
+}
+
+/// How a branch restarts its children; implemented by each domain.
+#[async_trait::async_trait]
+pub trait Children: Send + Sync + 'static {
+    /// The id of the entity whose actor this is (None: not one of ours any
+    /// more, nothing to do).
+    fn identify(&self, cell: &ActorCell) -> Option<String>;
+    /// Starts the entity `id` again under `supervisor`, replacing `failed`.
+    async fn restart(
+        &self,
+        id: &str,
+        failed: &ActorCell,
+        supervisor: ActorCell,
+    ) -> Result<(), String>;
+    /// The entity failed more often than its policy allows.
+    async fn give_up(&self, id: &str, failed: &ActorCell, reason: &str);
+    /// The branch supervisor (re)started; `generation` counts its starts
+    /// (1 = the node's first).
+    async fn started(&self, supervisor: ActorCell, generation: u32);
+}
+
+/// A branch as the rest of the node sees it: its current supervisor cell
+/// and the restart counts of its children.
+pub struct Branch {
+    pub name: &'static str,
+    cell: RwLock<Option<ActorCell>>,
+    generation: AtomicU32,
+    restarts: Mutex<HashMap<String, u32>>,
+    /// When the branch's current supervisor started.
+    started: Mutex<Instant>,
+}
+
+impl Branch {
+    fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            cell: RwLock::new(None),
+            generation: AtomicU32::new(0),
+            restarts: Mutex::new(HashMap::new()),
+            started: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// The supervisor to link new children to (None before the tree runs,
+    /// or while the branch is being restarted).
+    pub fn cell(&self) -> Option<ActorCell> {
+        self.cell
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|c| c.get_status() <= ractor::ActorStatus::Running)
+    }
+
+    /// How often the child `id` was restarted since the node started.
+    pub fn restarts_of(&self, id: &str) -> u32 {
+        self.restarts
+            .lock()
+            .map(|r| r.get(id).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// How often this branch's supervisor was restarted.
+    pub fn own_restarts(&self) -> u32 {
+        self.generation.load(Ordering::Acquire).saturating_sub(1)
+    }
+
+    /// Age of the branch's current supervisor.
+    pub fn uptime(&self) -> Duration {
+        self.started.lock().map(|t| t.elapsed()).unwrap_or_default()
+    }
+
+    fn count_restart(&self, id: &str) {
+        let mut r = self.restarts.lock().unwrap_or_else(|e| e.into_inner());
+        if r.len() >= 100_000 {
+            r.clear();
+        }
+        *r.entry(id.to_string()).or_default() += 1;
+    }
+}
+
+/// The node's tree: the node supervisor and its branches.
+pub struct Tree {
+    pub accounts: Arc<Branch>,
+    pub projects: Arc<Branch>,
+    pub scheduler: Arc<Branch>,
+    node: RwLock<Option<ActorRef<NodeMsg>>>,
+    node_restarts: AtomicU32,
+    down: tokio::sync::watch::Sender<bool>,
+    started: Instant,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Self {
+            accounts: Arc::new(Branch::new("accounts")),
+            projects: Arc::new(Branch::new("projects")),
+            scheduler: Arc::new(Branch::new("scheduler")),
+            node: RwLock::new(None),
+            node_restarts: AtomicU32::new(0),
+            down: tokio::sync::watch::channel(false).0,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Tree {
+    /// Starts the node supervisor (no branches yet; see [`Tree::start_branch`]).
+    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
+        let (node, handle) = Actor::spawn(None, NodeSupervisor, self.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        *self.node.write().unwrap_or_else(|e| e.into_inner()) = Some(node);
+        let tree = self.clone();
+        tokio::spawn(async move {
+            let _ = handle.await;
+            tracing::error!("the node supervisor stopped: the node gives up");
+            let _ = tree.down.send(true);
+        });
+        Ok(())
+    }
+
+    /// Starts a branch supervisor under the node supervisor.
+    pub async fn start_branch(
+        &self,
+        branch: &Arc<Branch>,
+        child: RestartPolicy,
+        own: RestartPolicy,
+        children: Arc<dyn Children>,
+    ) -> Result<(), String> {
+        let node = self
+            .node
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or("the supervision tree is not running")?;
+        let spec = BranchSpec {
+            branch: branch.clone(),
+            child,
+            own,
+            children,
+        };
+        ractor::call!(node, NodeMsg::Start, spec).map_err(|e| e.to_string())?
+    }
+
+    /// Resolves when the node supervisor has given up (escalation reached
+    /// the top): the process should exit.
+    pub async fn down(&self) {
+        let mut rx = self.down.subscribe();
+        let _ = rx.wait_for(|d| *d).await;
+    }
+
+    /// The branches, for views.
+    pub fn branches(&self) -> [&Arc<Branch>; 3] {
+        [&self.accounts, &self.projects, &self.scheduler]
+    }
+
+    /// Age of the node supervisor.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn node_restarts(&self) -> u32 {
+        self.node_restarts.load(Ordering::Acquire)
+    }
+
+    /// The node supervisor's cell, for views.
+    pub fn node_cell(&self) -> Option<ActorCell> {
+        self.node
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|n| n.get_cell())
+    }
+}
+
+/// What the node supervisor needs to (re)start a branch.
+#[derive(Clone)]
+pub struct BranchSpec {
+    branch: Arc<Branch>,
+    child: RestartPolicy,
+    own: RestartPolicy,
+    children: Arc<dyn Children>,
+}
+
+pub enum NodeMsg {
+    Start(BranchSpec, ractor::RpcReplyPort<Result<(), String>>),
+}
+
+// Local only: with ractor's `cluster` feature, messages opt in explicitly.
+impl ractor::Message for NodeMsg {}
+
+pub struct NodeSupervisor;
+
+pub struct NodeState {
+    tree: Arc<Tree>,
+    branches: HashMap<ActorId, BranchSpec>,
+    failures: VecDeque<Instant>,
+}
+
+impl NodeSupervisor {
+    async fn spawn_branch(
+        myself: &ActorRef<NodeMsg>,
+        state: &mut NodeState,
+        spec: BranchSpec,
+    ) -> Result<(), String> {
+        let (actor, _) = Actor::spawn_linked(None, Supervisor, spec.clone(), myself.get_cell())
+            .await
+            .map_err(|e| e.to_string())?;
+        state.branches.insert(actor.get_id(), spec);
+        Ok(())
+    }
+}
+
+impl Actor for NodeSupervisor {
+    type Msg = NodeMsg;
+    type State = NodeState;
+    type Arguments = Arc<Tree>;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<NodeMsg>,
+        tree: Arc<Tree>,
+    ) -> Result<NodeState, ActorProcessingErr> {
+        Ok(NodeState {
+            tree,
+            branches: HashMap::new(),
+            failures: VecDeque::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<NodeMsg>,
+        msg: NodeMsg,
+        state: &mut NodeState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            NodeMsg::Start(spec, reply) => {
+                let r = Self::spawn_branch(&myself, state, spec).await;
+                let _ = reply.send(r);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<NodeMsg>,
+        evt: SupervisionEvent,
+        state: &mut NodeState,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, why) = match evt {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, err.to_string()),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell, reason.unwrap_or_else(|| "stopped".into()))
+            }
+            _ => return Ok(()),
+        };
+        let Some(spec) = state.branches.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        *spec.branch.cell.write().unwrap_or_else(|e| e.into_inner()) = None;
+        if !policy::NODE.allow(&mut state.failures, Instant::now()) {
+            tracing::error!(branch = spec.branch.name, reason = %why, "branch supervisors keep failing: escalating");
+            return Err(format!(
+                "more than {} branch restarts in {:?}",
+                policy::NODE.max_restarts,
+                policy::NODE.within
+            )
+            .into());
+        }
+        tracing::error!(branch = spec.branch.name, reason = %why, "branch supervisor failed: restarting it");
+        state.tree.node_restarts.fetch_add(1, Ordering::AcqRel);
+        Self::spawn_branch(&myself, state, spec)
+            .await
+            .map_err(ActorProcessingErr::from)
+    }
+}
+
+/// A branch supervisor (accounts, projects, scheduler).
+pub struct Supervisor;
+
+pub struct SupervisorState {
+    spec: BranchSpec,
+    /// Failures per child id, within the child policy's window.
+    history: HashMap<String, VecDeque<Instant>>,
+    /// All children's failures, within the branch policy's window.
+    failures: VecDeque<Instant>,
+}
+
+impl Actor for Supervisor {
+    type Msg = ();
+    type State = SupervisorState;
+    type Arguments = BranchSpec;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<()>,
+        spec: BranchSpec,
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        // Set before `spawn` returns, so the next child is linked here.
+        *spec.branch.cell.write().unwrap_or_else(|e| e.into_inner()) = Some(myself.get_cell());
+        *spec
+            .branch
+            .started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        Ok(SupervisorState {
+            spec,
+            history: HashMap::new(),
+            failures: VecDeque::new(),
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<()>,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let branch = &state.spec.branch;
+        let generation = branch.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        state
+            .spec
+            .children
+            .started(myself.get_cell(), generation)
+            .await;
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<()>,
+        evt: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let SupervisionEvent::ActorFailed(cell, err) = evt else {
+            return Ok(());
+        };
+        let spec = state.spec.clone();
+        let Some(id) = spec.children.identify(&cell) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let name = spec.branch.name;
+        if !spec.own.allow(&mut state.failures, now) {
+            tracing::error!(branch = name, "children keep failing: escalating");
+            return Err(format!(
+                "{name}: more than {} child failures in {:?}",
+                spec.own.max_restarts, spec.own.within
+            )
+            .into());
+        }
+        state.history.retain(|_, h| {
+            h.back()
+                .is_some_and(|t| now.duration_since(*t) <= spec.child.within)
+        });
+        let allowed = spec
+            .child
+            .allow(state.history.entry(id.clone()).or_default(), now);
+        let reason = err.to_string();
+        if allowed {
+            spec.branch.count_restart(&id);
+            tracing::warn!(branch = name, id = %id, error = %reason, "child failed: restarting it");
+            if let Err(e) = spec.children.restart(&id, &cell, myself.get_cell()).await {
+                tracing::error!(branch = name, id = %id, error = %e, "cannot restart: giving up");
+                spec.children.give_up(&id, &cell, &reason).await;
+            }
+        } else {
+            tracing::error!(branch = name, id = %id, error = %reason, "child failed too often: giving up");
+            state.history.remove(&id);
+            spec.children.give_up(&id, &cell, &reason).await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "supervisor_tests.rs"]
+mod tests;
