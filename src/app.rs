@@ -447,7 +447,9 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response
 /// never reach a handler (unknown route, bad method, malformed body).
 pub fn routes(state: State) -> impl Endpoint {
     let api = api_service();
-    let spec = api.spec();
+    let spec = crate::api::openapi::finish(&api.spec());
+    let doc: Arc<serde_json::Value> =
+        Arc::new(serde_json::from_str(&spec).expect("the document is JSON"));
     let docs = api.swagger_ui();
     let st = state.clone();
     Route::new()
@@ -465,6 +467,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();
+            let doc = doc.clone();
             async move {
                 let started = Instant::now();
                 let method = req.method().to_string();
@@ -483,6 +486,11 @@ pub fn routes(state: State) -> impl Endpoint {
                     Ok(r) => r.into_response(),
                     Err(e) => uniform_error(e),
                 };
+                if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
+                    if let Some(allow) = crate::api::openapi::allowed_methods(&doc, &path).and_then(|a| a.parse().ok()) {
+                        resp.headers_mut().insert(poem::http::header::ALLOW, allow);
+                    }
+                }
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
