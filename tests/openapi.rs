@@ -203,7 +203,7 @@ async fn method_not_allowed_names_the_allowed_methods() {
         (
             reqwest::Method::PATCH,
             "/api/projects/some-id",
-            "GET, DELETE, HEAD",
+            "DELETE, GET, HEAD",
         ),
         (reqwest::Method::GET, "/api/auth/sign-out", "POST"),
     ] {

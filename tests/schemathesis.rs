@@ -73,13 +73,13 @@ fn session(id: &str) -> Value {
 #[handler]
 fn create_session(sessions: Data<&Sessions>) -> Response {
     let id = format!("cs_test_{}", uuid::Uuid::new_v4().simple());
-    sessions.0.lock().unwrap().push(id.clone());
+    sessions.0 .0.lock().unwrap().push(id.clone());
     stripe_json(session(&id))
 }
 
 #[handler]
 fn retrieve_session(sessions: Data<&Sessions>, id: PPath<String>) -> Response {
-    if sessions.0.lock().unwrap().contains(&id.0) {
+    if sessions.0 .0.lock().unwrap().contains(&id.0) {
         return stripe_json(session(&id.0));
     }
     Response::builder()
@@ -145,6 +145,14 @@ async fn schemathesis_finds_nothing() {
         ("CLIPFORGE_BILLING_PRICE_PRO_MONTHLY", "price_pro_m"),
         ("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", "price_pro_y"),
     ];
+    // Projects are created from an upload (below) and fail fast at
+    // transcription without a model: the run exercises their routes
+    // (get, status, cancel, delete, bulk-schedule) without the CPU cost.
+    let no_model = tempfile::tempdir().unwrap();
+    let no_model_dir = no_model.path().to_str().unwrap().to_string();
+    let mut env = env.to_vec();
+    env.push(("CLIPFORGE_PIPELINE_MODEL_DIR", &no_model_dir));
+    env.push(("CLIPFORGE_PIPELINE_STAGE_RETRIES", "0"));
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     let token = app.sign_up("schemathesis@example.com").await;
     // Sign-out and password changes end sessions: they get a session of
@@ -160,6 +168,13 @@ async fn schemathesis_finds_nothing() {
     assert_eq!(s, 200, "{v}");
     let spare = v["token"].as_str().unwrap().to_string();
 
+    // A real upload, offered as `fileKey` to project creation.
+    let media = tempfile::tempdir().unwrap();
+    let video = common::speech_video_saying(media.path(), "Open with a question instead.", 150);
+    let (s, v) = common::upload(&app, &token, &video, "talk.mp4").await;
+    assert_eq!(s, 200, "{v}");
+    let file_key = v["fileKey"].as_str().unwrap().to_string();
+
     let reports = tempfile::tempdir().unwrap();
     let config = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -167,7 +182,8 @@ async fn schemathesis_finds_nothing() {
     ))
     .unwrap()
     .replace("MAIN_TOKEN", &token)
-    .replace("SPARE_TOKEN", &spare);
+    .replace("SPARE_TOKEN", &spare)
+    .replace("UPLOADED_FILE_KEY", &file_key);
     let config_path = reports.path().join("schemathesis.toml");
     std::fs::write(&config_path, config).unwrap();
 

@@ -304,6 +304,12 @@ string_enum!(
     ["Na fila", "Processando", "Concluído", "Falhou", "Cancelado"]
 );
 string_enum!(
+    ProjectEventType,
+    "ProjectEventType",
+    "What a processing event reports.",
+    ["progress", "clip", "completed", "failed", "cancelled"]
+);
+string_enum!(
     PostStatus,
     "PostStatus",
     "State of a scheduled post.",

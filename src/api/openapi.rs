@@ -144,6 +144,7 @@ const LINKS: &[(&str, &str, &str, &str, &[(&str, &str)])] = &[
 pub fn finish(spec: &str) -> String {
     let mut doc: Value = serde_json::from_str(spec).expect("poem-openapi writes valid JSON");
     add_links(&mut doc);
+    event_stream_items(&mut doc);
     serde_json::to_string_pretty(&doc).expect("a JSON value serializes") + "\n"
 }
 
@@ -190,6 +191,26 @@ fn add_links(doc: &mut Value) {
                 name.to_string(),
                 json!({ "operationId": target, "parameters": parameters }),
             );
+        }
+    }
+}
+
+/// poem-openapi documents an event stream as an array of its events; in
+/// OpenAPI 3.0 the schema of `text/event-stream` is read as one event's
+/// (as schemathesis validates it), so the item schema replaces the array.
+fn event_stream_items(doc: &mut Value) {
+    for op in operations_mut(doc) {
+        for response in op
+            .get_mut("responses")
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|r| r.values_mut())
+        {
+            if let Some(media) = response.pointer_mut("/content/text~1event-stream") {
+                if media["schema"]["format"] == "event-stream" {
+                    media["schema"] = media["schema"]["items"].take();
+                }
+            }
         }
     }
 }
@@ -247,10 +268,22 @@ mod tests {
         );
         assert_eq!(
             allowed_methods(&d, "/api/projects/abc").as_deref(),
-            Some("GET, DELETE, HEAD")
+            Some("DELETE, GET, HEAD")
         );
         assert_eq!(allowed_methods(&d, "/api/nope"), None);
         assert_eq!(allowed_methods(&d, "/projects"), None);
+    }
+
+    #[test]
+    fn an_event_stream_is_documented_by_its_event() {
+        let spec = json!({"paths": {"/s": {"get": {"responses": {"200": {"content": {
+            "text/event-stream": {"schema": {"type": "array", "format": "event-stream",
+                                             "items": {"$ref": "#/components/schemas/E"}}}}}}}}}});
+        let out: Value = serde_json::from_str(&finish(&spec.to_string())).unwrap();
+        assert_eq!(
+            out["paths"]["/s"]["get"]["responses"]["200"]["content"]["text/event-stream"]["schema"],
+            json!({"$ref": "#/components/schemas/E"})
+        );
     }
 
     #[test]

@@ -64,6 +64,14 @@ async fn owned_project(state: &State, user_id: &str, id: &str) -> ApiResult<Proj
         .ok_or_else(|| ApiError::not_found("project"))
 }
 
+fn sse_event(e: ProjectEvent) -> SseEvent {
+    SseEvent {
+        id: e.id.to_string().into(),
+        event: e.kind.into(),
+        data: e.data.into(),
+    }
+}
+
 fn bad(field: &str, msg: &str) -> ApiError {
     ApiError::bad_request("invalid_field", format!("{field}: {msg}"))
 }
@@ -383,11 +391,7 @@ impl ProjectsApi {
             });
             ended = true;
         }
-        let head = stream::iter(backlog.into_iter().map(|e| SseEvent {
-            id: e.id,
-            event: e.kind,
-            data: e.data,
-        }));
+        let head = stream::iter(backlog.into_iter().map(sse_event));
         let live = if ended {
             stream::empty().boxed()
         } else {
@@ -401,14 +405,7 @@ impl ProjectsApi {
                         Ok(e) => {
                             let terminal = e.is_terminal();
                             let id = e.id.max(last);
-                            return Some((
-                                SseEvent {
-                                    id: e.id,
-                                    event: e.kind,
-                                    data: e.data,
-                                },
-                                (rx, id, terminal),
-                            ));
+                            return Some((sse_event(e), (rx, id, terminal)));
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(_) => return None,
@@ -420,9 +417,9 @@ impl ProjectsApi {
         Ok(EventStream::new(head.chain(live).boxed())
             .keep_alive(Duration::from_secs(15))
             .to_event(|e| {
-                poem::web::sse::Event::message(e.data)
-                    .event_type(e.event)
-                    .id(e.id.to_string())
+                poem::web::sse::Event::message(e.data.0)
+                    .event_type(e.event.0)
+                    .id(e.id.0)
             }))
     }
 }

@@ -5,7 +5,8 @@ use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Object};
 
 use super::formats::{
-    ClipDurationPreset, Date, DateTime, ProjectState, ProjectStatusText, Text, Uri, Uuid,
+    ClipDurationPreset, Date, DateTime, ProjectEventType, ProjectState, ProjectStatusText, Text,
+    Uri, Uuid,
 };
 use clipforge_actors::service::projects::{
     self as records, date_of, iso8601, ClipRecord, ProjectRecord,
@@ -191,13 +192,18 @@ pub struct DeletedProject {
     pub deleted: bool,
 }
 
-/// One Server-Sent Event of `GET /projects/{id}/status`: `event` is
-/// `progress`, `clip`, `completed`, `failed` or `cancelled`; `data` is JSON.
+/// One Server-Sent Event of `GET /projects/{id}/status`; after `completed`,
+/// `failed` or `cancelled` the stream ends.
 #[derive(Object, Clone)]
 pub struct SseEvent {
-    pub id: u64,
-    pub event: String,
-    pub data: String,
+    /// Increasing per project: send it back as `Last-Event-ID` to resume.
+    #[oai(validator(pattern = "^[0-9]+$"))]
+    pub id: Text,
+    pub event: ProjectEventType,
+    /// A JSON object: `progress` {projectId, state, status, percent,
+    /// stepProgress}, `clip` a Clip, the end events {projectId, state,
+    /// status, message}.
+    pub data: Text,
 }
 
 #[derive(ApiResponse)]
