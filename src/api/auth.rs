@@ -20,6 +20,7 @@ enum Tag {
 pub struct AuthApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct SignUp {
     /// Unique per account (compared in lower case).
     #[oai(validator(max_length = 254))]
@@ -36,9 +37,29 @@ struct SignUp {
 }
 
 #[derive(Object)]
+#[oai(example)]
 struct SignIn {
     email: Email,
     password: Text,
+}
+
+impl Example for SignUp {
+    fn example() -> Self {
+        SignUp {
+            email: "ana@example.com".into(),
+            password: "correct horse battery".into(),
+            name: "Ana".into(),
+        }
+    }
+}
+
+impl Example for SignIn {
+    fn example() -> Self {
+        SignIn {
+            email: "ana@example.com".into(),
+            password: "correct horse battery".into(),
+        }
+    }
 }
 
 #[derive(Object)]
@@ -114,6 +135,7 @@ struct AvatarStatus {
 }
 
 #[derive(Object)]
+#[oai(example)]
 struct Profile {
     #[oai(validator(
         min_length = 1,
@@ -121,6 +143,14 @@ struct Profile {
         pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
     ))]
     name: Text,
+}
+
+impl Example for Profile {
+    fn example() -> Self {
+        Profile {
+            name: "Ana Souza".into(),
+        }
+    }
 }
 
 #[derive(Multipart)]

@@ -27,9 +27,19 @@ enum Tag {
 pub struct BillingApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct CheckoutRequest {
     plan: PaidPlan,
     frequency: Frequency,
+}
+
+impl poem_openapi::types::Example for CheckoutRequest {
+    fn example() -> Self {
+        CheckoutRequest {
+            plan: "pro".into(),
+            frequency: "yearly".into(),
+        }
+    }
 }
 
 #[derive(Object)]

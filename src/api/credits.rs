@@ -21,9 +21,18 @@ enum Tag {
 pub struct CreditsApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct SelectPlan {
     /// `free` always; a paid plan needs an entitlement (else 402).
     plan: Plan,
+}
+
+impl Example for SelectPlan {
+    fn example() -> Self {
+        SelectPlan {
+            plan: "free".into(),
+        }
+    }
 }
 
 /// The credit balance (contract 2.6) and the cycle's dates.

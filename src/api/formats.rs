@@ -349,6 +349,11 @@ string_enum!(
 pub struct Checked<T, const REQUIRED: bool = false>(pub Option<Value>, std::marker::PhantomData<T>);
 
 impl<T, const REQUIRED: bool> Checked<T, REQUIRED> {
+    /// A given value (for examples).
+    pub fn of(v: Value) -> Self {
+        Self(Some(v), std::marker::PhantomData)
+    }
+
     /// The value, `None` when missing or `null`.
     pub fn value(&self) -> Option<&Value> {
         self.0.as_ref().filter(|v| !v.is_null())

@@ -13,7 +13,7 @@ use clipforge_actors::service::projects::{
 };
 
 #[derive(Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 pub struct CreateProject {
     /// URL of a YouTube or Vimeo video (or `fileKey`, not both).
     #[oai(nullable, validator(max_length = 2048))]
@@ -40,6 +40,21 @@ pub struct CreateProject {
     /// Only transcribe and caption; no cuts.
     #[oai(nullable)]
     pub skip_cuts: Option<bool>,
+}
+
+impl Example for CreateProject {
+    fn example() -> Self {
+        CreateProject {
+            source_url: None,
+            file_key: Some("uploads/3f2c9a1e-7b4d-4c8e-9f1a-2b3c4d5e6f70/talk.mp4".into()),
+            title: Some("Launch talk".into()),
+            thumbnail: None,
+            duration_sec: Some(600.0),
+            clip_duration_preset: Some("30-60".into()),
+            caption_template: Some("karaoke".into()),
+            skip_cuts: Some(false),
+        }
+    }
 }
 
 /// Percent done of each stage.

@@ -23,7 +23,7 @@ enum Tag {
 pub struct ScheduleApi;
 
 #[derive(Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 struct ScheduleBody {
     /// Needs a connected account for the platform (else 403 `integration_required`).
     provider: Checked<Provider, true>,
@@ -35,8 +35,18 @@ struct ScheduleBody {
     scheduled_at: Checked<DateTime, true>,
 }
 
+impl poem_openapi::types::Example for ScheduleBody {
+    fn example() -> Self {
+        ScheduleBody {
+            provider: Checked::of("youtube".into()),
+            title: Checked::of("The first three seconds".into()),
+            scheduled_at: Checked::of("2030-05-01T18:00:00Z".into()),
+        }
+    }
+}
+
 #[derive(Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 struct BulkBody {
     /// Time of the first publication, ISO 8601 UTC (as for one post).
     scheduled_at: Checked<DateTime, true>,
@@ -48,6 +58,17 @@ struct BulkBody {
     /// title limits apply.
     #[oai(nullable)]
     caption: Checked<Text>,
+}
+
+impl poem_openapi::types::Example for BulkBody {
+    fn example() -> Self {
+        BulkBody {
+            scheduled_at: Checked::of("2030-05-01T18:00:00Z".into()),
+            interval_hours: Checked::of(24.into()),
+            providers: Checked::of(serde_json::json!(["tiktok", "youtube"])),
+            caption: Checked::default(),
+        }
+    }
 }
 
 /// What to change of a pending post; omitted fields stay.
