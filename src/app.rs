@@ -568,6 +568,9 @@ fn uniform_error(e: poem::Error) -> Response {
     if e.has_source() && status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(error = %e, "unhandled error");
     }
+    // What was wrong with the request (a body that does not parse or
+    // breaks a documented constraint), for the 4xx message.
+    let detail: String = e.to_string().trim().chars().take(300).collect();
     let resp = e.into_response();
     if resp
         .content_type()
@@ -579,6 +582,8 @@ fn uniform_error(e: poem::Error) -> Response {
     let code = status_code(status);
     let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
         "something went wrong on our side; please try again".to_string()
+    } else if status.is_client_error() && !detail.is_empty() {
+        detail
     } else {
         status.canonical_reason().unwrap_or("error").to_lowercase()
     };

@@ -224,3 +224,32 @@ async fn method_not_allowed_names_the_allowed_methods() {
         assert_eq!(header.as_deref(), Some(allow), "{method} {path}");
     }
 }
+
+#[tokio::test]
+async fn a_broken_constraint_is_a_400_that_names_the_field() {
+    let app = spawn_app();
+    for (body, field) in [
+        (
+            serde_json::json!({"email": "a@example.com", "password": "short", "name": "A"}),
+            "password",
+        ),
+        (
+            serde_json::json!({"email": "a@example.com", "password": "long enough", "name": "   "}),
+            "name",
+        ),
+    ] {
+        let (s, v) = app
+            .call(
+                reqwest::Method::POST,
+                "/api/auth/sign-up/email",
+                None,
+                Some(body),
+            )
+            .await;
+        assert_error(s, &v, 400);
+        assert!(
+            v["message"].as_str().unwrap().contains(field),
+            "{field}: {v}"
+        );
+    }
+}
