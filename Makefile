@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test bench-pipeline bench-api bench-schedule bench-cluster fmt
+.PHONY: setup setup-test build clip run openapi test client-check bench-pipeline bench-api bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -29,8 +29,16 @@ run: build
 openapi: build
 	$(BIN) openapi openapi/openapi.json
 
+# The Rust tests (tests/schemathesis.rs runs schemathesis against a real
+# server), then the TypeScript client check.
 test: setup-test
 	$(CARGO) test $(CARGO_FLAGS) --workspace --no-fail-fast -- --test-threads=2
+	$(MAKE) client-check
+
+# A TypeScript client generated from openapi/openapi.json (openapi-typescript)
+# type-checks against clients/typescript/calls.ts, which calls every operation.
+client-check:
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check
 
 bench-pipeline: setup-test
 	bash scripts/bench-pipeline.sh

@@ -5,7 +5,7 @@
 # Python tools (yt-dlp) and the default Whisper model (CTranslate2 format).
 # Idempotent: a second run finishes in a second or two.
 #   setup.sh          everything the build and the service need
-#   setup.sh --test   plus what the tests need
+#   setup.sh --test   plus what the tests need (moto, schemathesis, node/npm)
 #   setup.sh --onednn only oneDNN and oneMKL (the Docker build stage)
 set -euo pipefail
 
@@ -23,6 +23,8 @@ ONEDNN_PREFIX=/usr/local
 MKL_VERSION=2026.2.0
 MKL_PREFIX=/usr/local/mkl
 PIP_PACKAGES=(yt-dlp)
+# The API fuzzer run by tests/schemathesis.rs (setup.sh --test).
+SCHEMATHESIS_VERSION=4.32.5
 
 log() { printf '[setup] %s\n' "$*"; }
 
@@ -202,5 +204,16 @@ if [ "${1:-}" = "--test" ]; then
   install_testdata
   # moto's S3 server, started by the S3 conformance test
   command -v moto_server >/dev/null || { log "installing moto[server]"; pip_install 'moto[server]'; }
+  # schemathesis, pinned, for tests/schemathesis.rs
+  if ! schemathesis --version 2>/dev/null | grep -qF "$SCHEMATHESIS_VERSION"; then
+    log "installing schemathesis $SCHEMATHESIS_VERSION"
+    pip_install "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  # node and npm for the TypeScript client check (make client-check)
+  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    log "installing nodejs and npm"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
 fi
 log "ready (model: $MODEL_DIR)"

@@ -375,7 +375,9 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response
 /// never reach a handler (unknown route, bad method, malformed body).
 pub fn routes(state: State) -> impl Endpoint {
     let api = api_service();
-    let spec = api.spec();
+    let spec = crate::api::openapi::finish(&api.spec());
+    let doc: Arc<serde_json::Value> =
+        Arc::new(serde_json::from_str(&spec).expect("the document is JSON"));
     let docs = api.swagger_ui();
     let st = state.clone();
     Route::new()
@@ -393,6 +395,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();
+            let doc = doc.clone();
             async move {
                 let started = Instant::now();
                 let method = req.method().to_string();
@@ -411,6 +414,11 @@ pub fn routes(state: State) -> impl Endpoint {
                     Ok(r) => r.into_response(),
                     Err(e) => uniform_error(e),
                 };
+                if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
+                    if let Some(allow) = crate::api::openapi::allowed_methods(&doc, &path).and_then(|a| a.parse().ok()) {
+                        resp.headers_mut().insert(poem::http::header::ALLOW, allow);
+                    }
+                }
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
@@ -488,6 +496,9 @@ fn uniform_error(e: poem::Error) -> Response {
     if e.has_source() && status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(error = %e, "unhandled error");
     }
+    // What was wrong with the request (a body that does not parse or
+    // breaks a documented constraint), for the 4xx message.
+    let detail: String = e.to_string().trim().chars().take(300).collect();
     let resp = e.into_response();
     if resp
         .content_type()
@@ -499,6 +510,8 @@ fn uniform_error(e: poem::Error) -> Response {
     let code = status_code(status);
     let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
         "something went wrong on our side; please try again".to_string()
+    } else if status.is_client_error() && !detail.is_empty() {
+        detail
     } else {
         status.canonical_reason().unwrap_or("error").to_lowercase()
     };

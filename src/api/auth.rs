@@ -5,8 +5,10 @@ use poem::web::RemoteAddr;
 use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::types::multipart::Upload;
+use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Multipart, Object, OpenApi, Tags};
 
+use super::formats::{DateTime, Email, OkStatus, Plan, Text, Uri, Uuid};
 use super::{account, ApiError, ApiResult, Auth, State, SESSION_COOKIE};
 
 #[derive(Tags)]
@@ -18,41 +20,90 @@ enum Tag {
 pub struct AuthApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct SignUp {
-    email: String,
-    password: String,
-    name: String,
+    /// Unique per account (compared in lower case).
+    #[oai(validator(max_length = 254))]
+    email: Email,
+    /// 8 to 128 characters.
+    #[oai(validator(min_length = 8, max_length = 128))]
+    password: Text,
+    #[oai(validator(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    ))]
+    name: Text,
 }
 
 #[derive(Object)]
+#[oai(example)]
 struct SignIn {
-    email: String,
-    password: String,
+    email: Email,
+    password: Text,
+}
+
+impl Example for SignUp {
+    fn example() -> Self {
+        SignUp {
+            email: "ana@example.com".into(),
+            password: "correct horse battery".into(),
+            name: "Ana".into(),
+        }
+    }
+}
+
+impl Example for SignIn {
+    fn example() -> Self {
+        SignIn {
+            email: "ana@example.com".into(),
+            password: "correct horse battery".into(),
+        }
+    }
 }
 
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct ChangePassword {
-    new_password: String,
-    current_password: String,
+    /// 8 to 128 characters.
+    #[oai(validator(min_length = 8, max_length = 128))]
+    new_password: Text,
+    current_password: Text,
     /// Ends every other session of the account (default true).
     revoke_other_sessions: Option<bool>,
 }
 
+/// The signed-in user.
 #[derive(Object, Clone)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 pub struct UserView {
-    id: String,
-    email: String,
-    name: String,
-    image: Option<String>,
-    plan: String,
-    created_at: String,
+    id: Uuid,
+    email: Email,
+    name: Text,
+    /// Signed, expiring URL of the avatar; `null` without one.
+    #[oai(nullable)]
+    image: Option<Uri>,
+    plan: Plan,
+    created_at: DateTime,
 }
 
+impl Example for UserView {
+    fn example() -> Self {
+        UserView {
+            id: "7d9f0c1e-3b7a-4e43-9a4e-0f6b2f1d8a11".into(),
+            email: "ana@example.com".into(),
+            name: "Ana".into(),
+            image: None,
+            plan: "free".into(),
+            created_at: "2026-05-01T18:00:00.000Z".into(),
+        }
+    }
+}
+
+/// A new session: the token to send as `Authorization: Bearer <token>`.
 #[derive(Object)]
 struct SessionView {
-    token: String,
+    token: Text,
     user: UserView,
 }
 
@@ -66,28 +117,45 @@ struct SessionInfoView {
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct SessionMeta {
-    expires_at: String,
+    expires_at: DateTime,
 }
 
+/// `{"status": "ok"}`.
 #[derive(Object)]
-struct Status {
-    status: String,
+pub struct Status {
+    status: OkStatus,
 }
 
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct AvatarStatus {
-    status: String,
-    avatar_url: String,
+    status: OkStatus,
+    /// Signed, expiring URL of the new avatar.
+    avatar_url: Uri,
 }
 
 #[derive(Object)]
+#[oai(example)]
 struct Profile {
-    name: String,
+    #[oai(validator(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    ))]
+    name: Text,
+}
+
+impl Example for Profile {
+    fn example() -> Self {
+        Profile {
+            name: "Ana Souza".into(),
+        }
+    }
 }
 
 #[derive(Multipart)]
 struct AvatarForm {
+    /// PNG, JPEG or WebP, at most 5 MB.
     file: Upload,
 }
 
@@ -109,9 +177,9 @@ fn cookie(token: &str, max_age: i64) -> String {
     format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}")
 }
 
-fn ok() -> Json<Status> {
+pub fn ok() -> Json<Status> {
     Json(Status {
-        status: "ok".into(),
+        status: OkStatus::ok(),
     })
 }
 
@@ -131,12 +199,12 @@ pub async fn avatar_url(state: &State, key: &Option<String>) -> Option<String> {
 
 pub async fn user_view(state: &State, a: &clipforge_actors::accounts::Account) -> UserView {
     UserView {
-        id: a.id.clone(),
-        email: a.email.clone(),
-        name: a.name.clone(),
-        image: avatar_url(state, &a.avatar_key).await,
-        plan: a.plan.as_str().to_string(),
-        created_at: clipforge_actors::service::projects::iso8601(a.created_at_ms),
+        id: a.id.clone().into(),
+        email: a.email.clone().into(),
+        name: a.name.clone().into(),
+        image: avatar_url(state, &a.avatar_key).await.map(Uri),
+        plan: a.plan.as_str().into(),
+        created_at: clipforge_actors::service::projects::iso8601(a.created_at_ms).into(),
     }
 }
 
@@ -146,7 +214,7 @@ const AVATAR_MAX: usize = 5 * 1024 * 1024;
 #[OpenApi(prefix_path = "/auth", tag = "Tag::Auth")]
 impl AuthApi {
     /// Create an account and sign in.
-    #[oai(path = "/sign-up/email", method = "post")]
+    #[oai(path = "/sign-up/email", method = "post", operation_id = "signUpEmail")]
     async fn sign_up(
         &self,
         state: poem::web::Data<&State>,
@@ -161,7 +229,7 @@ impl AuthApi {
         let user = user_view(&state, &acc).await;
         Ok(SessionResponse::Ok(
             Json(SessionView {
-                token: token.clone(),
+                token: token.clone().into(),
                 user,
             }),
             cookie(&token, 30 * 86_400),
@@ -169,7 +237,7 @@ impl AuthApi {
     }
 
     /// Sign in with email and password.
-    #[oai(path = "/sign-in/email", method = "post")]
+    #[oai(path = "/sign-in/email", method = "post", operation_id = "signInEmail")]
     async fn sign_in(
         &self,
         state: poem::web::Data<&State>,
@@ -189,7 +257,7 @@ impl AuthApi {
         let user = user_view(&state, &acc).await;
         Ok(SessionResponse::Ok(
             Json(SessionView {
-                token: token.clone(),
+                token: token.clone().into(),
                 user,
             }),
             cookie(&token, 30 * 86_400),
@@ -197,7 +265,7 @@ impl AuthApi {
     }
 
     /// End this session.
-    #[oai(path = "/sign-out", method = "post")]
+    #[oai(path = "/sign-out", method = "post", operation_id = "signOut")]
     async fn sign_out(&self, state: poem::web::Data<&State>, auth: Auth) -> ApiResult<SignedOut> {
         let accounts = state.services.accounts.clone();
         let token = auth.user().token.clone();
@@ -210,7 +278,7 @@ impl AuthApi {
     }
 
     /// The signed-in user and session.
-    #[oai(path = "/get-session", method = "get")]
+    #[oai(path = "/get-session", method = "get", operation_id = "getSession")]
     async fn get_session(
         &self,
         state: poem::web::Data<&State>,
@@ -221,13 +289,17 @@ impl AuthApi {
         Ok(Json(SessionInfoView {
             user: user_view(&state, acc).await,
             session: SessionMeta {
-                expires_at: info.expires_at.clone(),
+                expires_at: info.expires_at.clone().into(),
             },
         }))
     }
 
     /// Change the password; `revokeOtherSessions` (default true) ends every other session.
-    #[oai(path = "/change-password", method = "post")]
+    #[oai(
+        path = "/change-password",
+        method = "post",
+        operation_id = "changePassword"
+    )]
     async fn change_password(
         &self,
         state: poem::web::Data<&State>,
@@ -256,7 +328,7 @@ impl AuthApi {
     }
 
     /// Change the profile name.
-    #[oai(path = "/profile", method = "put")]
+    #[oai(path = "/profile", method = "put", operation_id = "updateProfile")]
     async fn profile(
         &self,
         state: poem::web::Data<&State>,
@@ -275,7 +347,7 @@ impl AuthApi {
     }
 
     /// Upload an avatar (PNG, JPEG or WebP, at most 5 MB); it is resized to 512 px.
-    #[oai(path = "/avatar", method = "put")]
+    #[oai(path = "/avatar", method = "put", operation_id = "putAvatar")]
     async fn put_avatar(
         &self,
         state: poem::web::Data<&State>,
@@ -314,13 +386,13 @@ impl AuthApi {
         }
         let url = avatar_url(&state, &Some(key)).await.unwrap_or_default();
         Ok(Json(AvatarStatus {
-            status: "ok".into(),
-            avatar_url: url,
+            status: OkStatus::ok(),
+            avatar_url: url.into(),
         }))
     }
 
     /// Remove the avatar.
-    #[oai(path = "/avatar", method = "delete")]
+    #[oai(path = "/avatar", method = "delete", operation_id = "deleteAvatar")]
     async fn delete_avatar(
         &self,
         state: poem::web::Data<&State>,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use clipforge_actors::accounts::Plan;
+use clipforge_actors::accounts::Plan as AccountPlan;
 use clipforge_actors::billing::{Billing, BillingError, SignatureError};
 use poem::http::StatusCode;
 use poem::web::{Data, Path as PPath};
@@ -14,6 +14,7 @@ use poem_openapi::payload::{Binary, Json};
 use poem_openapi::{Object, OpenApi, Tags};
 use serde_json::{json, Value};
 
+use super::formats::{Frequency, PaidPlan, Plan, Text, Uri, WebhookResult};
 use super::{account, ApiError, ApiResult, Auth, ErrorBody, State};
 use crate::app::{admin_ok, error_response};
 
@@ -26,17 +27,53 @@ enum Tag {
 pub struct BillingApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct CheckoutRequest {
-    /// creator or pro.
-    plan: String,
-    /// monthly or yearly.
-    frequency: String,
+    plan: PaidPlan,
+    frequency: Frequency,
+}
+
+impl poem_openapi::types::Example for CheckoutRequest {
+    fn example() -> Self {
+        CheckoutRequest {
+            plan: "pro".into(),
+            frequency: "yearly".into(),
+        }
+    }
 }
 
 #[derive(Object)]
 struct UrlResponse {
     /// Where to send the user (Stripe's hosted page).
-    url: String,
+    url: Uri,
+}
+
+/// A checkout seen from the return path.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct CheckoutState {
+    session_id: Text,
+    /// Stripe's session status: `open`, `complete` or `expired`.
+    status: Text,
+    /// Stripe's payment status: `paid`, `unpaid` or `no_payment_required`.
+    payment_status: Text,
+    /// Whether the bought plan is active on the account now.
+    activated: bool,
+    /// The account's plan after this call.
+    plan: Plan,
+}
+
+/// What the webhook did with an event.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct WebhookReceipt {
+    /// Always true.
+    received: bool,
+    event_id: Text,
+    #[oai(rename = "type")]
+    event_type: Text,
+    /// `changed`, `unchanged`, `duplicate` or `ignored`.
+    result: WebhookResult,
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
@@ -100,7 +137,7 @@ impl BillingApi {
     /// Open a Stripe Checkout Session (subscription) for `plan` (creator|pro)
     /// billed `frequency` (monthly|yearly): `{url}`. An account with an
     /// active subscription changes plan in the customer portal (409).
-    #[oai(path = "/checkout", method = "post")]
+    #[oai(path = "/checkout", method = "post", operation_id = "createCheckout")]
     async fn checkout(
         &self,
         state: Data<&State>,
@@ -112,32 +149,44 @@ impl BillingApi {
         let url = billing
             .checkout(&state.services, user, &body.0.plan, &body.0.frequency)
             .await?;
-        Ok(Json(UrlResponse { url }))
+        Ok(Json(UrlResponse { url: url.into() }))
     }
 
     /// The return path (the success URL's `session_id`): reads the session
     /// and activates the plan at once when it is paid. `{sessionId, status,
     /// paymentStatus, activated, plan}`.
-    #[oai(path = "/checkout/:session_id", method = "get")]
+    #[oai(
+        path = "/checkout/:session_id",
+        method = "get",
+        operation_id = "getCheckout"
+    )]
     async fn checkout_status(
         &self,
         state: Data<&State>,
         auth: Auth,
         session_id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<CheckoutState>> {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let status = billing
             .checkout_status(&state.services, &user_id, &session_id.0)
             .await?;
-        Ok(Json(
-            serde_json::to_value(&status).map_err(|e| ApiError::internal("encoding", e))?,
-        ))
+        Ok(Json(CheckoutState {
+            session_id: status.session_id.into(),
+            status: status.status.into(),
+            payment_status: status.payment_status.into(),
+            activated: status.activated,
+            plan: status.plan.as_str().into(),
+        }))
     }
 
     /// A Stripe customer-portal session (invoices, payment method,
     /// cancellation): `{url}`; 409 when the account never paid.
-    #[oai(path = "/customer-portal", method = "post")]
+    #[oai(
+        path = "/customer-portal",
+        method = "post",
+        operation_id = "customerPortal"
+    )]
     async fn customer_portal(
         &self,
         state: Data<&State>,
@@ -146,19 +195,19 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let url = billing.customer_portal(&state.services, &user_id).await?;
-        Ok(Json(UrlResponse { url }))
+        Ok(Json(UrlResponse { url: url.into() }))
     }
 
     /// Stripe's webhook endpoint: the raw event, signed in `Stripe-Signature`
     /// (a missing, wrong or stale signature is 400 and changes nothing).
     /// Each event is applied once: `{received, eventId, type, result}`.
-    #[oai(path = "/webhook", method = "post")]
+    #[oai(path = "/webhook", method = "post", operation_id = "stripeWebhook")]
     async fn webhook(
         &self,
         state: Data<&State>,
         #[oai(name = "Stripe-Signature")] signature: Header<Option<String>>,
         body: Binary<Vec<u8>>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<WebhookReceipt>> {
         let billing = billing(&state)?;
         let outcome = billing
             .handle_webhook(&state.services, &body.0, signature.0.as_deref(), unix_now())
@@ -170,12 +219,12 @@ impl BillingApi {
                 }
             })?;
         tracing::info!(event_id = %outcome.event_id, event_type = %outcome.event_type, result = outcome.result, "stripe event");
-        Ok(Json(json!({
-            "received": true,
-            "eventId": outcome.event_id,
-            "type": outcome.event_type,
-            "result": outcome.result,
-        })))
+        Ok(Json(WebhookReceipt {
+            received: true,
+            event_id: outcome.event_id.into(),
+            event_type: outcome.event_type.into(),
+            result: outcome.result.into(),
+        }))
     }
 }
 
@@ -199,7 +248,7 @@ pub async fn admin_set_plan(
         .0
         .get("plan")
         .and_then(Value::as_str)
-        .map(str::parse::<Plan>)
+        .map(str::parse::<AccountPlan>)
     {
         Some(Ok(plan)) => plan,
         _ => {

@@ -4,11 +4,13 @@
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
+use poem_openapi::types::{Example, ToJSON};
 use poem_openapi::{Object, OpenApi, Tags};
 use serde_json::Value;
 
+use super::formats::{DateTime, LedgerEntryType, OkStatus, Plan, Text, Uuid};
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
-use clipforge_actors::accounts::Plan;
+use clipforge_actors::accounts::CreditBalance;
 
 #[derive(Tags)]
 enum Tag {
@@ -19,28 +21,141 @@ enum Tag {
 pub struct CreditsApi;
 
 #[derive(Object)]
+#[oai(example)]
 struct SelectPlan {
-    /// free, creator, pro or enterprise.
-    plan: String,
+    /// `free` always; a paid plan needs an entitlement (else 402).
+    plan: Plan,
 }
 
-fn json<T: serde::Serialize>(v: &T) -> ApiResult<Value> {
-    serde_json::to_value(v).map_err(|e| ApiError::internal("encoding", e))
+impl Example for SelectPlan {
+    fn example() -> Self {
+        SelectPlan {
+            plan: "free".into(),
+        }
+    }
+}
+
+/// The credit balance (contract 2.6) and the cycle's dates.
+#[derive(Object)]
+#[oai(rename_all = "camelCase", example)]
+struct Balance {
+    plan: Plan,
+    /// Available in the current cycle after reservations (0 when unlimited).
+    credits: u64,
+    /// The cycle's total (0 when unlimited).
+    total_credits: u64,
+    /// Held by projects still processing.
+    reserved: u64,
+    /// The enterprise plan: credits are not counted.
+    unlimited: bool,
+    cycle_started_at: DateTime,
+    renews_at: DateTime,
+}
+
+impl Example for Balance {
+    fn example() -> Self {
+        Balance {
+            plan: "free".into(),
+            credits: 42,
+            total_credits: 60,
+            reserved: 3,
+            unlimited: false,
+            cycle_started_at: "2026-05-01T18:00:00.000Z".into(),
+            renews_at: "2026-05-31T18:00:00.000Z".into(),
+        }
+    }
+}
+
+impl From<CreditBalance> for Balance {
+    fn from(b: CreditBalance) -> Self {
+        Balance {
+            plan: b.plan.as_str().into(),
+            credits: b.credits,
+            total_credits: b.total_credits,
+            reserved: b.reserved,
+            unlimited: b.unlimited,
+            cycle_started_at: b.cycle_started_at.into(),
+            renews_at: b.renews_at.into(),
+        }
+    }
+}
+
+#[derive(Object)]
+struct PlanSelected {
+    status: OkStatus,
+    plan: Plan,
+}
+
+/// One movement of credits.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct LedgerEntry {
+    #[oai(rename = "type")]
+    kind: LedgerEntryType,
+    amount: u64,
+    /// The project it concerns; `null` for grants and renewals.
+    #[oai(nullable)]
+    project_id: Option<Uuid>,
+    note: Text,
+    /// Credits available after this entry (0 on unlimited plans).
+    balance_after: u64,
+    created_at: DateTime,
+}
+
+/// A page of the ledger, newest entry first.
+#[derive(Object)]
+struct LedgerPage {
+    entries: Vec<LedgerEntry>,
+    total: u64,
+    page: u64,
+    limit: u64,
+}
+
+fn ledger_page(p: clipforge_actors::accounts::LedgerPage) -> ApiResult<LedgerPage> {
+    // The entry type is named by the engine's serde form.
+    let kind = |k| -> ApiResult<LedgerEntryType> {
+        match serde_json::to_value(k).map_err(|e| ApiError::internal("encoding", e))? {
+            Value::String(s) => Ok(s.into()),
+            other => Err(ApiError::internal("encoding", other)),
+        }
+    };
+    let mut entries = Vec::with_capacity(p.entries.len());
+    for e in p.entries {
+        entries.push(LedgerEntry {
+            kind: kind(e.kind)?,
+            amount: e.amount,
+            project_id: e.project_id.map(Uuid),
+            note: e.note.into(),
+            balance_after: e.balance_after,
+            created_at: e.created_at.into(),
+        });
+    }
+    Ok(LedgerPage {
+        entries,
+        total: p.total,
+        page: p.page,
+        limit: p.limit,
+    })
+}
+
+fn raw(b: CreditBalance) -> ApiResult<RawJson<Balance>> {
+    let body = serde_json::to_vec(&Balance::from(b).to_json())
+        .map_err(|e| ApiError::internal("encoding", e))?;
+    Ok(RawJson::new(body.into()))
 }
 
 #[OpenApi(prefix_path = "/credits", tag = "Tag::Credits")]
 impl CreditsApi {
     /// Balance of the current cycle: `{plan, credits, totalCredits}`.
-    #[oai(path = "/", method = "get")]
-    async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson> {
+    #[oai(path = "/", method = "get", operation_id = "getCredits")]
+    async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson<Balance>> {
         let user = &auth.user().account;
         let id = user.id.clone();
         // A plain read (sled cache) answers inline, serialized once; a due
         // renewal writes, so it goes through the account's actor like every
         // change.
         if let Some(b) = account(Ok(state.services.accounts.peek_balance_of(user)))? {
-            let body = serde_json::to_vec(&b).map_err(|e| ApiError::internal("encoding", e))?;
-            return Ok(RawJson(body.into()));
+            return raw(b);
         }
         let b = account(
             state
@@ -48,19 +163,18 @@ impl CreditsApi {
                 .with_account(&id.clone(), move |a| a.balance(&id))
                 .await,
         )?;
-        let body = serde_json::to_vec(&b).map_err(|e| ApiError::internal("encoding", e))?;
-        Ok(RawJson(body.into()))
+        raw(b)
     }
 
     /// Switch plan: free always; a paid plan only with an entitlement (else 402).
-    #[oai(path = "/select-plan", method = "post")]
+    #[oai(path = "/select-plan", method = "post", operation_id = "selectPlan")]
     async fn select_plan(
         &self,
         state: Data<&State>,
         auth: Auth,
         body: Json<SelectPlan>,
-    ) -> ApiResult<Json<Value>> {
-        let plan: Plan = body.0.plan.parse().map_err(|_| {
+    ) -> ApiResult<Json<PlanSelected>> {
+        let plan: clipforge_actors::accounts::Plan = body.0.plan.parse().map_err(|_| {
             ApiError::bad_request("invalid_plan", "plan: use free, creator, pro or enterprise")
         })?;
         let id = auth.user().account.id.clone();
@@ -70,20 +184,21 @@ impl CreditsApi {
                 .with_account(&id.clone(), move |a| a.select_plan(&id, plan))
                 .await,
         )?;
-        Ok(Json(
-            serde_json::json!({ "status": "ok", "plan": plan.as_str() }),
-        ))
+        Ok(Json(PlanSelected {
+            status: OkStatus::ok(),
+            plan: plan.as_str().into(),
+        }))
     }
 
     /// Where the credits went (newest first): `{entries, total, page, limit}`.
-    #[oai(path = "/ledger", method = "get")]
+    #[oai(path = "/ledger", method = "get", operation_id = "creditLedger")]
     async fn ledger(
         &self,
         state: Data<&State>,
         auth: Auth,
         page: Query<Option<i64>>,
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<LedgerPage>> {
         let (page, limit) = paging(page.0, limit.0);
         let id = auth.user().account.id.clone();
         let ledger = account(
@@ -94,6 +209,6 @@ impl CreditsApi {
                 })
                 .await,
         )?;
-        Ok(Json(json(&ledger)?))
+        Ok(Json(ledger_page(ledger)?))
     }
 }

@@ -7,6 +7,7 @@ use poem_openapi::{Multipart, Object, OpenApi, Tags};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use super::formats::{Text, Uri};
 use super::{account, ApiError, ApiResult, Auth, State};
 use clipforge_actors::media::download::{self, VideoMeta};
 use clipforge_actors::media::ffprobe;
@@ -23,16 +24,22 @@ pub struct MediaApi;
 
 #[derive(Object)]
 struct MetaRequest {
-    url: String,
+    /// A YouTube or Vimeo video page (another host answers 400
+    /// `unsupported_platform`).
+    #[oai(validator(max_length = 2048))]
+    url: Uri,
 }
 
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct MetaResponse {
-    title: String,
+    title: Text,
+    /// Seconds.
     duration_sec: f64,
-    thumbnail: String,
-    language: String,
+    /// URL of the platform's thumbnail (empty when it has none).
+    thumbnail: Text,
+    /// Language code of the video (e.g. `en`), empty when unknown.
+    language: Text,
 }
 
 #[derive(Multipart)]
@@ -44,7 +51,9 @@ struct UploadForm {
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct UploadResponse {
-    file_key: String,
+    /// `uploads/<uuid>/<filename>`: send it as `fileKey` to create a project.
+    file_key: Text,
+    /// Seconds.
     duration_sec: f64,
 }
 
@@ -99,7 +108,7 @@ pub fn meta_error(e: StageError) -> ApiError {
 impl MediaApi {
     /// Title, duration, thumbnail and language of a YouTube or Vimeo video.
     /// Private, age-restricted and unsupported-platform URLs answer 400.
-    #[oai(path = "/meta", method = "post")]
+    #[oai(path = "/meta", method = "post", operation_id = "videoMeta")]
     async fn meta(
         &self,
         state: Data<&State>,
@@ -122,15 +131,15 @@ impl MediaApi {
             .await
             .map_err(meta_error)?;
         Ok(Json(MetaResponse {
-            title,
+            title: title.into(),
             duration_sec,
-            thumbnail,
-            language,
+            thumbnail: thumbnail.into(),
+            language: language.into(),
         }))
     }
 
     /// Upload a video to object storage; its `fileKey` is used to create a project.
-    #[oai(path = "/upload", method = "post")]
+    #[oai(path = "/upload", method = "post", operation_id = "upload")]
     async fn upload(
         &self,
         state: Data<&State>,
@@ -234,7 +243,7 @@ impl MediaApi {
             return Err(e);
         }
         Ok(Json(UploadResponse {
-            file_key: key,
+            file_key: key.into(),
             duration_sec: (info.duration * 1000.0).round() / 1000.0,
         }))
     }

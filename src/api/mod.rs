@@ -17,10 +17,13 @@ use crate::config::Config;
 pub mod auth;
 pub mod billing;
 pub mod credits;
+pub mod formats;
 pub mod integrations;
 pub mod media;
 pub mod notifications;
+pub mod openapi;
 pub mod projects;
+pub mod projects_types;
 pub mod schedule;
 pub mod templates;
 
@@ -46,9 +49,21 @@ pub type State = Arc<AppState>;
 
 /// The one error body: `{"error": "<snake_case_code>", "message": "<text>"}`.
 #[derive(Object, Debug, Clone)]
+#[oai(example)]
 pub struct ErrorBody {
+    /// Stable, snake_case: what went wrong, for programs.
     pub error: String,
+    /// What went wrong, for people.
     pub message: String,
+}
+
+impl poem_openapi::types::Example for ErrorBody {
+    fn example() -> Self {
+        ErrorBody {
+            error: "invalid_field".into(),
+            message: "clipDurationPreset: use auto, 15-30, 30-60 or 60-90".into(),
+        }
+    }
 }
 
 #[derive(ApiResponse, Debug)]
@@ -168,30 +183,37 @@ pub fn account<T>(r: Result<Result<T, AccountError>, String>) -> ApiResult<T> {
 }
 
 /// A JSON body serialized ahead of time (a cached listing page), documented
-/// like `Json<serde_json::Value>`.
-pub struct RawJson(pub bytes::Bytes);
+/// as `T`.
+pub struct RawJson<T>(pub bytes::Bytes, std::marker::PhantomData<T>);
 
-impl poem_openapi::payload::Payload for RawJson {
-    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
-
-    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
-        <serde_json::Value as poem_openapi::types::Type>::schema_ref()
-    }
-
-    fn register(registry: &mut poem_openapi::registry::Registry) {
-        <serde_json::Value as poem_openapi::types::Type>::register(registry);
+impl<T> RawJson<T> {
+    /// `body` must be `T` as JSON.
+    pub fn new(body: bytes::Bytes) -> Self {
+        RawJson(body, std::marker::PhantomData)
     }
 }
 
-impl poem::IntoResponse for RawJson {
+impl<T: poem_openapi::types::Type + Send> poem_openapi::payload::Payload for RawJson<T> {
+    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
+
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: Send> poem::IntoResponse for RawJson<T> {
     fn into_response(self) -> poem::Response {
         poem::Response::builder()
-            .content_type(<Self as poem_openapi::payload::Payload>::CONTENT_TYPE)
+            .content_type("application/json; charset=utf-8")
             .body(self.0)
     }
 }
 
-impl poem_openapi::ApiResponse for RawJson {
+impl<T: poem_openapi::types::Type + Send> poem_openapi::ApiResponse for RawJson<T> {
     fn meta() -> poem_openapi::registry::MetaResponses {
         use poem_openapi::payload::Payload;
         poem_openapi::registry::MetaResponses {

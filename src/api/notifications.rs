@@ -3,10 +3,11 @@
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
-use poem_openapi::{OpenApi, Tags};
-use serde_json::Value;
+use poem_openapi::{Object, OpenApi, Tags};
 
-use super::{account, ApiError, ApiResult, Auth, State};
+use super::auth::{ok, Status};
+use super::formats::{DateTime, NotificationType, Text, Uuid};
+use super::{account, ApiResult, Auth, State};
 
 #[derive(Tags)]
 enum Tag {
@@ -16,11 +17,30 @@ enum Tag {
 
 pub struct NotificationsApi;
 
+/// A notification (contract 2.7).
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct Notification {
+    id: Uuid,
+    #[oai(rename = "type")]
+    kind: NotificationType,
+    title: Text,
+    message: Text,
+    read: bool,
+    created_at: DateTime,
+}
+
+#[derive(Object)]
+struct NotificationList {
+    /// Newest first (at most 200 are kept).
+    notifications: Vec<Notification>,
+}
+
 #[OpenApi(prefix_path = "/notifications", tag = "Tag::Notifications")]
 impl NotificationsApi {
     /// Newest first: `{notifications: Notification[]}`.
-    #[oai(path = "/", method = "get")]
-    async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<Value>> {
+    #[oai(path = "/", method = "get", operation_id = "listNotifications")]
+    async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<NotificationList>> {
         let id = auth.user().account.id.clone();
         let list = account(
             state
@@ -28,13 +48,23 @@ impl NotificationsApi {
                 .with_account(&id.clone(), move |a| a.notifications(&id))
                 .await,
         )?;
-        let list = serde_json::to_value(&list).map_err(|e| ApiError::internal("encoding", e))?;
-        Ok(Json(serde_json::json!({ "notifications": list })))
+        let notifications = list
+            .into_iter()
+            .map(|n| Notification {
+                id: n.id.into(),
+                kind: n.kind.as_str().into(),
+                title: n.title.into(),
+                message: n.message.into(),
+                read: n.read,
+                created_at: n.created_at.into(),
+            })
+            .collect();
+        Ok(Json(NotificationList { notifications }))
     }
 
     /// Mark every notification read.
-    #[oai(path = "/read", method = "post")]
-    async fn read_all(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<Value>> {
+    #[oai(path = "/read", method = "post", operation_id = "readAllNotifications")]
+    async fn read_all(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<Status>> {
         let id = auth.user().account.id.clone();
         account(
             state
@@ -42,17 +72,17 @@ impl NotificationsApi {
                 .with_account(&id.clone(), move |a| a.mark_all_read(&id))
                 .await,
         )?;
-        Ok(Json(serde_json::json!({ "status": "ok" })))
+        Ok(ok())
     }
 
     /// Mark one notification read.
-    #[oai(path = "/:id/read", method = "post")]
+    #[oai(path = "/:id/read", method = "post", operation_id = "readNotification")]
     async fn read_one(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<Status>> {
         let uid = auth.user().account.id.clone();
         let nid = id.0;
         account(
@@ -61,6 +91,6 @@ impl NotificationsApi {
                 .with_account(&uid.clone(), move |a| a.mark_read(&uid, &nid))
                 .await,
         )?;
-        Ok(Json(serde_json::json!({ "status": "ok" })))
+        Ok(ok())
     }
 }

@@ -7,18 +7,22 @@ use futures_util::stream::{self, BoxStream, StreamExt};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::{EventStream, Json};
-use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
-use serde_json::{json, Value};
+use poem_openapi::types::ToJSON;
+use poem_openapi::{OpenApi, Tags};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::media::{meta_error, UploadRecord, UPLOADS};
+use super::projects_types::{
+    clip_view, project_view, CancelledProject, Clip, CreateProject, CreatedProject, DeletedProject,
+    NewProject, ProjectPage, ProjectWithClips, SseEvent,
+};
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
 use clipforge_actors::service::projects::{
-    self as records, date_of, iso8601, now_ms, step_progress_json, ClipRecord, ProjectRecord,
-    ProjectState, Source,
+    self as records, now_ms, ClipRecord, ProjectRecord, ProjectState, Source,
 };
 use clipforge_actors::storage::kv;
 
@@ -30,97 +34,23 @@ enum Tag {
 
 pub struct ProjectsApi;
 
-#[derive(Object)]
-#[oai(rename_all = "camelCase")]
-struct CreateProject {
-    /// URL of a YouTube or Vimeo video (or `fileKey`).
-    source_url: Option<String>,
-    /// Key returned by `POST /upload` (or `sourceUrl`).
-    file_key: Option<String>,
-    title: Option<String>,
-    thumbnail: Option<String>,
-    /// Seconds of the video to process (from the start).
-    duration_sec: Option<f64>,
-    /// auto, 15-30, 30-60 or 60-90.
-    clip_duration_preset: Option<String>,
-    /// Id of a saved template, a preset name (default, shorts, karaoke, minimal, bold) or a JSON template.
-    caption_template: Option<String>,
-    /// Only transcribe and caption; no cuts.
-    skip_cuts: Option<bool>,
-}
-
-/// One SSE event.
-#[derive(Object, Clone)]
-struct SseEvent {
-    id: u64,
-    event: String,
-    data: String,
-}
-
-#[derive(ApiResponse)]
-enum CreatedProject {
-    /// `{projectId, project}`.
-    #[oai(status = 201)]
-    Created(Json<Value>),
-}
-
 fn ttl(state: &State) -> Duration {
     Duration::from_secs(state.config.storage.url_ttl_secs)
 }
 
-pub fn project_view(p: &ProjectRecord) -> Value {
-    json!({
-        "id": p.id,
-        "title": p.title,
-        "sourceUrl": records::source_url(p),
-        "durationSec": p.duration_sec,
-        "duration": records::duration_display(p.duration_sec),
-        "date": date_of(p.created_at),
-        "clips": p.clip_count,
-        "status": p.state.localized(),
-        "state": p.state.as_str(),
-        "thumbnail": p.thumbnail,
-        "stepProgress": step_progress_json(&p.step_progress),
-        "captionTemplate": p.caption_template,
-        "skipCuts": p.skip_cuts,
-        "clipDurationPreset": p.preset,
-        "error": p.error,
-        "createdAt": iso8601(p.created_at),
-        "updatedAt": iso8601(p.updated_at),
-    })
-}
-
-async fn clip_view(state: &State, c: &ClipRecord) -> ApiResult<Value> {
-    let url = |k: &str| {
-        let (objects, k, ttl) = (state.objects.clone(), k.to_string(), ttl(state));
-        async move {
-            objects
-                .url(&k, ttl)
-                .await
-                .map_err(|e| ApiError::internal("signing a media URL", e))
-        }
-    };
-    let transcripts: Vec<Value> = c
-        .segments
-        .iter()
-        .map(|s| json!({ "id": s.id, "start": records::duration_display(s.start), "end": records::duration_display(s.end), "text": s.text }))
-        .collect();
-    Ok(json!({
-        "id": c.id,
-        "projectId": c.project_id,
-        "title": c.title,
-        "score": c.score,
-        "duration": records::duration_display(c.end - c.start),
-        "quality": c.quality,
-        "thumbnail": url(&c.thumbnail_key).await?,
-        "url": url(&c.video_key).await?,
-        "subtitleUrl": url(&c.subtitle_key).await?,
-        "vttUrl": url(&c.vtt_key).await?,
-        "startSec": c.start,
-        "endSec": c.end,
-        "transcripts": transcripts,
-        "createdAt": iso8601(c.created_at),
-    }))
+async fn signed_clip(state: &State, c: &ClipRecord) -> ApiResult<Clip> {
+    let mut urls: [String; 4] = Default::default();
+    for (slot, key) in
+        urls.iter_mut()
+            .zip([&c.thumbnail_key, &c.video_key, &c.subtitle_key, &c.vtt_key])
+    {
+        *slot = state
+            .objects
+            .url(key, ttl(state))
+            .await
+            .map_err(|e| ApiError::internal("signing a media URL", e))?;
+    }
+    Ok(clip_view(c, urls))
 }
 
 /// The caller's project, or 404 (also for another user's project).
@@ -134,6 +64,14 @@ async fn owned_project(state: &State, user_id: &str, id: &str) -> ApiResult<Proj
         .ok_or_else(|| ApiError::not_found("project"))
 }
 
+fn sse_event(e: ProjectEvent) -> SseEvent {
+    SseEvent {
+        id: e.id.to_string().into(),
+        event: e.kind.into(),
+        data: e.data.into(),
+    }
+}
+
 fn bad(field: &str, msg: &str) -> ApiError {
     ApiError::bad_request("invalid_field", format!("{field}: {msg}"))
 }
@@ -141,31 +79,36 @@ fn bad(field: &str, msg: &str) -> ApiError {
 #[OpenApi(prefix_path = "/projects", tag = "Tag::Projects")]
 impl ProjectsApi {
     /// The user's projects, newest first: `{projects, total, page, limit}`.
-    #[oai(path = "/", method = "get")]
+    #[oai(path = "/", method = "get", operation_id = "listProjects")]
     async fn list(
         &self,
         state: Data<&State>,
         auth: Auth,
         page: Query<Option<i64>>,
         limit: Query<Option<i64>>,
-    ) -> ApiResult<RawJson> {
+    ) -> ApiResult<RawJson<ProjectPage>> {
         let (page, limit) = paging(page.0, limit.0);
         let uid = auth.user().account.id.clone();
         let body = state
             .services
             .listing_page(&uid, (page - 1) * limit, limit, |items, total| {
-                let items: Vec<Value> = items.iter().map(project_view).collect();
-                let page =
-                    json!({ "projects": items, "total": total, "page": page, "limit": limit });
-                serde_json::to_vec(&page).unwrap_or_default().into()
+                let page = ProjectPage {
+                    projects: items.iter().map(project_view).collect(),
+                    total: total as u64,
+                    page: page as u64,
+                    limit: limit as u64,
+                };
+                serde_json::to_vec(&page.to_json())
+                    .unwrap_or_default()
+                    .into()
             })
             .map_err(|e| ApiError::internal("listing projects", e))?;
-        Ok(RawJson(body))
+        Ok(RawJson::new(body))
     }
 
     /// Create a project: credits are checked and reserved (402 when short), the
     /// template is clamped, then processing is queued.
-    #[oai(path = "/", method = "post")]
+    #[oai(path = "/", method = "post", operation_id = "createProject")]
     async fn create(
         &self,
         state: Data<&State>,
@@ -177,6 +120,7 @@ impl ProjectsApi {
         let preset = b
             .clip_duration_preset
             .clone()
+            .map(|p| p.0)
             .unwrap_or_else(|| "auto".into());
         if preset_range(&preset).is_none() {
             return Err(bad("clipDurationPreset", "use auto, 15-30, 30-60 or 60-90"));
@@ -239,7 +183,7 @@ impl ProjectsApi {
             .map(|d| d.min(source_secs))
             .unwrap_or(source_secs);
         let credits = (duration / 60.0).ceil().max(1.0) as u64;
-        let spec = b.caption_template.clone().unwrap_or_default();
+        let spec = b.caption_template.clone().map(|t| t.0).unwrap_or_default();
         let project_id = uuid::Uuid::new_v4().to_string();
         let now = now_ms();
         let mut record = ProjectRecord {
@@ -247,13 +191,14 @@ impl ProjectsApi {
             user_id: user.id.clone(),
             title: b
                 .title
+                .map(|t| t.0)
                 .filter(|t| !t.trim().is_empty())
                 .unwrap_or(meta_title)
                 .chars()
                 .take(200)
                 .collect(),
             source,
-            thumbnail: b.thumbnail.unwrap_or(meta_thumb),
+            thumbnail: b.thumbnail.map(|t| t.0).unwrap_or(meta_thumb),
             duration_sec: (duration * 1000.0).round() / 1000.0,
             preset,
             caption_template: if spec.is_empty() {
@@ -305,19 +250,20 @@ impl ProjectsApi {
             .start_project(record.clone())
             .await
             .map_err(|e| ApiError::internal("starting a project", e))?;
-        Ok(CreatedProject::Created(Json(
-            json!({ "projectId": project_id, "project": project_view(&record) }),
-        )))
+        Ok(CreatedProject::Created(Json(NewProject {
+            project_id: project_id.into(),
+            project: project_view(&record),
+        })))
     }
 
     /// A project and its clips; clip, subtitle and thumbnail URLs are signed and expire.
-    #[oai(path = "/:id", method = "get")]
+    #[oai(path = "/:id", method = "get", operation_id = "getProject")]
     async fn get(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<ProjectWithClips>> {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         let pid = p.id.clone();
         let clips = state
@@ -325,22 +271,25 @@ impl ProjectsApi {
             .blocking(move |kv| records::load_clips(kv, &pid))
             .await
             .map_err(|e| ApiError::internal("loading clips", e))?;
-        let mut views = Vec::with_capacity(clips.len());
+        let mut views: Vec<Clip> = Vec::with_capacity(clips.len());
         for c in &clips {
-            views.push(clip_view(&state, c).await?);
+            views.push(signed_clip(&state, c).await?);
         }
-        Ok(Json(json!({ "project": project_view(&p), "clips": views })))
+        Ok(Json(ProjectWithClips {
+            project: project_view(&p),
+            clips: views,
+        }))
     }
 
     /// Cancel processing: stops the running stage and its processes, releases
     /// the reserved credits and removes the project.
-    #[oai(path = "/:id/cancel", method = "post")]
+    #[oai(path = "/:id/cancel", method = "post", operation_id = "cancelProject")]
     async fn cancel(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<CancelledProject>> {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         if p.state.is_terminal() {
             return Err(ApiError::conflict(
@@ -362,17 +311,20 @@ impl ProjectsApi {
                 state.services.cancel_project(&mut p).await;
             }
         }
-        Ok(Json(json!({ "projectId": p.id, "status": "Cancelado" })))
+        Ok(Json(CancelledProject {
+            project_id: p.id.into(),
+            status: "Cancelado".into(),
+        }))
     }
 
     /// Delete a project, its clips and their media.
-    #[oai(path = "/:id", method = "delete")]
+    #[oai(path = "/:id", method = "delete", operation_id = "deleteProject")]
     async fn delete(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<DeletedProject>> {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         if let Some(actor) = state.services.project_actor(&p.id) {
             let _ = ractor::call_t!(
@@ -386,13 +338,16 @@ impl ProjectsApi {
             .remove_project(&p)
             .await
             .map_err(|e| ApiError::internal("deleting a project", e))?;
-        Ok(Json(json!({ "projectId": p.id, "deleted": true })))
+        Ok(Json(DeletedProject {
+            project_id: p.id.into(),
+            deleted: true,
+        }))
     }
 
     /// Live progress as Server-Sent Events: `progress`, `clip`, then one of
     /// `completed`, `failed`, `cancelled`, after which the stream ends. Every
     /// event has an id; reconnect with `Last-Event-ID` to get what was missed.
-    #[oai(path = "/:id/status", method = "get")]
+    #[oai(path = "/:id/status", method = "get", operation_id = "projectStatus")]
     async fn status(
         &self,
         state: Data<&State>,
@@ -436,11 +391,7 @@ impl ProjectsApi {
             });
             ended = true;
         }
-        let head = stream::iter(backlog.into_iter().map(|e| SseEvent {
-            id: e.id,
-            event: e.kind,
-            data: e.data,
-        }));
+        let head = stream::iter(backlog.into_iter().map(sse_event));
         let live = if ended {
             stream::empty().boxed()
         } else {
@@ -454,14 +405,7 @@ impl ProjectsApi {
                         Ok(e) => {
                             let terminal = e.is_terminal();
                             let id = e.id.max(last);
-                            return Some((
-                                SseEvent {
-                                    id: e.id,
-                                    event: e.kind,
-                                    data: e.data,
-                                },
-                                (rx, id, terminal),
-                            ));
+                            return Some((sse_event(e), (rx, id, terminal)));
                         }
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(_) => return None,
@@ -473,9 +417,9 @@ impl ProjectsApi {
         Ok(EventStream::new(head.chain(live).boxed())
             .keep_alive(Duration::from_secs(15))
             .to_event(|e| {
-                poem::web::sse::Event::message(e.data)
-                    .event_type(e.event)
-                    .id(e.id.to_string())
+                poem::web::sse::Event::message(e.data.0)
+                    .event_type(e.event.0)
+                    .id(e.id.0)
             }))
     }
 }

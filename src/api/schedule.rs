@@ -5,10 +5,13 @@ use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::formats::{Checked, DateTime, PostStatus, Provider, Text, Uuid};
 use super::{paging, ApiError, ApiResult, Auth, State};
+use clipforge_actors::accounts::iso8601;
 use clipforge_actors::publish::engine::{BulkRequest, NewPost};
+use clipforge_actors::publish::posts::{PostRecord, PostStatus as Status};
 use clipforge_actors::publish::PublishError;
 
 #[derive(Tags)]
@@ -20,42 +23,150 @@ enum Tag {
 pub struct ScheduleApi;
 
 #[derive(Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 struct ScheduleBody {
-    /// tiktok, instagram or youtube (needs a connected account).
-    provider: Option<String>,
-    /// Title/caption of the post (YouTube: at most 100 characters).
-    title: Option<String>,
-    /// ISO 8601 UTC, e.g. 2026-05-01T18:00:00Z; not in the past (60 s grace).
-    scheduled_at: Option<String>,
+    /// Needs a connected account for the platform (else 403 `integration_required`).
+    provider: Checked<Provider, true>,
+    /// Title/caption of the post: not blank; YouTube at most 100
+    /// characters, Instagram 2,200, TikTok 2,200.
+    title: Checked<Text, true>,
+    /// ISO 8601 UTC, e.g. 2026-05-01T18:00:00Z: from now (60 s grace) to
+    /// 365 days ahead.
+    scheduled_at: Checked<DateTime, true>,
+}
+
+impl poem_openapi::types::Example for ScheduleBody {
+    fn example() -> Self {
+        ScheduleBody {
+            provider: Checked::of("youtube".into()),
+            title: Checked::of("The first three seconds".into()),
+            scheduled_at: Checked::of("2030-05-01T18:00:00Z".into()),
+        }
+    }
 }
 
 #[derive(Object)]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", example)]
 struct BulkBody {
-    /// Time of the first publication, ISO 8601 UTC.
-    scheduled_at: Option<String>,
-    /// Hours between consecutive clips: a number, 0–2160 (type errors are
-    /// reported with the field's name).
-    interval_hours: Option<Value>,
-    /// Target platforms: an array of tiktok, instagram, youtube.
-    providers: Option<Value>,
-    /// Caption for every post (default: each clip's title).
-    caption: Option<String>,
+    /// Time of the first publication, ISO 8601 UTC (as for one post).
+    scheduled_at: Checked<DateTime, true>,
+    /// Hours between consecutive clips, 0 to 2160.
+    interval_hours: Checked<f64, true>,
+    /// Target platforms, at least one; each needs a connected account.
+    providers: Checked<Vec<Provider>, true>,
+    /// Caption for every post (default: each clip's title); the platforms'
+    /// title limits apply.
+    #[oai(nullable)]
+    caption: Checked<Text>,
 }
 
+impl poem_openapi::types::Example for BulkBody {
+    fn example() -> Self {
+        BulkBody {
+            scheduled_at: Checked::of("2030-05-01T18:00:00Z".into()),
+            interval_hours: Checked::of(24.into()),
+            providers: Checked::of(serde_json::json!(["tiktok", "youtube"])),
+            caption: Checked::default(),
+        }
+    }
+}
+
+/// What to change of a pending post; omitted fields stay.
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct ChangeBody {
-    title: Option<String>,
-    scheduled_at: Option<String>,
+    #[oai(nullable)]
+    title: Checked<Text>,
+    #[oai(nullable)]
+    scheduled_at: Checked<DateTime>,
+}
+
+/// A scheduled post (contract 2.5) with its publication details.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct ScheduledPost {
+    id: Uuid,
+    user_id: Uuid,
+    clip_id: Uuid,
+    project_id: Uuid,
+    provider: Provider,
+    title: Text,
+    scheduled_at: DateTime,
+    status: PostStatus,
+    created_at: DateTime,
+    updated_at: DateTime,
+    /// Failed attempts so far.
+    attempts: u32,
+    /// Why the last attempt or the post failed; `null` otherwise.
+    #[oai(nullable)]
+    error: Option<Text>,
+    /// The platform's id of the published video; `null` until published.
+    #[oai(nullable)]
+    platform_post_id: Option<Text>,
+    #[oai(nullable)]
+    published_at: Option<DateTime>,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct PostPage {
+    /// By `scheduledAt`.
+    scheduled_posts: Vec<ScheduledPost>,
+    total: u64,
+    page: u64,
+    limit: u64,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct BulkScheduled {
+    scheduled_posts: Vec<ScheduledPost>,
+    count: u64,
+}
+
+#[derive(Object)]
+struct CancelledPost {
+    id: Uuid,
+    /// Always true.
+    deleted: bool,
 }
 
 #[derive(ApiResponse)]
 enum Created {
-    /// The ScheduledPost.
+    /// Scheduled: the post is `pending`.
     #[oai(status = 201)]
-    Created(Json<Value>),
+    Created(Json<ScheduledPost>),
+}
+
+fn view(p: &PostRecord) -> ScheduledPost {
+    ScheduledPost {
+        id: p.id.clone().into(),
+        user_id: p.user_id.clone().into(),
+        clip_id: p.clip_id.clone().into(),
+        project_id: p.project_id.clone().into(),
+        provider: p.provider.as_str().into(),
+        title: p.title.clone().into(),
+        scheduled_at: iso8601(p.scheduled_at).into(),
+        status: p.status.as_str().into(),
+        created_at: iso8601(p.created_at).into(),
+        updated_at: iso8601(p.updated_at).into(),
+        attempts: p.attempts,
+        error: p.error.clone().map(Text),
+        platform_post_id: p.remote_id.clone().map(Text),
+        published_at: (p.status == Status::Published)
+            .then(|| p.finished_at.map(|t| DateTime(iso8601(t))))
+            .flatten(),
+    }
+}
+
+/// A text field checked here: missing or `null` is `None`, another type is
+/// refused naming the field.
+fn string<'a, T, const R: bool>(field: &str, v: &'a Checked<T, R>) -> ApiResult<Option<&'a str>> {
+    match v.value() {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(PublishError::invalid(field, "must be a string").into()),
+    }
 }
 
 impl From<PublishError> for ApiError {
@@ -84,7 +195,11 @@ impl ScheduleApi {
     /// Schedule a clip: 201 with the ScheduledPost (`pending`). 404 when the
     /// clip is not the caller's; 403 `integration_required` without a
     /// connected account for the provider.
-    #[oai(path = "/clips/:clip_id/schedule", method = "post")]
+    #[oai(
+        path = "/clips/:clip_id/schedule",
+        method = "post",
+        operation_id = "scheduleClip"
+    )]
     async fn schedule(
         &self,
         state: Data<&State>,
@@ -93,109 +208,132 @@ impl ScheduleApi {
         body: Json<ScheduleBody>,
     ) -> ApiResult<Created> {
         let b = body.0;
+        let provider = string("provider", &b.provider)?;
+        let title = string("title", &b.title)?;
+        let scheduled_at = string("scheduledAt", &b.scheduled_at)?;
         let post = state
             .publishing
             .schedule(
                 &auth.user().account.id,
                 &clip_id.0,
                 NewPost {
-                    provider: b.provider.as_deref(),
-                    title: b.title.as_deref(),
-                    scheduled_at: b.scheduled_at.as_deref(),
+                    provider,
+                    title,
+                    scheduled_at,
                 },
             )
             .await?;
-        Ok(Created::Created(Json(post.view())))
+        Ok(Created::Created(Json(view(&post))))
     }
 
     /// The caller's scheduled posts by `scheduledAt`: `{scheduledPosts, total, page, limit}`.
-    #[oai(path = "/clips/scheduled", method = "get")]
+    #[oai(
+        path = "/clips/scheduled",
+        method = "get",
+        operation_id = "listScheduledPosts"
+    )]
     async fn list(
         &self,
         state: Data<&State>,
         auth: Auth,
         page: Query<Option<i64>>,
         limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<PostPage>> {
         let (page, limit) = paging(page.0, limit.0);
         let (posts, total) = state
             .publishing
             .list(&auth.user().account.id, page, limit)
             .await?;
-        let items: Vec<Value> = posts.iter().map(|p| p.view()).collect();
-        Ok(Json(
-            json!({ "scheduledPosts": items, "total": total, "page": page, "limit": limit }),
-        ))
+        Ok(Json(PostPage {
+            scheduled_posts: posts.iter().map(view).collect(),
+            total: total as u64,
+            page: page as u64,
+            limit: limit as u64,
+        }))
     }
 
     /// One scheduled post (its status, attempts, error and platform id).
-    #[oai(path = "/clips/scheduled/:id", method = "get")]
+    #[oai(
+        path = "/clips/scheduled/:id",
+        method = "get",
+        operation_id = "getScheduledPost"
+    )]
     async fn get(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
-        Ok(Json(
-            state
-                .publishing
-                .get(&auth.user().account.id, &id.0)
-                .await?
-                .view(),
-        ))
+    ) -> ApiResult<Json<ScheduledPost>> {
+        Ok(Json(view(
+            &state.publishing.get(&auth.user().account.id, &id.0).await?,
+        )))
     }
 
     /// Change the time and/or title while the post is `pending` (else 409 `not_pending`).
-    #[oai(path = "/clips/scheduled/:id", method = "patch")]
+    #[oai(
+        path = "/clips/scheduled/:id",
+        method = "patch",
+        operation_id = "changeScheduledPost"
+    )]
     async fn change(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
         body: Json<ChangeBody>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<ScheduledPost>> {
         let b = body.0;
+        let title = string("title", &b.title)?;
+        let scheduled_at = string("scheduledAt", &b.scheduled_at)?;
         let post = state
             .publishing
-            .change(
-                &auth.user().account.id,
-                &id.0,
-                b.title.as_deref(),
-                b.scheduled_at.as_deref(),
-            )
+            .change(&auth.user().account.id, &id.0, title, scheduled_at)
             .await?;
-        Ok(Json(post.view()))
+        Ok(Json(view(&post)))
     }
 
     /// Cancel a `pending` post (else 409 `not_pending`): `{id, deleted: true}`.
-    #[oai(path = "/clips/scheduled/:id", method = "delete")]
+    #[oai(
+        path = "/clips/scheduled/:id",
+        method = "delete",
+        operation_id = "cancelScheduledPost"
+    )]
     async fn cancel(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<CancelledPost>> {
         state
             .publishing
             .cancel(&auth.user().account.id, &id.0)
             .await?;
-        Ok(Json(json!({ "id": id.0, "deleted": true })))
+        Ok(Json(CancelledPost {
+            id: id.0.into(),
+            deleted: true,
+        }))
     }
 
     /// Schedule every clip of a project, best score first: clip i at
     /// `scheduledAt + i × intervalHours`, one post per provider; all or
     /// nothing. `{scheduledPosts, count}`.
-    #[oai(path = "/projects/:id/bulk-schedule", method = "post")]
+    #[oai(
+        path = "/projects/:id/bulk-schedule",
+        method = "post",
+        operation_id = "bulkSchedule"
+    )]
     async fn bulk(
         &self,
         state: Data<&State>,
         auth: Auth,
         id: Path<String>,
         body: Json<BulkBody>,
-    ) -> ApiResult<Json<Value>> {
+    ) -> ApiResult<Json<BulkScheduled>> {
         let b = body.0;
-        let interval_hours = match b.interval_hours {
-            None | Some(Value::Null) => None,
+        let scheduled_at = string("scheduledAt", &b.scheduled_at)?;
+        let caption = string("caption", &b.caption)?;
+        let interval_hours = match b.interval_hours.value() {
+            None => None,
             Some(v) => Some(v.as_f64().ok_or_else(|| {
                 ApiError::from(PublishError::invalid(
                     "intervalHours",
@@ -203,9 +341,9 @@ impl ScheduleApi {
                 ))
             })?),
         };
-        let providers: Option<Vec<String>> = match b.providers {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(serde_json::from_value(v).map_err(|_| {
+        let providers: Option<Vec<String>> = match b.providers.value() {
+            None => None,
+            Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
                 ApiError::from(PublishError::invalid(
                     "providers",
                     "must be an array of tiktok, instagram, youtube",
@@ -218,16 +356,16 @@ impl ScheduleApi {
                 &auth.user().account.id,
                 &id.0,
                 BulkRequest {
-                    scheduled_at: b.scheduled_at.as_deref(),
+                    scheduled_at,
                     interval_hours,
                     providers: providers.as_deref(),
-                    caption: b.caption.as_deref(),
+                    caption,
                 },
             )
             .await?;
-        let items: Vec<Value> = posts.iter().map(|p| p.view()).collect();
-        Ok(Json(
-            json!({ "scheduledPosts": items, "count": items.len() }),
-        ))
+        Ok(Json(BulkScheduled {
+            count: posts.len() as u64,
+            scheduled_posts: posts.iter().map(view).collect(),
+        }))
     }
 }

@@ -93,11 +93,11 @@ pub async fn run(cli: Cli) -> ExitCode {
             .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::Openapi { out } => {
-            let spec = crate::app::api_service().spec();
+            let spec = crate::api::openapi::finish(&crate::app::api_service().spec());
             if let Some(dir) = out.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            match std::fs::write(&out, spec + "\n") {
+            match std::fs::write(&out, spec) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: writing {}: {e}", out.display());

@@ -350,6 +350,8 @@ impl Publishing {
         clip_id: &str,
         req: NewPost<'_>,
     ) -> Result<PostRecord> {
+        // Another user's or an unknown clip is 404 whatever the body says.
+        let clip = self.owned_clip(user_id, clip_id).await?;
         let provider = Self::parse_provider("provider", req.provider)?;
         let title = Self::check_title(
             "title",
@@ -358,7 +360,6 @@ impl Publishing {
             provider,
         )?;
         let at = self.parse_time("scheduledAt", req.scheduled_at)?;
-        let clip = self.owned_clip(user_id, clip_id).await?;
         self.require_integrations(user_id, &[provider]).await?;
         let rec = Self::new_record(user_id, &clip, provider, title, at, now_ms());
         self.insert_posts(vec![rec.clone()]).await?;
@@ -374,6 +375,18 @@ impl Publishing {
         project_id: &str,
         req: BulkRequest<'_>,
     ) -> Result<Vec<PostRecord>> {
+        // Another user's or an unknown project is 404 whatever the body says.
+        let (uid, pid) = (user_id.to_string(), project_id.to_string());
+        let clips = self
+            .services
+            .blocking(move |kv| {
+                Ok(match records::load_project(kv, &uid, &pid)? {
+                    Some(_) => Some(records::load_clips(kv, &pid)?),
+                    None => None,
+                })
+            })
+            .await?
+            .ok_or(PublishError::NotFound("project"))?;
         let start = self.parse_time("scheduledAt", req.scheduled_at)?;
         let hours = req
             .interval_hours
@@ -409,17 +422,6 @@ impl Publishing {
             }
             None => None,
         };
-        let (uid, pid) = (user_id.to_string(), project_id.to_string());
-        let clips = self
-            .services
-            .blocking(move |kv| {
-                Ok(match records::load_project(kv, &uid, &pid)? {
-                    Some(_) => Some(records::load_clips(kv, &pid)?),
-                    None => None,
-                })
-            })
-            .await?
-            .ok_or(PublishError::NotFound("project"))?;
         if clips.is_empty() {
             return Err(PublishError::Conflict {
                 code: "no_clips",

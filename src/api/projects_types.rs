@@ -1,0 +1,287 @@
+//! The bodies of the project routes (contract 2.1–2.3, 4.3), and how a
+//! stored project and clip become them.
+
+use poem_openapi::types::Example;
+use poem_openapi::{ApiResponse, Object};
+
+use super::formats::{
+    ClipDurationPreset, Date, DateTime, ProjectEventType, ProjectState, ProjectStatusText, Text,
+    Uri, Uuid,
+};
+use clipforge_actors::service::projects::{
+    self as records, date_of, iso8601, ClipRecord, ProjectRecord,
+};
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase", example)]
+pub struct CreateProject {
+    /// URL of a YouTube or Vimeo video (or `fileKey`, not both).
+    #[oai(nullable, validator(max_length = 2048))]
+    pub source_url: Option<Uri>,
+    /// Key returned by `POST /upload` (or `sourceUrl`, not both).
+    #[oai(nullable)]
+    pub file_key: Option<Text>,
+    /// Custom title (cut to 200 characters; default: the video's).
+    #[oai(nullable)]
+    pub title: Option<Text>,
+    /// Thumbnail URL (default: the video's).
+    #[oai(nullable)]
+    pub thumbnail: Option<Text>,
+    /// Seconds of the video to process, from the start (default: all of it).
+    #[oai(nullable, validator(minimum(value = "0", exclusive = true)))]
+    pub duration_sec: Option<f64>,
+    /// Default `auto`.
+    #[oai(nullable)]
+    pub clip_duration_preset: Option<ClipDurationPreset>,
+    /// Id or name of a saved template, a preset name (default, shorts,
+    /// karaoke, minimal, bold) or a JSON-encoded template.
+    #[oai(nullable)]
+    pub caption_template: Option<Text>,
+    /// Only transcribe and caption; no cuts.
+    #[oai(nullable)]
+    pub skip_cuts: Option<bool>,
+}
+
+impl Example for CreateProject {
+    fn example() -> Self {
+        CreateProject {
+            source_url: None,
+            file_key: Some("uploads/3f2c9a1e-7b4d-4c8e-9f1a-2b3c4d5e6f70/talk.mp4".into()),
+            title: Some("Launch talk".into()),
+            thumbnail: None,
+            duration_sec: Some(600.0),
+            clip_duration_preset: Some("30-60".into()),
+            caption_template: Some("karaoke".into()),
+            skip_cuts: Some(false),
+        }
+    }
+}
+
+/// Percent done of each stage.
+#[derive(Object)]
+pub struct StepProgress {
+    #[oai(validator(maximum(value = "100")))]
+    pub download: u8,
+    #[oai(validator(maximum(value = "100")))]
+    pub transcribe: u8,
+    #[oai(validator(maximum(value = "100")))]
+    pub cut: u8,
+    #[oai(validator(maximum(value = "100")))]
+    pub caption: u8,
+}
+
+/// A project (contract 2.1).
+#[derive(Object)]
+#[oai(rename_all = "camelCase", example)]
+pub struct Project {
+    pub id: Uuid,
+    pub title: Text,
+    /// The video's URL, or `upload://<fileKey>` for an upload.
+    pub source_url: Text,
+    /// Seconds processed.
+    pub duration_sec: f64,
+    /// `M:SS`.
+    pub duration: Text,
+    /// Creation day, YYYY-MM-DD.
+    pub date: Date,
+    /// Number of clips made so far.
+    pub clips: u32,
+    pub status: ProjectStatusText,
+    pub state: ProjectState,
+    /// Thumbnail URL (empty when there is none yet).
+    pub thumbnail: Text,
+    pub step_progress: StepProgress,
+    /// As given at creation: a template id or name, a preset or a JSON template.
+    pub caption_template: Text,
+    pub skip_cuts: bool,
+    pub clip_duration_preset: ClipDurationPreset,
+    /// Why processing failed; `null` otherwise.
+    #[oai(nullable)]
+    pub error: Option<Text>,
+    pub created_at: DateTime,
+    pub updated_at: DateTime,
+}
+
+impl Example for Project {
+    fn example() -> Self {
+        Project {
+            id: "0b6f5a7e-8c1d-4f3e-9a2b-5c4d3e2f1a0b".into(),
+            title: "How to open a talk".into(),
+            source_url: "https://www.youtube.com/watch?v=dQw4w9WgXcQ".into(),
+            duration_sec: 612.0,
+            duration: "10:12".into(),
+            date: "2026-05-01".into(),
+            clips: 0,
+            status: "Na fila".into(),
+            state: "queued".into(),
+            thumbnail: "https://i.ytimg.com/vi/dQw4w9WgXcQ/hqdefault.jpg".into(),
+            step_progress: StepProgress {
+                download: 0,
+                transcribe: 0,
+                cut: 0,
+                caption: 0,
+            },
+            caption_template: "default".into(),
+            skip_cuts: false,
+            clip_duration_preset: "auto".into(),
+            error: None,
+            created_at: "2026-05-01T18:00:00.000Z".into(),
+            updated_at: "2026-05-01T18:00:00.000Z".into(),
+        }
+    }
+}
+
+/// One caption segment of a clip (contract 2.3).
+#[derive(Object)]
+pub struct Transcript {
+    pub id: Uuid,
+    /// `M:SS` in the source video.
+    pub start: Text,
+    /// `M:SS` in the source video.
+    pub end: Text,
+    pub text: Text,
+}
+
+/// A clip (contract 2.2); its URLs are signed and expire.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct Clip {
+    pub id: Uuid,
+    pub project_id: Uuid,
+    pub title: Text,
+    /// 0 to 100: how likely the clip is to hold attention.
+    #[oai(validator(maximum(value = "100")))]
+    pub score: u8,
+    /// `M:SS`.
+    pub duration: Text,
+    /// Resolution label such as 1080p.
+    pub quality: Text,
+    pub thumbnail: Uri,
+    /// The MP4.
+    pub url: Uri,
+    /// SRT subtitles.
+    pub subtitle_url: Uri,
+    /// WebVTT subtitles.
+    pub vtt_url: Uri,
+    pub start_sec: f64,
+    pub end_sec: f64,
+    pub transcripts: Vec<Transcript>,
+    pub created_at: DateTime,
+}
+
+/// A page of projects, newest first.
+#[derive(Object)]
+pub struct ProjectPage {
+    pub projects: Vec<Project>,
+    pub total: u64,
+    pub page: u64,
+    pub limit: u64,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct NewProject {
+    pub project_id: Uuid,
+    pub project: Project,
+}
+
+#[derive(Object)]
+pub struct ProjectWithClips {
+    pub project: Project,
+    pub clips: Vec<Clip>,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct CancelledProject {
+    pub project_id: Uuid,
+    /// Always `Cancelado`.
+    pub status: ProjectStatusText,
+}
+
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct DeletedProject {
+    pub project_id: Uuid,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// One Server-Sent Event of `GET /projects/{id}/status`; after `completed`,
+/// `failed` or `cancelled` the stream ends.
+#[derive(Object, Clone)]
+pub struct SseEvent {
+    /// Increasing per project: send it back as `Last-Event-ID` to resume.
+    #[oai(validator(pattern = "^[0-9]+$"))]
+    pub id: Text,
+    pub event: ProjectEventType,
+    /// A JSON object: `progress` {projectId, state, status, percent,
+    /// stepProgress}, `clip` a Clip, the end events {projectId, state,
+    /// status, message}.
+    pub data: Text,
+}
+
+#[derive(ApiResponse)]
+pub enum CreatedProject {
+    /// Created; processing is queued.
+    #[oai(status = 201)]
+    Created(poem_openapi::payload::Json<NewProject>),
+}
+
+pub fn project_view(p: &ProjectRecord) -> Project {
+    let [download, transcribe, cut, caption] = p.step_progress;
+    Project {
+        id: p.id.clone().into(),
+        title: p.title.clone().into(),
+        source_url: records::source_url(p).into(),
+        duration_sec: p.duration_sec,
+        duration: records::duration_display(p.duration_sec).into(),
+        date: date_of(p.created_at).into(),
+        clips: p.clip_count,
+        status: p.state.localized().into(),
+        state: p.state.as_str().into(),
+        thumbnail: p.thumbnail.clone().into(),
+        step_progress: StepProgress {
+            download,
+            transcribe,
+            cut,
+            caption,
+        },
+        caption_template: p.caption_template.clone().into(),
+        skip_cuts: p.skip_cuts,
+        clip_duration_preset: p.preset.clone().into(),
+        error: p.error.clone().map(Text),
+        created_at: iso8601(p.created_at).into(),
+        updated_at: iso8601(p.updated_at).into(),
+    }
+}
+
+/// A clip with its signed URLs (`urls`: thumbnail, video, SRT, VTT).
+pub fn clip_view(c: &ClipRecord, urls: [String; 4]) -> Clip {
+    let [thumbnail, url, subtitle_url, vtt_url] = urls;
+    Clip {
+        id: c.id.clone().into(),
+        project_id: c.project_id.clone().into(),
+        title: c.title.clone().into(),
+        score: c.score,
+        duration: records::duration_display(c.end - c.start).into(),
+        quality: c.quality.clone().into(),
+        thumbnail: thumbnail.into(),
+        url: url.into(),
+        subtitle_url: subtitle_url.into(),
+        vtt_url: vtt_url.into(),
+        start_sec: c.start,
+        end_sec: c.end,
+        transcripts: c
+            .segments
+            .iter()
+            .map(|s| Transcript {
+                id: s.id.clone().into(),
+                start: records::duration_display(s.start).into(),
+                end: records::duration_display(s.end).into(),
+                text: s.text.clone().into(),
+            })
+            .collect(),
+        created_at: iso8601(c.created_at).into(),
+    }
+}
