@@ -497,17 +497,29 @@ pub fn routes(state: State) -> impl Endpoint {
 }
 
 /// The session token of a raw request: the bearer token, else the
-/// session cookie.
+/// session cookie. Read from the headers, not with poem's `CookieJar`
+/// extractor: the middleware calling this runs outside the
+/// `CookieJarManager` that the API installs, where the extractor panics.
 pub(crate) fn request_token(req: &Request) -> Option<String> {
     req.header("authorization")
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::to_string)
-        .or_else(|| {
-            req.cookie()
-                .get(crate::api::SESSION_COOKIE)
-                .map(|c| c.value_str().to_string())
-        })
+        .or_else(|| session_cookie(req.headers()))
 }
+
+/// The first `clipforge.session_token` cookie of the `Cookie` headers,
+/// parsed as poem's cookie jar parses them.
+fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(poem::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';').map(str::trim))
+        .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
+        .find(|c| c.name() == crate::api::SESSION_COOKIE)
+        .map(|c| c.value_str().to_string())
+}
+
 
 /// Refuses an upload whose declared size is over the caller's plan limit
 /// without storing any of it: the body is read and dropped chunk by chunk
