@@ -18,6 +18,8 @@ CORES=$(nproc)
 
 WORK=$(mktemp -d /tmp/clipforge-bench-cluster.XXXXXX)
 PIDS=()
+# A fresh cluster secret per run (nodes refuse one under 32 characters).
+COOKIE=$(od -An -N24 -tx1 /dev/urandom | tr -d " \n")
 stop_all() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
@@ -50,7 +52,7 @@ start_node() {
   local pin=()
   [ -n "$core" ] && pin=(taskset -c "$core")
   CLIPFORGE_NODE_NAME="$name" CLIPFORGE_CLUSTER_LISTEN_ADDR="$caddr" \
-  CLIPFORGE_CLUSTER_COOKIE=bench CLIPFORGE_CLUSTER_SEEDS="$seeds" CLIPFORGE_CLUSTER_ROLES="$roles" \
+  CLIPFORGE_CLUSTER_COOKIE="$COOKIE" CLIPFORGE_CLUSTER_SEEDS="$seeds" CLIPFORGE_CLUSTER_ROLES="$roles" \
   CLIPFORGE_NODE_HTTP_ADDR=127.0.0.1:0 CLIPFORGE_AUTH_ADMIN_TOKEN=bench-admin \
   CLIPFORGE_PIPELINE_WORKERS="${6:-1}" CLIPFORGE_PIPELINE_THREADS=1 \
   CLIPFORGE_STORAGE_BACKEND=s3 CLIPFORGE_STORAGE_S3_BUCKET=bench CLIPFORGE_STORAGE_S3_ENDPOINT="$s3" \

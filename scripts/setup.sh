@@ -5,7 +5,8 @@
 # Python tools (yt-dlp) and the default Whisper model (CTranslate2 format).
 # Idempotent: a second run finishes in a second or two.
 #   setup.sh          everything the build and the service need
-#   setup.sh --test   plus what the tests need (moto, schemathesis, node/npm)
+#   setup.sh --test   plus what the tests need (moto, PostgreSQL, schemathesis,
+#                     node/npm, test data)
 #   setup.sh --onednn only oneDNN and oneMKL (the Docker build stage)
 set -euo pipefail
 
@@ -202,6 +203,12 @@ install_pip
 install_model
 if [ "${1:-}" = "--test" ]; then
   install_testdata
+  # PostgreSQL (initdb, pg_ctl): the tests start their own server on a free
+  # port, for the PostgreSQL record store.
+  if [ "${CLIPFORGE_SKIP_APT:-}" != 1 ] && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+    APT_PACKAGES=(postgresql)
+    install_apt
+  fi
   # moto's S3 server, started by the S3 conformance test
   command -v moto_server >/dev/null || { log "installing moto[server]"; pip_install 'moto[server]'; }
   # schemathesis, pinned, for tests/schemathesis.rs

@@ -10,6 +10,7 @@ use clipforge_actors::billing::Billing;
 use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
+use clipforge_actors::storage::kv_postgres::{PostgresOptions, PostgresStore};
 use clipforge_actors::storage::objects::{LocalStore, ObjectStore, S3Config, S3Store};
 use poem::endpoint::make_sync;
 use poem::http::StatusCode;
@@ -107,14 +108,36 @@ pub async fn object_store(
     })
 }
 
+/// The configured record store: sled in `<data_dir>/db`, or this node's
+/// namespace (its name) in PostgreSQL.
+pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
+    let storage = &config.storage;
+    Ok(match storage.kv.as_str() {
+        "postgres" => {
+            let mut options =
+                PostgresOptions::new(storage.postgres_url.expose(), config.node.name.clone());
+            options.pool_size = storage.postgres_pool_size;
+            // Blocks this thread only (the store runs its own runtime).
+            let store = PostgresStore::open(options)
+                .context("opening the PostgreSQL store (storage.postgres_url)")?;
+            tracing::info!(namespace = %store.namespace(), "records in PostgreSQL");
+            Arc::new(store)
+        }
+        _ => Arc::new(
+            SledStore::open_with_cache(
+                &config.node.data_dir.join("db"),
+                storage.db_cache_mb * 1024 * 1024,
+            )
+            .context("opening the database")?,
+        ),
+    })
+}
+
 /// Builds the engine and returns the shared state.
 pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<State> {
     let data = &config.node.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
-    let kv: Arc<dyn KvStore> = Arc::new(
-        SledStore::open_with_cache(&data.join("db"), config.storage.db_cache_mb * 1024 * 1024)
-            .context("opening the database")?,
-    );
+    let kv = kv_store(&config)?;
     let (objects, local) = object_store(&config, &public_url).await?;
     let accounts = Arc::new(Accounts::new(kv.clone(), config.plans.table()));
     let p = &config.pipeline;
@@ -433,16 +456,27 @@ pub fn routes(state: State) -> impl Endpoint {
 }
 
 /// The session token of a raw request: the bearer token, else the
-/// session cookie.
+/// session cookie. Read from the headers, not with poem's `CookieJar`
+/// extractor: the middleware calling this runs outside the
+/// `CookieJarManager` that the API installs, where the extractor panics.
 pub(crate) fn request_token(req: &Request) -> Option<String> {
     req.header("authorization")
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::to_string)
-        .or_else(|| {
-            req.cookie()
-                .get(crate::api::SESSION_COOKIE)
-                .map(|c| c.value_str().to_string())
-        })
+        .or_else(|| session_cookie(req.headers()))
+}
+
+/// The first `clipforge.session_token` cookie of the `Cookie` headers,
+/// parsed as poem's cookie jar parses them.
+fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(poem::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';').map(str::trim))
+        .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
+        .find(|c| c.name() == crate::api::SESSION_COOKIE)
+        .map(|c| c.value_str().to_string())
 }
 
 /// Refuses an upload whose declared size is over the caller's plan limit

@@ -10,8 +10,10 @@ use serde::Deserialize;
 
 mod cluster;
 mod publish;
+mod storage;
 pub use cluster::ClusterConfig;
 pub use publish::PublishConfig;
+pub use storage::StorageConfig;
 
 /// A string that never appears in logs or `Debug` output.
 #[derive(Clone, Default, Deserialize, PartialEq)]
@@ -59,24 +61,6 @@ pub struct NodeConfig {
     /// Base URL clients use (for signed media links); defaults to the bound address.
     pub public_url: Option<String>,
     pub data_dir: PathBuf,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StorageConfig {
-    /// "local" or "s3".
-    pub backend: String,
-    /// Local object storage root (default: `<data_dir>/media`).
-    pub local_dir: Option<PathBuf>,
-    pub s3_bucket: String,
-    pub s3_region: String,
-    pub s3_endpoint: Option<String>,
-    pub s3_access_key_id: String,
-    pub s3_secret_access_key: Secret,
-    /// Lifetime of signed media URLs.
-    pub url_ttl_secs: u64,
-    /// sled's page cache, in MB.
-    pub db_cache_mb: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -266,22 +250,6 @@ impl Default for NodeConfig {
     }
 }
 
-impl Default for StorageConfig {
-    fn default() -> Self {
-        Self {
-            backend: "local".into(),
-            local_dir: None,
-            s3_bucket: "clipforge".into(),
-            s3_region: "us-east-1".into(),
-            s3_endpoint: None,
-            s3_access_key_id: String::new(),
-            s3_secret_access_key: Secret::default(),
-            url_ttl_secs: 3600,
-            db_cache_mb: 128,
-        }
-    }
-}
-
 impl Default for PipelineConfig {
     fn default() -> Self {
         Self {
@@ -353,35 +321,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     env_field!("CLIPFORGE_NODE_HTTP_ADDR", cfg.node.http_addr, str);
     env_field!("CLIPFORGE_NODE_PUBLIC_URL", cfg.node.public_url, opt);
     env_field!("CLIPFORGE_NODE_DATA_DIR", cfg.node.data_dir, path);
-    env_field!("CLIPFORGE_STORAGE_BACKEND", cfg.storage.backend, str);
-    env_field!("CLIPFORGE_STORAGE_LOCAL_DIR", cfg.storage.local_dir, opt);
-    env_field!("CLIPFORGE_STORAGE_S3_BUCKET", cfg.storage.s3_bucket, str);
-    env_field!("CLIPFORGE_STORAGE_S3_REGION", cfg.storage.s3_region, str);
-    env_field!(
-        "CLIPFORGE_STORAGE_S3_ENDPOINT",
-        cfg.storage.s3_endpoint,
-        opt
-    );
-    env_field!(
-        "CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID",
-        cfg.storage.s3_access_key_id,
-        str
-    );
-    env_field!(
-        "CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY",
-        cfg.storage.s3_secret_access_key,
-        secret
-    );
-    env_field!(
-        "CLIPFORGE_STORAGE_URL_TTL_SECS",
-        cfg.storage.url_ttl_secs,
-        num
-    );
-    env_field!(
-        "CLIPFORGE_STORAGE_DB_CACHE_MB",
-        cfg.storage.db_cache_mb,
-        num
-    );
+    storage::apply_env(&mut cfg.storage, get)?;
     env_field!("CLIPFORGE_PIPELINE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_PIPELINE_THREADS", cfg.pipeline.threads, num);
@@ -502,16 +442,7 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        match self.storage.backend.as_str() {
-            "local" => {}
-            "s3" if !self.storage.s3_bucket.is_empty() => {}
-            "s3" => return Err("storage.s3_bucket is required with the s3 backend".into()),
-            other => {
-                return Err(format!(
-                    "storage.backend {other:?}: use \"local\" or \"s3\""
-                ))
-            }
-        }
+        self.storage.validate()?;
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }

@@ -10,6 +10,8 @@ use common::{spawn_app_with, App};
 use serde_json::Value;
 
 const ADMIN: &str = "admin-secret";
+/// The shared cluster secret (at least 32 characters).
+const COOKIE: &str = "test-cluster-cookie-0123456789abcdef";
 /// Generous: state changes are waited for, never timed.
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -84,10 +86,10 @@ fn signal(n: &Node, sig: i32) {
 #[tokio::test]
 async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
     let media = tempfile::tempdir().unwrap();
-    let a = node("node-a", "sesame", &[], media.path());
-    let b = node("node-b", "sesame", &[&a], media.path());
+    let a = node("node-a", COOKIE, &[], media.path());
+    let b = node("node-b", COOKIE, &[&a], media.path());
     // c only knows b: it reaches a transitively.
-    let c = node("node-c", "sesame", &[&b], media.path());
+    let c = node("node-c", COOKIE, &[&b], media.path());
 
     let (s, _) = a
         .app
@@ -146,8 +148,13 @@ async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
 #[tokio::test]
 async fn a_wrong_cookie_is_refused() {
     let media = tempfile::tempdir().unwrap();
-    let a = node("node-a", "sesame", &[], media.path());
-    let intruder = node("node-x", "not-the-cookie", &[&a], media.path());
+    let a = node("node-a", COOKIE, &[], media.path());
+    let intruder = node(
+        "node-x",
+        "another-cluster-cookie-also-32-characters",
+        &[&a],
+        media.path(),
+    );
     let vx = wait_view(&intruder, "refusal counted", |v| {
         v["refusedConnections"].as_u64() > Some(0)
     })
@@ -161,8 +168,8 @@ async fn a_wrong_cookie_is_refused() {
     assert_eq!(state_of(&va, "node-x"), None);
 }
 
-#[test]
-fn a_cluster_node_with_private_local_storage_refuses_to_start() {
+/// Starts a node that must refuse to start; returns its stderr.
+fn refused_start(cookie: &str, extra: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_clipforge"))
         .args([
@@ -179,14 +186,38 @@ fn a_cluster_node_with_private_local_storage_refuses_to_start() {
             "CLIPFORGE_CLUSTER_LISTEN_ADDR",
             format!("127.0.0.1:{}", free_port()),
         )
-        .env("CLIPFORGE_CLUSTER_COOKIE", "sesame")
+        .env("CLIPFORGE_CLUSTER_COOKIE", cookie)
         .env("CLIPFORGE_CLUSTER_SEEDS", "127.0.0.1:9")
+        .envs(extra.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_short_cluster_cookie_is_refused_at_start() {
+    let shared = [
+        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+        ("CLIPFORGE_STORAGE_LOCAL_DIR", "/tmp"),
+    ];
+    let err = refused_start("change-me-cookie", &shared);
+    assert!(err.contains("cluster.cookie"), "{err}");
+    assert!(
+        err.contains("16 characters") && err.contains("at least 32"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("change-me-cookie"),
+        "the cookie never prints: {err}"
+    );
+}
+
+#[test]
+fn a_cluster_node_with_private_local_storage_refuses_to_start() {
+    let err = refused_start(COOKIE, &[]);
     assert!(err.contains("storage.backend = \"s3\""), "{err}");
     assert!(err.contains("shared_local_storage"), "{err}");
 }
@@ -275,7 +306,7 @@ fn tls_node(
         &[
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-            ("CLIPFORGE_CLUSTER_COOKIE", "sesame"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
@@ -320,4 +351,136 @@ async fn nodes_join_over_mutual_tls_and_a_foreign_certificate_is_refused() {
     let vx = view(&x).await;
     assert_eq!(vx["nodes"].as_array().unwrap().len(), 1, "{vx}");
     assert_eq!(state_of(&view(&a).await, "node-x"), None);
+}
+
+/// `name=value` of the session cookie a sign-in set.
+fn session_cookie_of(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| {
+            let pair = v.split(';').next()?.trim();
+            pair.starts_with("clipforge.session_token=")
+                .then(|| pair.to_string())
+        })
+        .expect("sign-in sets the session cookie")
+}
+
+/// A request carrying only the session cookie (no `Authorization`), as a
+/// browser sends it.
+fn with_cookie(
+    n: &Node,
+    method: reqwest::Method,
+    path: &str,
+    cookie: &str,
+) -> reqwest::RequestBuilder {
+    n.app
+        .client
+        .request(method, format!("{}{path}", n.app.base))
+        .header("cookie", format!("theme=dark; {cookie}"))
+}
+
+#[tokio::test]
+async fn cookie_only_requests_work_through_the_owner_and_another_node() {
+    let media = tempfile::tempdir().unwrap();
+    let a = node("node-a", COOKIE, &[], media.path());
+    let b = node("node-b", COOKIE, &[&a], media.path());
+    for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
+        wait_view(n, "peer up", |v| state_of(v, peer).as_deref() == Some("up")).await;
+    }
+    a.app.sign_up("browser@example.com").await;
+    // Signed in through b: the cookie is all the browser sends from now on.
+    let r = b
+        .app
+        .client
+        .post(format!("{}/api/auth/sign-in/email", b.app.base))
+        .json(&serde_json::json!({"email": "browser@example.com", "password": "correct horse"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let cookie = session_cookie_of(&r);
+
+    // Both nodes answer; exactly one of them forwarded to the owner.
+    let mut forwarded = Vec::new();
+    for n in [&a, &b] {
+        let r = with_cookie(n, reqwest::Method::GET, "/api/auth/get-session", &cookie)
+            .send()
+            .await
+            .expect("a cookie-only request gets an answer");
+        assert_eq!(r.status().as_u16(), 200);
+        forwarded.push(r.headers().get("x-clipforge-node").is_some());
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["user"]["email"], "browser@example.com", "{v}");
+        let r = with_cookie(n, reqwest::Method::GET, "/api/credits", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+    }
+    assert_eq!(forwarded.iter().filter(|f| **f).count(), 1, "{forwarded:?}");
+    let (owner, other) = if forwarded[0] { (&b, &a) } else { (&a, &b) };
+    // A wrong cookie is refused with the uniform body on both.
+    for n in [owner, other] {
+        let r = with_cookie(
+            n,
+            reqwest::Method::GET,
+            "/api/credits",
+            "clipforge.session_token=x.y",
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status().as_u16(), 401);
+    }
+
+    // Upload (its size check reads the session too) and create a project
+    // through the non-owner, then follow its events with the cookie there.
+    let dir = tempfile::tempdir().unwrap();
+    let video = common::speech_video(dir.path());
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(std::fs::read(&video).unwrap()).file_name("talk.mp4"),
+    );
+    let r = with_cookie(other, reqwest::Method::POST, "/api/upload", &cookie)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let up: Value = r.json().await.unwrap();
+    let r = with_cookie(other, reqwest::Method::POST, "/api/projects", &cookie)
+        .json(&serde_json::json!({"fileKey": up["fileKey"], "title": "cookie", "clipDurationPreset": "15-30"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let created: Value = r.json().await.unwrap();
+    let pid = created["projectId"].as_str().unwrap().to_string();
+    let status = format!("/api/projects/{pid}/status");
+    // The owner streams the same events to a cookie-only follower.
+    let mut at_owner = with_cookie(owner, reqwest::Method::GET, &status, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(at_owner.status().as_u16(), 200);
+    let first = tokio::time::timeout(DEADLINE, at_owner.chunk())
+        .await
+        .expect("an event from the owner")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&first).contains("event:"),
+        "{first:?}"
+    );
+    drop(at_owner);
+    let events =
+        common::follow_sse_request(with_cookie(other, reqwest::Method::GET, &status, &cookie))
+            .await;
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
 }

@@ -53,7 +53,10 @@ fn node_at(
         &[
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-            ("CLIPFORGE_CLUSTER_COOKIE", "sesame"),
+            (
+                "CLIPFORGE_CLUSTER_COOKIE",
+                "test-cluster-cookie-0123456789abcdef",
+            ),
             ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
             ("CLIPFORGE_CLUSTER_ROLES", roles),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),

@@ -10,6 +10,10 @@ use serde::Deserialize;
 
 use super::Secret;
 
+/// The shortest cluster cookie accepted: it is the only secret between
+/// nodes that do not use TLS.
+pub const MIN_COOKIE_CHARS: usize = 32;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterConfig {
@@ -147,6 +151,13 @@ impl ClusterConfig {
         if self.cookie.is_empty() {
             return Err("cluster.cookie is required when cluster.listen_addr is set".into());
         }
+        let length = self.cookie.expose().chars().count();
+        if length < MIN_COOKIE_CHARS {
+            return Err(format!(
+                "cluster.cookie (CLIPFORGE_CLUSTER_COOKIE) is {length} characters; a cluster \
+                 needs a secret of at least {MIN_COOKIE_CHARS} (e.g. `openssl rand -hex 32`)"
+            ));
+        }
         if self.tls
             && [&self.tls_cert, &self.tls_key, &self.tls_ca]
                 .iter()
@@ -223,6 +234,8 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    const COOKIE: &str = "0123456789abcdef0123456789abcdef";
+
     fn with_env(pairs: &[(&str, &str)]) -> ClusterConfig {
         let env: HashMap<&str, &str> = pairs.iter().copied().collect();
         let mut c = ClusterConfig::default();
@@ -254,13 +267,13 @@ mod tests {
     fn env_overrides_and_checks() {
         let c = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
-            ("CLIPFORGE_CLUSTER_COOKIE", "sesame"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ("CLIPFORGE_CLUSTER_SEEDS", "127.0.0.1:7071, 127.0.0.1:7072"),
             ("CLIPFORGE_CLUSTER_ROLES", "worker"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
         ]);
-        assert!(!format!("{c:?}").contains("sesame"));
+        assert!(!format!("{c:?}").contains(COOKIE));
         let err = c.validate("local").unwrap_err();
         assert!(err.contains("storage.backend = \"s3\""), "{err}");
         c.validate("s3").unwrap();
@@ -268,11 +281,11 @@ mod tests {
         assert_eq!(s.seeds, ["127.0.0.1:7071", "127.0.0.1:7072"]);
         assert_eq!(s.roles, [Role::Worker]);
         assert_eq!(s.timeout, Duration::from_millis(1500));
-        assert_eq!(s.cookie, "sesame");
+        assert_eq!(s.cookie, COOKIE);
 
         let shared = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
-            ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
         ]);
         shared.validate("local").unwrap();
@@ -282,15 +295,24 @@ mod tests {
             vec![("CLIPFORGE_CLUSTER_ROLES", "api,cook")],
             vec![
                 ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
-                ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+                ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
                 ("CLIPFORGE_CLUSTER_TLS", "true"),
             ],
             vec![
                 ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "nowhere"),
-                ("CLIPFORGE_CLUSTER_COOKIE", "x"),
+                ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ],
         ] {
             assert!(with_env(&bad).validate("s3").is_err(), "{bad:?}");
         }
+        let short = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", &COOKIE[1..]),
+        ]);
+        let err = short.validate("s3").unwrap_err();
+        assert!(
+            err.contains("31 characters") && err.contains("at least 32"),
+            "{err}"
+        );
     }
 }

@@ -214,13 +214,17 @@ pub async fn send_file(
 
 /// Reads SSE events until a terminal one; returns (event, id, data) triples.
 pub async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u64, Value)> {
-    let mut resp = app
-        .client
-        .get(format!("{}/api/projects/{project}/status", app.base))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
+    follow_sse_request(
+        app.client
+            .get(format!("{}/api/projects/{project}/status", app.base))
+            .bearer_auth(token),
+    )
+    .await
+}
+
+/// [`follow_sse`] for a request built by the caller (other credentials).
+pub async fn follow_sse_request(req: reqwest::RequestBuilder) -> Vec<(String, u64, Value)> {
+    let mut resp = req.send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let mut buf = String::new();
     let mut events = Vec::new();

@@ -1,10 +1,12 @@
 //! Persistent storage: a key-value store for the service's records
 //! ([`kv`]) and an object store for media files ([`objects`]).
 //!
-//! Both sit behind traits ([`kv::KvStore`], [`objects::ObjectStore`]) with a
-//! production backend (sled, S3), a second one for development and tests
-//! (in memory, local files) and a conformance suite that every backend must
-//! pass. Both report [`kv::StorageError`].
+//! Both sit behind traits ([`kv::KvStore`], [`objects::ObjectStore`]) with
+//! production backends (sled on one node or PostgreSQL for records, S3 for
+//! media), a second one for development and tests (in memory, local files)
+//! and a conformance suite that every backend must pass. Both report
+//! [`kv::StorageError`].
 
 pub mod kv;
+pub mod kv_postgres;
 pub mod objects;

@@ -1,0 +1,209 @@
+//! Tests of `kv_postgres` against a real PostgreSQL started for each test.
+
+use super::*;
+use crate::storage::kv::kv_conformance;
+
+#[path = "../../tests/common/postgres.rs"]
+mod test_server;
+use test_server::TestPostgres;
+
+fn open(pg: &TestPostgres, namespace: &str) -> PostgresStore {
+    PostgresStore::open(PostgresOptions::new(pg.url(), namespace)).expect("open the store")
+}
+
+#[test]
+fn successor_bounds_prefix_ranges() {
+    assert_eq!(successor(b""), None);
+    assert_eq!(successor(b"user/"), Some(b"user0".to_vec()));
+    assert_eq!(successor(&[0x61, 0xff]), Some(vec![0x62]));
+    assert_eq!(successor(&[0xff, 0xff]), None);
+}
+
+#[test]
+fn postgres_store_conforms_and_namespaces_are_separate() {
+    let pg = TestPostgres::start();
+    let kv = open(&pg, "node-a");
+    kv_conformance(&kv);
+    // Another namespace's records in the same trees are neither seen nor
+    // touched by the suite (it empties its trees first and last).
+    let other = open(&pg, "node-b");
+    other.put("conformance.a", b"user/9", b"b's").expect("put");
+    kv_conformance(&kv);
+    assert_eq!(kv.get("conformance.a", b"user/9").expect("get"), None);
+    assert_eq!(
+        other.get("conformance.a", b"user/9").expect("get"),
+        Some(b"b's".to_vec())
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM clipforge_kv WHERE ns = 'node-b'"),
+        "1"
+    );
+}
+
+#[test]
+fn writes_survive_a_reopen_and_a_server_crash() {
+    let mut pg = TestPostgres::start();
+    {
+        let kv = open(&pg, "n");
+        kv.put("t", b"a", b"1").expect("put");
+        kv.put("t", b"gone", b"x").expect("put");
+        kv.delete("t", b"gone").expect("delete");
+        kv.apply(vec![
+            KvOp::Put {
+                tree: "u".into(),
+                key: b"b".to_vec(),
+                value: vec![7; 100_000],
+            },
+            KvOp::Put {
+                tree: "t".into(),
+                key: b"c".to_vec(),
+                value: b"3".to_vec(),
+            },
+        ])
+        .expect("apply");
+    }
+    // `-m immediate`: no shutdown checkpoint, recovery from the WAL.
+    pg.stop();
+    pg.restart();
+    let kv = open(&pg, "n");
+    assert_eq!(kv.get("t", b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(kv.get("t", b"gone").expect("get"), None);
+    assert_eq!(kv.get("t", b"c").expect("get"), Some(b"3".to_vec()));
+    assert_eq!(kv.get("u", b"b").expect("get"), Some(vec![7; 100_000]));
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_and_the_pool_reconnects() {
+    let mut pg = TestPostgres::start();
+    let kv = open(&pg, "n");
+    kv.put("t", b"k", b"v").expect("put");
+    pg.stop();
+    let err = kv.get("t", b"k").expect_err("the server is down");
+    assert!(
+        matches!(err, StorageError::Backend(ref m) if m.contains("PostgreSQL") && m.contains("\"k\"")),
+        "{err}"
+    );
+    pg.restart();
+    assert_eq!(
+        kv.get("t", b"k").expect("get after restart"),
+        Some(b"v".to_vec())
+    );
+
+    let bad = PostgresStore::open(PostgresOptions::new(
+        "postgres://postgres@127.0.0.1:1/x",
+        "n",
+    ))
+    .expect_err("nothing listens on port 1");
+    assert!(
+        matches!(bad, StorageError::Backend(ref m) if m.contains("connecting")),
+        "{bad}"
+    );
+    let bad = PostgresStore::open(PostgresOptions::new("postgres://[broken", "n"))
+        .expect_err("not a URL");
+    assert!(matches!(bad, StorageError::Config(_)), "{bad}");
+}
+
+/// Called inline on async worker threads (as the session lookup is) and
+/// dropped inside a runtime: neither may panic.
+#[test]
+fn usable_inline_in_async_code_of_either_runtime_flavour() {
+    let pg = TestPostgres::start();
+    let url = pg.url();
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    current.block_on(async {
+        let kv = PostgresStore::open(PostgresOptions::new(url.clone(), "inline")).unwrap();
+        kv.put("t", b"k", b"v").unwrap();
+        assert_eq!(kv.get("t", b"k").unwrap(), Some(b"v".to_vec()));
+        drop(kv);
+    });
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    multi.block_on(async {
+        let kv = std::sync::Arc::new(
+            PostgresStore::open(PostgresOptions::new(url.clone(), "inline")).unwrap(),
+        );
+        let k2 = kv.clone();
+        tokio::spawn(async move { k2.get("t", b"k").unwrap() })
+            .await
+            .map(|v| assert_eq!(v, Some(b"v".to_vec())))
+            .unwrap();
+        let k3 = kv.clone();
+        tokio::task::spawn_blocking(move || k3.count_prefix("t", b"").unwrap())
+            .await
+            .map(|n| assert_eq!(n, 1))
+            .unwrap();
+        tokio::task::block_in_place(|| kv.delete("t", b"k").unwrap());
+        drop(kv);
+    });
+}
+
+/// Batches over the same keys in opposite orders from several threads
+/// (PostgreSQL detects the deadlocks; the batch is re-run), while a reader
+/// checks that every scan sees whole batches only.
+#[test]
+fn concurrent_batches_are_atomic() {
+    let pg = TestPostgres::start();
+    let kv = std::sync::Arc::new(open(&pg, "race"));
+    const KEYS: u8 = 12;
+    let batch = |writer: u8, reverse: bool| -> Vec<KvOp> {
+        let mut keys: Vec<u8> = (0..KEYS).collect();
+        if reverse {
+            keys.reverse();
+        }
+        keys.into_iter()
+            .map(|k| KvOp::Put {
+                tree: if k % 2 == 0 { "even" } else { "odd" }.into(),
+                key: vec![k],
+                value: vec![writer],
+            })
+            .collect()
+    };
+    kv.apply(batch(0, false)).expect("first batch");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (kv, stop) = (kv.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut scans = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let rows = kv.scan_prefix("even", b"").expect("scan");
+                assert_eq!(rows.len(), usize::from(KEYS / 2));
+                let first = &rows[0].1;
+                assert!(
+                    rows.iter().all(|(_, v)| v == first),
+                    "a torn batch: {rows:?}"
+                );
+                scans += 1;
+            }
+            scans
+        })
+    };
+    let writers: Vec<_> = (1..=4u8)
+        .map(|w| {
+            let kv = kv.clone();
+            std::thread::spawn(move || {
+                for round in 0..15 {
+                    kv.apply(batch(w, (w + round) % 2 == 0))
+                        .expect("a batch succeeds, re-run after a deadlock");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().expect("reader") > 0);
+    let even = kv.scan_prefix("even", b"").expect("scan");
+    let odd = kv.scan_prefix("odd", b"").expect("scan");
+    let last = &even[0].1;
+    assert!(
+        even.iter().chain(odd.iter()).all(|(_, v)| v == last),
+        "the last batch wins whole: {even:?} {odd:?}"
+    );
+}

@@ -1,0 +1,187 @@
+//! `[storage]`: where records (the key-value store: sled or PostgreSQL) and
+//! media (object storage: local files or S3) are kept.
+//! Environment: `CLIPFORGE_STORAGE_<FIELD>`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::Secret;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Records: "sled" (embedded, in `<data_dir>/db`) or "postgres".
+    pub kv: String,
+    /// With `kv = "postgres"`: `postgres://user:password@host:port/db`
+    /// (or a `host=… dbname=…` connection string). Holds a password, so
+    /// it never prints.
+    pub postgres_url: Secret,
+    /// Connections the node keeps to PostgreSQL at most.
+    pub postgres_pool_size: usize,
+    /// Media: "local" or "s3".
+    pub backend: String,
+    /// Local object storage root (default: `<data_dir>/media`).
+    pub local_dir: Option<PathBuf>,
+    pub s3_bucket: String,
+    pub s3_region: String,
+    pub s3_endpoint: Option<String>,
+    pub s3_access_key_id: String,
+    pub s3_secret_access_key: Secret,
+    /// Lifetime of signed media URLs.
+    pub url_ttl_secs: u64,
+    /// sled's page cache, in MB.
+    pub db_cache_mb: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            kv: "sled".into(),
+            postgres_url: Secret::default(),
+            postgres_pool_size: 8,
+            backend: "local".into(),
+            local_dir: None,
+            s3_bucket: "clipforge".into(),
+            s3_region: "us-east-1".into(),
+            s3_endpoint: None,
+            s3_access_key_id: String::new(),
+            s3_secret_access_key: Secret::default(),
+            url_ttl_secs: 3600,
+            db_cache_mb: 128,
+        }
+    }
+}
+
+pub(super) fn apply_env(
+    s: &mut StorageConfig,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    fn parse<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
+        v.trim()
+            .parse()
+            .map_err(|_| format!("{name}: cannot parse {v:?}"))
+    }
+    for (name, field) in [
+        ("CLIPFORGE_STORAGE_KV", &mut s.kv),
+        ("CLIPFORGE_STORAGE_BACKEND", &mut s.backend),
+        ("CLIPFORGE_STORAGE_S3_BUCKET", &mut s.s3_bucket),
+        ("CLIPFORGE_STORAGE_S3_REGION", &mut s.s3_region),
+        (
+            "CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID",
+            &mut s.s3_access_key_id,
+        ),
+    ] {
+        if let Some(v) = get(name) {
+            *field = v;
+        }
+    }
+    for (name, field) in [
+        ("CLIPFORGE_STORAGE_POSTGRES_URL", &mut s.postgres_url),
+        (
+            "CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY",
+            &mut s.s3_secret_access_key,
+        ),
+    ] {
+        if let Some(v) = get(name) {
+            *field = Secret::new(v);
+        }
+    }
+    if let Some(v) = get("CLIPFORGE_STORAGE_LOCAL_DIR") {
+        s.local_dir = (!v.is_empty()).then(|| v.into());
+    }
+    if let Some(v) = get("CLIPFORGE_STORAGE_S3_ENDPOINT") {
+        s.s3_endpoint = (!v.is_empty()).then_some(v);
+    }
+    for (name, field) in [
+        ("CLIPFORGE_STORAGE_URL_TTL_SECS", &mut s.url_ttl_secs),
+        ("CLIPFORGE_STORAGE_DB_CACHE_MB", &mut s.db_cache_mb),
+    ] {
+        if let Some(v) = get(name) {
+            *field = parse(name, v)?;
+        }
+    }
+    if let Some(v) = get("CLIPFORGE_STORAGE_POSTGRES_POOL_SIZE") {
+        s.postgres_pool_size = parse("CLIPFORGE_STORAGE_POSTGRES_POOL_SIZE", v)?;
+    }
+    Ok(())
+}
+
+impl StorageConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        match self.kv.as_str() {
+            "sled" => {}
+            "postgres" if self.postgres_url.expose().trim().is_empty() => {
+                return Err("storage.postgres_url (CLIPFORGE_STORAGE_POSTGRES_URL) is \
+                     required with storage.kv = \"postgres\""
+                    .into())
+            }
+            "postgres" if self.postgres_pool_size == 0 => {
+                return Err("storage.postgres_pool_size must be at least 1".into())
+            }
+            "postgres" => {}
+            other => {
+                return Err(format!(
+                    "storage.kv {other:?}: use \"sled\" or \"postgres\""
+                ))
+            }
+        }
+        match self.backend.as_str() {
+            "local" => Ok(()),
+            "s3" if !self.s3_bucket.is_empty() => Ok(()),
+            "s3" => Err("storage.s3_bucket is required with the s3 backend".into()),
+            other => Err(format!(
+                "storage.backend {other:?}: use \"local\" or \"s3\""
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with_env(pairs: &[(&str, &str)]) -> StorageConfig {
+        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
+        let mut s = StorageConfig::default();
+        apply_env(&mut s, &|k| env.get(k).map(|v| v.to_string())).unwrap();
+        s
+    }
+
+    #[test]
+    fn sled_by_default_postgres_needs_a_url_and_the_url_never_prints() {
+        let s = StorageConfig::default();
+        assert_eq!(s.kv, "sled");
+        s.validate().unwrap();
+
+        let err = with_env(&[("CLIPFORGE_STORAGE_KV", "postgres")])
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("CLIPFORGE_STORAGE_POSTGRES_URL"), "{err}");
+        let s = with_env(&[
+            ("CLIPFORGE_STORAGE_KV", "postgres"),
+            (
+                "CLIPFORGE_STORAGE_POSTGRES_URL",
+                "postgres://clipforge:hunter2@db:5432/clipforge",
+            ),
+            ("CLIPFORGE_STORAGE_POSTGRES_POOL_SIZE", "3"),
+        ]);
+        s.validate().unwrap();
+        assert_eq!(s.postgres_pool_size, 3);
+        assert!(!format!("{s:?}").contains("hunter2"));
+
+        let err = with_env(&[("CLIPFORGE_STORAGE_KV", "mysql")])
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("\"sled\" or \"postgres\""), "{err}");
+        let from_file: crate::config::Config =
+            toml::from_str("[storage]\nkv = \"postgres\"\npostgres_url = \"postgres://u:p@h/d\"\n")
+                .unwrap();
+        from_file.storage.validate().unwrap();
+        assert_eq!(
+            from_file.storage.postgres_url.expose(),
+            "postgres://u:p@h/d"
+        );
+    }
+}
