@@ -47,27 +47,34 @@ impl IntegrationsApi {
     ) -> ApiResult<Json<Value>> {
         let p = self::provider(&provider.0)?;
         Ok(Json(
-            state.publishing.connect(&auth.user().account.id, p).await?,
+            state
+                .publishing
+                .connect(&auth.user().account.id, &auth.user().token, p)
+                .await?,
         ))
     }
 
     /// The platform's redirect after consent (`code`, `state`, or `error`):
-    /// exchanges the code and stores the tokens encrypted. No session is
-    /// needed: the `state` identifies who started the flow.
+    /// exchanges the code and stores the tokens encrypted. It must come with
+    /// the session (cookie or bearer) that started the flow: 403
+    /// `oauth_session_mismatch` otherwise.
     #[oai(path = "/:provider/callback", method = "get")]
     async fn callback(
         &self,
         state: Data<&State>,
+        req: &poem::Request,
         provider: Path<String>,
         code: Query<Option<String>>,
         #[oai(name = "state")] oauth_state: Query<Option<String>>,
         error: Query<Option<String>>,
     ) -> ApiResult<Json<Value>> {
         let p = self::provider(&provider.0)?;
+        let caller = crate::security::session_of(&state, req);
         let view = state
             .publishing
             .callback(
                 p,
+                caller.as_ref().map(|(u, t)| (u.as_str(), t.as_str())),
                 code.0.as_deref(),
                 oauth_state.0.as_deref(),
                 error.0.as_deref(),
