@@ -159,6 +159,8 @@ async fn endless_chunked_body_to_sign_in_is_refused_early() {
     .await;
     assert_eq!(r.status, 413, "{:?}", r.body);
     assert_eq!(r.body["error"], "payload_too_large", "{:?}", r.body);
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
     assert!(sent < total, "answered only after the whole body: {sent}");
     healthy(&app).await;
     app.sign_up("after@example.com").await;
