@@ -93,6 +93,18 @@ fn drain(mut rest: Inner) {
     });
 }
 
+/// Reads and drops, on its own task, the body of a request that is answered
+/// without it (so the client sees the answer rather than a reset).
+pub fn discard(req: &mut Request) {
+    let has_body = req.header("transfer-encoding").is_some()
+        || req
+            .header("content-length")
+            .is_some_and(|v| v.trim() != "0");
+    if has_body {
+        drain(req.take_body().into_bytes_stream().boxed());
+    }
+}
+
 /// Puts the body of `req` behind the counter; returns the flag to check
 /// after the handler ran.
 pub fn limit(req: &mut Request, limit: u64) -> Tripped {

@@ -68,6 +68,7 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
     let class = Class::of(&method, &path);
     if let (Some(class), Some(ip), false) = (class, crate::security::client_ip(&req), relayed) {
         if let Err(wait) = guard.rates.check_ip(class, ip) {
+            bodylimit::discard(&mut req);
             return Ok(too_many(wait, "requests from your address"));
         }
     }
@@ -92,6 +93,7 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
         None => {
             if let (Some(class), Some(a)) = (class, &account) {
                 if let Err(wait) = guard.rates.check_account(class, &a.id) {
+                    bodylimit::discard(&mut req);
                     return Ok(too_many(wait, "requests for your account"));
                 }
             }

@@ -309,6 +309,20 @@ async fn sign_in_flood_from_one_address_is_limited_and_others_go_on() {
     let (s, _, _) =
         body(sign_in(&app, "ana@example.com", "correct horse", "203.0.113.7").await).await;
     assert_eq!(s, 429);
+    // Even while it keeps sending a body, the client reads the 429.
+    let (r, _) = chunked_post(
+        &app,
+        "/api/auth/sign-in/email",
+        &[
+            ("content-type", "application/json"),
+            ("x-forwarded-for", "203.0.113.7"),
+        ],
+        br#"{"email": "ana@example.com", "password": ""#.to_vec(),
+        64 * MIB,
+    )
+    .await;
+    assert_eq!(r.status, 429, "{:?}", r.body);
+    assert!(r.header("retry-after").is_some());
 }
 
 #[tokio::test]
