@@ -53,6 +53,18 @@ struct Limited {
     seen: u64,
     limit: u64,
     tripped: Tripped,
+    finished: bool,
+}
+
+/// A body the handler answered without reading to the end is drained too.
+impl Drop for Limited {
+    fn drop(&mut self) {
+        if let Some(rest) = self.inner.take().filter(|_| !self.finished) {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                drain(rest);
+            }
+        }
+    }
 }
 
 impl Stream for Limited {
@@ -78,6 +90,10 @@ impl Stream for Limited {
                 }
                 Poll::Ready(Some(Ok(chunk)))
             }
+            Poll::Ready(None) => {
+                this.finished = true;
+                Poll::Ready(None)
+            }
             other => other,
         }
     }
@@ -93,28 +109,36 @@ fn drain(mut rest: Inner) {
     });
 }
 
+fn has_body(req: &Request) -> bool {
+    req.header("transfer-encoding").is_some()
+        || req
+            .header("content-length")
+            .is_some_and(|v| v.trim() != "0")
+}
+
 /// Reads and drops, on its own task, the body of a request that is answered
 /// without it (so the client sees the answer rather than a reset).
 pub fn discard(req: &mut Request) {
-    let has_body = req.header("transfer-encoding").is_some()
-        || req
-            .header("content-length")
-            .is_some_and(|v| v.trim() != "0");
-    if has_body {
+    if has_body(req) {
         drain(req.take_body().into_bytes_stream().boxed());
     }
 }
 
 /// Puts the body of `req` behind the counter; returns the flag to check
-/// after the handler ran.
+/// after the handler ran. A body left unread by the handler is drained
+/// when dropped.
 pub fn limit(req: &mut Request, limit: u64) -> Tripped {
     let tripped = Tripped::default();
+    if !has_body(req) {
+        return tripped;
+    }
     let inner: Inner = req.take_body().into_bytes_stream().boxed();
     req.set_body(Body::from_bytes_stream(Limited {
         inner: Some(inner),
         seen: 0,
         limit,
         tripped: tripped.clone(),
+        finished: false,
     }));
     tripped
 }
@@ -158,12 +182,16 @@ mod tests {
         let chunks = futures_util::stream::iter(
             (0..100).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; 1000]))),
         );
-        let mut req = Request::builder().body(Body::from_bytes_stream(chunks));
+        let mut req = Request::builder()
+            .header("transfer-encoding", "chunked")
+            .body(Body::from_bytes_stream(chunks));
         let tripped = limit(&mut req, 10_500);
         let err = req.take_body().into_vec().await.unwrap_err();
         assert!(tripped.is_set(), "{err}");
 
-        let mut req = Request::builder().body(Body::from(vec![0u8; 10_500]));
+        let mut req = Request::builder()
+            .header("content-length", "10500")
+            .body(Body::from(vec![0u8; 10_500]));
         let tripped = limit(&mut req, 10_500);
         assert_eq!(req.take_body().into_vec().await.unwrap().len(), 10_500);
         assert!(!tripped.is_set());

@@ -84,7 +84,10 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
         Some(plan) if class == Some(Class::Upload) => upload_too_large(plan),
         _ => bodylimit::too_large(limit),
     };
-    if bodylimit::declared_over(&mut req, limit) {
+    // An upload without a valid session gets its 401 from the handler,
+    // which answers before reading the body.
+    let unsigned_upload = class == Some(Class::Upload) && upload.is_none();
+    if !unsigned_upload && bodylimit::declared_over(&mut req, limit) {
         return Ok(refuse(limit));
     }
     let tripped = bodylimit::limit(&mut req, limit);

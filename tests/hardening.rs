@@ -224,6 +224,17 @@ async fn chunked_upload_over_the_plan_limit_is_refused_and_leaves_nothing() {
     assert!(left.is_empty(), "files left behind: {left:?}");
     let (s, v) = app.get("/api/credits", &token).await;
     assert_eq!(s, 200, "{v}");
+    // Without a valid session an upload is 401, whatever its size.
+    let (s, v) = send_file(
+        &app,
+        reqwest::Method::POST,
+        "/api/upload",
+        "not-a-session",
+        "v.mp4",
+        vec![0u8; 2 * MIB],
+    )
+    .await;
+    assert_error(s, &v, 401);
 }
 
 #[tokio::test]
