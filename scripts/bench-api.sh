@@ -6,7 +6,10 @@
 #      middleware, no auth, no storage); requests/s, p99 and the ratio to the
 #      bare route (target >= 0.5);
 #   2. 100,000 accounts each touched once (one actor activated per account),
-#      then left idle: RSS after passivation (target < 500 MB).
+#      then left idle: RSS after passivation (target < 500 MB);
+#   3. scripts/bench-hardening.sh on a fresh node: a reader's p99 during a
+#      sign-in flood from one address (target < 50 ms), and RSS growth under
+#      20 concurrent 1 GiB chunked bodies to sign-in and upload (< 100 MB).
 # BENCH_ACCOUNTS, BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -128,3 +131,8 @@ sleep 2
 RSS=$(rss_mb)
 echo "   live account actors: $LIVE"
 python3 -c "r=$RSS; print(f'   RSS after passivation of $ACCOUNTS accounts: {r:.1f} MB (target < 500 MB: ' + ('met' if r < 500 else 'NOT met') + ')')"
+
+kill "$SERVER" 2>/dev/null || true
+wait "$SERVER" 2>/dev/null || true
+SERVER=""
+bash scripts/bench-hardening.sh

@@ -139,7 +139,10 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     let kv = kv_store(&config)?;
     let (objects, local) = object_store(&config, &public_url).await?;
-    let accounts = Arc::new(Accounts::new(kv.clone(), config.plans.table()));
+    let accounts = Arc::new(
+        Accounts::new(kv.clone(), config.plans.table())
+            .with_sign_in_limits(config.limits.sign_in_limits()),
+    );
     let p = &config.pipeline;
     let settings = Settings {
         data_dir: data.clone(),
@@ -199,7 +202,20 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         });
     }
     let billing = billing(&config)?;
+    let guard = Arc::new(crate::security::Guard::new(&config, &public_url)?);
+    {
+        // Rate-limit keys whose rate is replenished are forgotten.
+        let g = guard.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                g.rates.prune();
+            }
+        });
+    }
     Ok(Arc::new(AppState {
+        guard,
         cluster,
         services,
         objects,
@@ -424,15 +440,10 @@ pub fn routes(state: State) -> impl Endpoint {
                 let method = req.method().to_string();
                 let path = req.uri().path().to_string();
                 let request_id = uuid::Uuid::new_v4().to_string();
-                let mut req = req;
-                let routed = crate::cluster::route(&st, &mut req).await;
-                let result = match routed {
-                    Some(resp) => Ok(resp),
-                    None => match upload_precheck(&st, &method, &path, &mut req).await {
-                        Some(refused) => Ok(refused),
-                        None => ep.call(req).await.map(IntoResponse::into_response),
-                    },
-                };
+                let origin = req.header("origin").map(str::to_string);
+                let (result, retry_after) =
+                    crate::ratelimit::with_retry_after(crate::middleware::guarded(&st, &*ep, req))
+                        .await;
                 let mut resp = match result {
                     Ok(r) => r.into_response(),
                     Err(e) => uniform_error(e),
@@ -445,6 +456,10 @@ pub fn routes(state: State) -> impl Endpoint {
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
+                if resp.status() == StatusCode::TOO_MANY_REQUESTS && !resp.headers().contains_key("retry-after") {
+                    resp.headers_mut().insert("retry-after", retry_after.unwrap_or(1).into());
+                }
+                st.guard.finish(origin.as_deref(), &mut resp);
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
                 st.services.metrics.observe_request(&method, &clipforge_actors::service::metrics::route_label(&path), status, secs);
@@ -477,52 +492,6 @@ fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
         .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
         .find(|c| c.name() == crate::api::SESSION_COOKIE)
         .map(|c| c.value_str().to_string())
-}
-
-/// Refuses an upload whose declared size is over the caller's plan limit
-/// without storing any of it: the body is read and dropped chunk by chunk
-/// (so every client gets the 413 instead of a broken pipe), then the
-/// connection is closed. The handler checks the real size again.
-async fn upload_precheck(
-    st: &State,
-    method: &str,
-    path: &str,
-    req: &mut Request,
-) -> Option<Response> {
-    if method != "POST" || path != "/api/upload" {
-        return None;
-    }
-    let declared: u64 = req
-        .header("content-length")
-        .and_then(|v| v.trim().parse().ok())?;
-    let token = request_token(req)?;
-    let accounts = st.services.accounts.clone();
-    let (account, _) = tokio::task::spawn_blocking(move || accounts.session(&token))
-        .await
-        .ok()?
-        .ok()??;
-    let limit = st
-        .services
-        .accounts
-        .plan_limits(account.plan)
-        .upload_max_bytes;
-    // A multipart body carries a little more than the file itself.
-    if declared <= limit + 64 * 1024 {
-        return None;
-    }
-    let mut body = req.take_body().into_bytes_stream();
-    while let Some(Ok(_)) = futures_util::StreamExt::next(&mut body).await {}
-    let mut resp = error_response(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
-        &format!(
-            "the file is larger than your plan's upload limit of {} MB",
-            limit / (1024 * 1024)
-        ),
-    );
-    resp.headers_mut()
-        .insert("connection", poem::http::HeaderValue::from_static("close"));
-    Some(resp)
 }
 
 fn uniform_error(e: poem::Error) -> Response {

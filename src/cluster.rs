@@ -84,12 +84,16 @@ type SharedEndpoint = Arc<poem::endpoint::BoxEndpoint<'static, Response>>;
 
 static ENDPOINT: OnceLock<SharedEndpoint> = OnceLock::new();
 
-/// The node's whole HTTP stack, shared by the server and the relay.
-pub struct Shared(pub SharedEndpoint);
+/// The node's whole HTTP stack, shared by the server and the relay. The
+/// server's requests enter here: the internal headers are removed from
+/// them and the client address is resolved (`security::Guard::on_entry`);
+/// the relay calls the stack directly.
+pub struct Shared(pub SharedEndpoint, Arc<crate::security::Guard>);
 
 impl Endpoint for Shared {
     type Output = Response;
-    async fn call(&self, req: Request) -> poem::Result<Response> {
+    async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        self.1.on_entry(&mut req);
         self.0.call(req).await
     }
 }
@@ -98,12 +102,13 @@ impl Endpoint for Shared {
 /// serves requests forwarded by other nodes through it.
 pub async fn endpoint(state: State) -> anyhow::Result<Shared> {
     let cluster = state.cluster.clone();
+    let guard = state.guard.clone();
     let ep: SharedEndpoint = Arc::new(crate::app::routes(state).map_to_response().boxed());
     let _ = ENDPOINT.set(ep.clone());
     if let Some(c) = cluster {
         c.start_relay(relay_handler()).await?;
     }
-    Ok(Shared(ep))
+    Ok(Shared(ep, guard))
 }
 
 fn relay_handler() -> Handler {
@@ -167,10 +172,9 @@ const HOP_BY_HOP: [&str; 6] = [
 /// is derived from it). The body is read for the latter and put back.
 async fn account_of(req: &mut Request) -> Option<String> {
     let path = req.uri().path();
-    if !path.starts_with("/api/")
-        || path.starts_with("/api/billing/webhook")
-        || path.ends_with("/callback")
-    {
+    // OAuth callbacks come with the session that started the flow and go
+    // to its account's node, where the flow's `state` is kept.
+    if !path.starts_with("/api/") || path.starts_with("/api/billing/webhook") {
         return None;
     }
     if req.method() == poem::http::Method::POST

@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 mod cluster;
 mod publish;
+mod security;
 mod storage;
 pub use cluster::ClusterConfig;
 pub use publish::PublishConfig;
+pub use security::{IpNet, LimitsConfig, SecurityConfig};
 pub use storage::StorageConfig;
 
 /// A string that never appears in logs or `Debug` output.
@@ -50,6 +52,8 @@ pub struct Config {
     pub billing: BillingConfig,
     pub publish: PublishConfig,
     pub cluster: ClusterConfig,
+    pub security: SecurityConfig,
+    pub limits: LimitsConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -235,6 +239,8 @@ impl Default for Config {
             billing: BillingConfig::default(),
             publish: PublishConfig::default(),
             cluster: ClusterConfig::default(),
+            security: SecurityConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -422,6 +428,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     }
     publish::apply_env(&mut cfg.publish, get)?;
     cluster::apply_env(&mut cfg.cluster, get)?;
+    security::apply_env(&mut cfg.security, &mut cfg.limits, get)?;
     Ok(())
 }
 
@@ -447,6 +454,7 @@ impl Config {
             return Err("pipeline.workers must be at least 1".into());
         }
         self.cluster.validate(&self.storage.backend)?;
+        self.security.validate()?;
         self.publish.validate()
     }
 }

@@ -8,10 +8,15 @@ use clap::Parser;
 mod admin;
 mod api;
 mod app;
+mod bodylimit;
 mod cli;
 mod cluster;
 mod config;
+mod connlimit;
+mod middleware;
 mod publishing;
+mod ratelimit;
+mod security;
 mod telemetry;
 
 fn main() -> ExitCode {

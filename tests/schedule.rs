@@ -85,13 +85,23 @@ async fn connect_callback_refresh_and_disconnect() {
     assert_error(s, &v, 400);
     assert!(v["message"].as_str().unwrap().starts_with("state"), "{v}");
     let (s, v) = app
-        .call(reqwest::Method::GET, &cb("good-code", &state), None, None)
+        .call(
+            reqwest::Method::GET,
+            &cb("good-code", &state),
+            Some(t),
+            None,
+        )
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(p.lock().verifier_ok, Some(true));
     assert_eq!(v["integration"]["accountName"], "Ana's channel");
     let (s, v) = app
-        .call(reqwest::Method::GET, &cb("good-code", &state), None, None)
+        .call(
+            reqwest::Method::GET,
+            &cb("good-code", &state),
+            Some(t),
+            None,
+        )
         .await;
     assert_error(s, &v, 400); // single use
 
@@ -117,7 +127,7 @@ async fn connect_callback_refresh_and_disconnect() {
                 "/api/integrations/tiktok/callback?code=bad&state={}",
                 c["state"].as_str().unwrap()
             ),
-            None,
+            Some(t),
             None,
         )
         .await;

@@ -1,7 +1,6 @@
 //! Accounts: sign-up, sign-in, sign-out, session, password change (the shape
 //! of the auth library the contract's frontend uses), profile and avatar.
 
-use poem::web::RemoteAddr;
 use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::types::multipart::Upload;
@@ -244,10 +243,11 @@ impl AuthApi {
         req: &Request,
         body: Json<SignIn>,
     ) -> ApiResult<SessionResponse> {
-        let client = match req.remote_addr() {
-            RemoteAddr(poem::Addr::SocketAddr(a)) => a.ip().to_string(),
-            other => other.to_string(),
-        };
+        // Resolved on entry (trusted proxies' X-Forwarded-For), kept
+        // across the cluster relay.
+        let client = crate::security::client_ip(req)
+            .map(|ip| ip.to_string())
+            .unwrap_or_default();
         let accounts = state.services.accounts.clone();
         let b = body.0;
         let r =

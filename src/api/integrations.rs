@@ -112,14 +112,18 @@ impl IntegrationsApi {
     ) -> ApiResult<Json<ConnectStart>> {
         let p = self::provider(&provider.0)?;
         Ok(Json(typed(
-            state.publishing.connect(&auth.user().account.id, p).await?,
+            state
+                .publishing
+                .connect(&auth.user().account.id, &auth.user().token, p)
+                .await?,
         )?))
     }
 
     /// The platform's redirect after consent (`code`, `state`, or `error`):
-    /// exchanges the code and stores the tokens encrypted. No session is
-    /// needed: the `state` identifies who started the flow (an unknown,
-    /// used or expired one is 400).
+    /// exchanges the code and stores the tokens encrypted. It must come with
+    /// the session (cookie or bearer) that started the flow: 403
+    /// `oauth_session_mismatch` otherwise; an unknown, used or expired
+    /// `state` is 400.
     #[oai(
         path = "/:provider/callback",
         method = "get",
@@ -128,6 +132,7 @@ impl IntegrationsApi {
     async fn callback(
         &self,
         state: Data<&State>,
+        req: &poem::Request,
         provider: Path<ProviderName>,
         /// The authorization code (absent when consent was refused).
         code: Query<Option<String>>,
@@ -138,10 +143,12 @@ impl IntegrationsApi {
         error: Query<Option<String>>,
     ) -> ApiResult<Json<Connected>> {
         let p = self::provider(&provider.0)?;
+        let caller = crate::security::session_of(&state, req);
         let view = state
             .publishing
             .callback(
                 p,
+                caller.as_ref().map(|(u, t)| (u.as_str(), t.as_str())),
                 code.0.as_deref(),
                 Some(oauth_state.0.as_str()),
                 error.0.as_deref(),

@@ -148,8 +148,8 @@ impl MediaApi {
     ) -> ApiResult<Json<UploadResponse>> {
         let user = auth.user().account.clone();
         let limits = state.services.accounts.plan_limits(user.plan).clone();
-        // A declared size over the limit was refused before the body was
-        // read (app::upload_precheck); this catches bodies without one.
+        // The body was counted while it streamed in (crate::middleware):
+        // one over the limit never gets here; this checks the file itself.
         let size = form.file.size() as u64;
         if size > limits.upload_max_bytes {
             return Err(ApiError::too_large(format!(

@@ -43,6 +43,8 @@ pub struct AppState {
     pub publishing: Arc<clipforge_actors::publish::Publishing>,
     /// Cluster membership; `None` for a single node (no `[cluster]`).
     pub cluster: Option<Arc<clipforge_actors::cluster::Cluster>>,
+    /// Rate limits, client address, browser safety (`crate::security`).
+    pub guard: Arc<crate::security::Guard>,
 }
 
 pub type State = Arc<AppState>;
@@ -158,6 +160,9 @@ impl ApiError {
 
 impl From<AccountError> for ApiError {
     fn from(e: AccountError) -> Self {
+        if let AccountError::RateLimited { retry_after_secs } = e {
+            crate::ratelimit::note_retry_after(retry_after_secs);
+        }
         let msg = e.to_string();
         match e.status() {
             400 => ApiError::BadRequest(body(e.code(), msg)),

@@ -356,6 +356,17 @@ impl ProjectsApi {
         #[oai(name = "Last-Event-ID")] last_event_id: Header<Option<String>>,
     ) -> ApiResult<EventStream<BoxStream<'static, SseEvent>>> {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        // Held by the stream: at most `limits.sse_per_account` open at once.
+        let permit = state
+            .guard
+            .sse_permit(&auth.user().account.id)
+            .ok_or_else(|| {
+                ApiError::TooManyRequests(Json(super::ErrorBody {
+                    error: "too_many_streams".into(),
+                    message: "too many open status streams for this account; close one first"
+                        .into(),
+                }))
+            })?;
         let after: u64 = last_event_id
             .0
             .as_deref()
@@ -414,7 +425,11 @@ impl ProjectsApi {
             })
             .boxed()
         };
-        Ok(EventStream::new(head.chain(live).boxed())
+        let events = head.chain(live).map(move |e| {
+            let _held = &permit;
+            e
+        });
+        Ok(EventStream::new(events.boxed())
             .keep_alive(Duration::from_secs(15))
             .to_event(|e| {
                 poem::web::sse::Event::message(e.data.0)

@@ -74,6 +74,8 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         }
     };
     let tree = state.services.tree.clone();
+    let state_guard = state.guard.clone();
+    let connections_per_ip = state.config.limits.connections_per_ip;
     let endpoint = match crate::cluster::endpoint(state).await {
         Ok(e) => e,
         Err(e) => {
@@ -84,6 +86,12 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     println!("clipforge listening on port {local}");
     println!(
         "API: {public_url}/api   docs: {public_url}/docs   OpenAPI: {public_url}/api/openapi.json"
+    );
+    let guard = state_guard;
+    let acceptor = crate::connlimit::ConnLimit::new(
+        acceptor,
+        connections_per_ip,
+        std::sync::Arc::new(move |ip: std::net::IpAddr| guard.trusted(ip)),
     );
     let server = poem::Server::new_with_acceptor(acceptor);
     let shutdown = async {

@@ -161,7 +161,7 @@ impl App {
             .call(
                 reqwest::Method::GET,
                 &format!("/api/integrations/{provider}/callback?code=good-code&state={state}"),
-                None,
+                Some(token),
                 None,
             )
             .await;

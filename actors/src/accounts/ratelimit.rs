@@ -1,4 +1,7 @@
-//! In-memory limit on failed sign-ins, per email and per client (IP).
+//! In-memory lockout after failed sign-ins, per (email, client IP) and per
+//! client IP. The email is never limited on its own: failures from one
+//! address cannot lock the account's owner out at another address. The
+//! request rate limits (any outcome) are the HTTP layer's (`src/ratelimit.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -8,7 +11,8 @@ use super::error::{AccountError, Result};
 /// How many failed attempts are allowed in a sliding window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SignInLimits {
-    /// Failures allowed per normalised email.
+    /// Failures allowed per normalised email from one client (IP address);
+    /// without a client key (password change) per email.
     pub per_email: usize,
     /// Failures allowed per client key (IP address); higher than the email
     /// limit because many people may share one address.
@@ -38,8 +42,8 @@ pub(crate) struct SignInLimiter {
     failures: Mutex<HashMap<String, VecDeque<i64>>>,
 }
 
-fn email_key(email: &str) -> String {
-    format!("email:{email}")
+fn email_key(email: &str, client: &str) -> String {
+    format!("email:{email}|{client}")
 }
 
 fn client_key(client: &str) -> String {
@@ -62,7 +66,7 @@ impl SignInLimiter {
     /// The keys and limits that apply; an empty client key (unknown address)
     /// is not limited by address.
     fn keys(&self, email: &str, client: &str) -> Vec<(String, usize)> {
-        let mut keys = vec![(email_key(email), self.limits.per_email)];
+        let mut keys = vec![(email_key(email, client), self.limits.per_email)];
         if !client.is_empty() {
             keys.push((client_key(client), self.limits.per_client));
         }
@@ -103,11 +107,11 @@ impl SignInLimiter {
         Ok(())
     }
 
-    /// Takes back the attempt registered at `now`: the email's failures are
-    /// forgotten, the client's loses this one.
+    /// Takes back the attempt registered at `now`: the email's failures from
+    /// this client are forgotten, the client's loses this one.
     pub(crate) fn succeeded(&self, email: &str, client: &str, now: i64) {
         let mut failures = self.lock();
-        failures.remove(&email_key(email));
+        failures.remove(&email_key(email, client));
         if client.is_empty() {
             return;
         }
@@ -144,25 +148,29 @@ mod tests {
                 .attempt("a@x.io", "1.1.1.1", i * MINUTE)
                 .expect("allowed");
         }
-        let retry = limited(limiter.attempt("a@x.io", "2.2.2.2", 5 * MINUTE));
+        let retry = limited(limiter.attempt("a@x.io", "1.1.1.1", 5 * MINUTE));
         assert_eq!(
             retry,
             10 * 60,
             "the oldest failure leaves the window in 10 min"
         );
+        // The owner at another address is not locked out.
+        limiter
+            .attempt("a@x.io", "2.2.2.2", 5 * MINUTE)
+            .expect("other address");
         // Another email from the same client is still allowed.
         limiter
             .attempt("b@x.io", "1.1.1.1", 5 * MINUTE)
             .expect("other email");
         // Once the oldest failure leaves the window, one attempt is allowed.
         limiter
-            .attempt("a@x.io", "3.3.3.3", 15 * MINUTE)
+            .attempt("a@x.io", "1.1.1.1", 15 * MINUTE)
             .expect("slid");
-        limited(limiter.attempt("a@x.io", "3.3.3.3", 15 * MINUTE + 1));
+        limited(limiter.attempt("a@x.io", "1.1.1.1", 15 * MINUTE + 1));
 
-        limiter.succeeded("a@x.io", "3.3.3.3", 15 * MINUTE);
+        limiter.succeeded("a@x.io", "1.1.1.1", 15 * MINUTE);
         limiter
-            .attempt("a@x.io", "3.3.3.3", 16 * MINUTE)
+            .attempt("a@x.io", "1.1.1.1", 16 * MINUTE)
             .expect("reset by success");
     }
 

@@ -19,6 +19,11 @@ use crate::service::Services;
 
 /// Largest accepted webhook body.
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
+/// Most `v1` signatures read from one header (Stripe sends one per active
+/// secret, two while a secret is rolled); more is refused as malformed.
+pub const MAX_SIGNATURES: usize = 8;
+/// Longest signature header read.
+const MAX_HEADER_LEN: usize = 4096;
 
 /// Why a webhook's signature was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +51,9 @@ pub fn verify_signature(
         .map(str::trim)
         .filter(|h| !h.is_empty())
         .ok_or(SignatureError::Missing)?;
+    if header.len() > MAX_HEADER_LEN {
+        return Err(SignatureError::Malformed);
+    }
     let mut timestamp = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {
@@ -61,6 +69,7 @@ pub fn verify_signature(
                         .map_err(|_| SignatureError::Malformed)?,
                 )
             }
+            "v1" if signatures.len() >= MAX_SIGNATURES => return Err(SignatureError::Malformed),
             "v1" => signatures.push(hex::decode(value).map_err(|_| SignatureError::Malformed)?),
             _ => {}
         }
@@ -72,11 +81,11 @@ pub fn verify_signature(
     if now.abs_diff(timestamp) > tolerance_secs {
         return Err(SignatureError::Stale);
     }
-    let matches = signatures.iter().any(|signature| {
-        let mac = signed_payload_mac(secret, timestamp, payload);
-        // `verify_slice` compares in constant time.
-        mac.verify_slice(signature).is_ok()
-    });
+    let mac = signed_payload_mac(secret, timestamp, payload);
+    // `verify_slice` compares in constant time.
+    let matches = signatures
+        .iter()
+        .any(|signature| mac.clone().verify_slice(signature).is_ok());
     if matches {
         Ok(())
     } else {
@@ -456,6 +465,18 @@ mod tests {
         let rotated = format!("{},v0=abcd,v1={}", header, "00".repeat(32));
         assert_eq!(
             verify_signature(payload, Some(&rotated), SECRET, now, 300),
+            Ok(())
+        );
+
+        // A flood of signatures is not read: each would cost an HMAC check.
+        let flood = format!("{header}{}", format!(",v1={}", "00".repeat(32)).repeat(8));
+        assert_eq!(
+            verify_signature(payload, Some(&flood), SECRET, now, 300),
+            Err(SignatureError::Malformed)
+        );
+        let eight = format!("{header}{}", format!(",v1={}", "00".repeat(32)).repeat(7));
+        assert_eq!(
+            verify_signature(payload, Some(&eight), SECRET, now, 300),
             Ok(())
         );
 

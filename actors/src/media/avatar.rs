@@ -5,6 +5,10 @@ use image::{imageops::FilterType, ImageFormat};
 
 pub const AVATAR_SIZE: u32 = 512;
 
+/// Largest width or height accepted, read from the header before decoding
+/// (a small file can declare a huge picture).
+pub const AVATAR_MAX_SIDE: u32 = 4096;
+
 /// Decodes, crops, resizes and re-encodes as PNG. The error is a sentence
 /// for the user.
 pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
@@ -18,7 +22,23 @@ pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
             "{format:?} avatars are not accepted: use PNG, JPEG or WebP"
         ));
     }
-    let img = image::load_from_memory_with_format(bytes, format)
+    let reader = || image::ImageReader::with_format(std::io::Cursor::new(bytes), format);
+    let (w, h) = reader()
+        .into_dimensions()
+        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    if w > AVATAR_MAX_SIDE || h > AVATAR_MAX_SIDE {
+        return Err(format!(
+            "the avatar is {w}x{h} pixels: at most {AVATAR_MAX_SIDE}x{AVATAR_MAX_SIDE} is accepted"
+        ));
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(AVATAR_MAX_SIDE);
+    limits.max_image_height = Some(AVATAR_MAX_SIDE);
+    limits.max_alloc = Some(256 * 1024 * 1024);
+    let mut decoder = reader();
+    decoder.limits(limits);
+    let img = decoder
+        .decode()
         .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
     let side = img.width().min(img.height());
     if side == 0 {
@@ -50,6 +70,17 @@ mod tests {
         let out = normalize(png.get_ref()).unwrap();
         let back = image::load_from_memory(&out).unwrap();
         assert_eq!((back.width(), back.height()), (512, 512));
+    }
+
+    #[test]
+    fn huge_pictures_are_refused_before_decoding() {
+        let img = image::GrayImage::new(AVATAR_MAX_SIDE + 1, 8);
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageLuma8(img)
+            .write_to(&mut png, ImageFormat::Png)
+            .unwrap();
+        let err = normalize(png.get_ref()).unwrap_err();
+        assert!(err.contains("at most 4096x4096"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! | tree | key | value |
 //! |---|---|---|
 //! | `integrations` | `user/provider` | [`IntegrationRecord`], tokens AES-GCM encrypted |
-//! | `oauth_states` | state | [`OAuthState`]: who started the flow, PKCE verifier; single use, 10 min |
+//! | `oauth_states` | state | [`OAuthState`]: who started the flow (account and session), PKCE verifier; single use, 10 min |
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -58,6 +58,10 @@ impl IntegrationRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OAuthState {
     pub user_id: String,
+    /// SHA-256 (hex) of the session token that started the flow; the
+    /// callback must come with the same session.
+    #[serde(default)]
+    pub session: String,
     pub provider: Provider,
     pub verifier: Option<String>,
     pub created_at: i64,
@@ -65,6 +69,12 @@ pub struct OAuthState {
 
 pub fn key(user_id: &str, p: Provider) -> Vec<u8> {
     format!("{user_id}/{}", p.as_str()).into_bytes()
+}
+
+/// What a flow records of the session that started it.
+fn session_digest(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 impl Publishing {
@@ -101,14 +111,16 @@ impl Publishing {
             .collect()
     }
 
-    /// Starts the flow: a single-use `state` bound to the user (and a PKCE
-    /// verifier where the platform uses it); returns the authorize URL.
-    pub async fn connect(&self, user_id: &str, p: Provider) -> Result<Value> {
+    /// Starts the flow: a single-use `state` bound to the user and the
+    /// session `session_token` (and a PKCE verifier where the platform uses
+    /// it); returns the authorize URL.
+    pub async fn connect(&self, user_id: &str, session_token: &str, p: Provider) -> Result<Value> {
         self.ensure_configured(p)?;
         let state = oauth::random_token(32);
         let verifier = oauth::uses_pkce(p).then(|| oauth::random_token(48));
         let rec = OAuthState {
             user_id: user_id.to_string(),
+            session: session_digest(session_token),
             provider: p,
             verifier: verifier.clone(),
             created_at: now_ms(),
@@ -127,11 +139,15 @@ impl Publishing {
         }))
     }
 
-    /// The platform's redirect: checks `state`, exchanges the code, stores
-    /// the encrypted tokens.
+    /// The platform's redirect: checks `state` and that `caller` (the
+    /// account and session token the redirect came with) is the session that
+    /// started the flow, exchanges the code, stores the encrypted tokens.
+    /// Without that check an attacker could start a flow and have a victim
+    /// finish it, connecting the victim's platform account to the attacker's.
     pub async fn callback(
         &self,
         p: Provider,
+        caller: Option<(&str, &str)>,
         code: Option<&str>,
         state: Option<&str>,
         error: Option<&str>,
@@ -159,6 +175,12 @@ impl Publishing {
                     "unknown, used or expired: start again with connect",
                 )
             })?;
+        let same_session = caller.is_some_and(|(user, token)| {
+            !st.session.is_empty() && user == st.user_id && session_digest(token) == st.session
+        });
+        if !same_session {
+            return Err(PublishError::WrongSession);
+        }
         if let Some(e) = error {
             return Err(PublishError::OAuth(format!(
                 "{} refused access: {e}",

@@ -226,6 +226,9 @@ pub enum PublishError {
     /// The platform refused the OAuth exchange (bad or used code, denied).
     #[error("{0}")]
     OAuth(String),
+    /// The OAuth callback came without the session that started the flow.
+    #[error("finish connecting in the browser session that started it (sign in there first)")]
+    WrongSession,
     /// The platform could not be reached or failed.
     #[error("{0}")]
     Upstream(String),
@@ -250,6 +253,7 @@ impl PublishError {
             PublishError::Conflict { code, .. } => (409, code),
             PublishError::NotConfigured(_) => (503, "provider_not_configured"),
             PublishError::OAuth(_) => (400, "oauth_failed"),
+            PublishError::WrongSession => (403, "oauth_session_mismatch"),
             PublishError::Upstream(_) => (503, "provider_unavailable"),
             PublishError::Storage(_) => (500, "internal_error"),
         }

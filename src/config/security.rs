@@ -1,0 +1,265 @@
+//! `[security]` (who is trusted, which browsers may call) and `[limits]`
+//! (body sizes, rate limits, connections). Environment:
+//! `CLIPFORGE_SECURITY_<FIELD>` and `CLIPFORGE_LIMITS_<FIELD>`; lists are
+//! comma separated, e.g. `CLIPFORGE_SECURITY_TRUSTED_PROXIES=10.0.0.0/8`.
+
+use std::net::IpAddr;
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Direct peers (IPs or CIDRs) whose `X-Forwarded-For` is believed;
+    /// from anyone else the header is ignored.
+    pub trusted_proxies: Vec<String>,
+    /// Origins (`https://app.example.com`) allowed to call the API from a
+    /// browser with credentials; no wildcard.
+    pub cors_origins: Vec<String>,
+}
+
+/// A request rate: `per_minute` requests, all of them allowed at once.
+/// 0 turns the limit off.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest request body of routes that take JSON, in KiB.
+    pub json_body_kb: u64,
+    /// Open connections per client address (trusted proxies excepted).
+    pub connections_per_ip: usize,
+    /// Open `/status` event streams per account.
+    pub sse_per_account: usize,
+    pub sign_up_per_ip: u32,
+    pub sign_in_per_ip: u32,
+    pub meta_per_ip: u32,
+    pub meta_per_account: u32,
+    pub create_project_per_ip: u32,
+    pub create_project_per_account: u32,
+    pub upload_per_ip: u32,
+    pub upload_per_account: u32,
+    /// Failed sign-ins before an (email, address) pair is locked out.
+    pub sign_in_failures_per_email: usize,
+    /// Failed sign-ins before an address is locked out (any email).
+    pub sign_in_failures_per_ip: usize,
+    /// The lockout window.
+    pub sign_in_failure_window_secs: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            json_body_kb: 64,
+            connections_per_ip: 256,
+            sse_per_account: 16,
+            sign_up_per_ip: 20,
+            sign_in_per_ip: 30,
+            meta_per_ip: 60,
+            meta_per_account: 30,
+            create_project_per_ip: 60,
+            create_project_per_account: 30,
+            upload_per_ip: 30,
+            upload_per_account: 20,
+            sign_in_failures_per_email: 5,
+            sign_in_failures_per_ip: 20,
+            sign_in_failure_window_secs: 15 * 60,
+        }
+    }
+}
+
+impl LimitsConfig {
+    pub fn sign_in_limits(&self) -> clipforge_actors::accounts::SignInLimits {
+        clipforge_actors::accounts::SignInLimits {
+            per_email: self.sign_in_failures_per_email,
+            per_client: self.sign_in_failures_per_ip,
+            window_ms: self.sign_in_failure_window_secs as i64 * 1000,
+        }
+    }
+}
+
+/// An address or a network in CIDR notation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNet {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let (a, p) = s.split_once('/').unwrap_or((s, ""));
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("{s:?} is not an IP or CIDR"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = if p.is_empty() {
+            max
+        } else {
+            p.parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{s:?}: bad prefix length"))?
+        };
+        Ok(Self { addr, prefix })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - self.prefix as u32).unwrap_or(0);
+                u32::from(n) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                let mask = u128::MAX.checked_shl(128 - self.prefix as u32).unwrap_or(0);
+                u128::from(n) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl SecurityConfig {
+    pub fn proxies(&self) -> Result<Vec<IpNet>, String> {
+        self.trusted_proxies
+            .iter()
+            .map(|s| IpNet::parse(s).map_err(|e| format!("security.trusted_proxies: {e}")))
+            .collect()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.proxies()?;
+        for o in &self.cors_origins {
+            let ok = (o.starts_with("https://") || o.starts_with("http://"))
+                && !o.contains('*')
+                && !o.ends_with('/');
+            if !ok {
+                return Err(format!(
+                    "security.cors_origins: {o:?} must be an exact origin such as https://app.example.com (no wildcard, no path)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+pub(super) fn apply_env(
+    sec: &mut SecurityConfig,
+    lim: &mut LimitsConfig,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    if let Some(v) = get("CLIPFORGE_SECURITY_TRUSTED_PROXIES") {
+        sec.trusted_proxies = list(&v);
+    }
+    if let Some(v) = get("CLIPFORGE_SECURITY_CORS_ORIGINS") {
+        sec.cors_origins = list(&v);
+    }
+    fn num<T: std::str::FromStr>(
+        get: &dyn Fn(&str) -> Option<String>,
+        field: &str,
+        target: &mut T,
+    ) -> Result<(), String> {
+        let name = format!("CLIPFORGE_LIMITS_{field}");
+        if let Some(v) = get(&name) {
+            *target = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{name}: cannot parse {v:?}"))?;
+        }
+        Ok(())
+    }
+    num(get, "JSON_BODY_KB", &mut lim.json_body_kb)?;
+    num(get, "CONNECTIONS_PER_IP", &mut lim.connections_per_ip)?;
+    num(get, "SSE_PER_ACCOUNT", &mut lim.sse_per_account)?;
+    num(get, "SIGN_UP_PER_IP", &mut lim.sign_up_per_ip)?;
+    num(get, "SIGN_IN_PER_IP", &mut lim.sign_in_per_ip)?;
+    num(get, "META_PER_IP", &mut lim.meta_per_ip)?;
+    num(get, "META_PER_ACCOUNT", &mut lim.meta_per_account)?;
+    num(get, "CREATE_PROJECT_PER_IP", &mut lim.create_project_per_ip)?;
+    num(
+        get,
+        "CREATE_PROJECT_PER_ACCOUNT",
+        &mut lim.create_project_per_account,
+    )?;
+    num(get, "UPLOAD_PER_IP", &mut lim.upload_per_ip)?;
+    num(get, "UPLOAD_PER_ACCOUNT", &mut lim.upload_per_account)?;
+    num(
+        get,
+        "SIGN_IN_FAILURES_PER_EMAIL",
+        &mut lim.sign_in_failures_per_email,
+    )?;
+    num(
+        get,
+        "SIGN_IN_FAILURES_PER_IP",
+        &mut lim.sign_in_failures_per_ip,
+    )?;
+    num(
+        get,
+        "SIGN_IN_FAILURE_WINDOW_SECS",
+        &mut lim.sign_in_failure_window_secs,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_match() {
+        let net = IpNet::parse("10.1.0.0/16").unwrap();
+        assert!(net.contains("10.1.200.3".parse().unwrap()));
+        assert!(!net.contains("10.2.0.1".parse().unwrap()));
+        let one = IpNet::parse("127.0.0.1").unwrap();
+        assert!(one.contains("127.0.0.1".parse().unwrap()));
+        assert!(one.contains("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!one.contains("127.0.0.2".parse().unwrap()));
+        assert!(IpNet::parse("::/0")
+            .unwrap()
+            .contains("::1".parse().unwrap()));
+        assert!(IpNet::parse("10.0.0.0/33").is_err());
+        assert!(IpNet::parse("example.com").is_err());
+    }
+
+    #[test]
+    fn the_shipped_cluster_toml_has_the_defaults_and_env_overrides() {
+        let mut cfg: crate::config::Config =
+            toml::from_str(include_str!("../../cluster.toml")).unwrap();
+        let d = LimitsConfig::default();
+        assert_eq!(cfg.limits.json_body_kb, d.json_body_kb);
+        assert_eq!(cfg.limits.sign_in_per_ip, d.sign_in_per_ip);
+        assert_eq!(cfg.limits.connections_per_ip, d.connections_per_ip);
+        assert_eq!(
+            cfg.limits.sign_in_failure_window_secs,
+            d.sign_in_failure_window_secs
+        );
+        let env = |k: &str| match k {
+            "CLIPFORGE_LIMITS_SIGN_IN_PER_IP" => Some("7".to_string()),
+            "CLIPFORGE_SECURITY_TRUSTED_PROXIES" => Some("10.0.0.0/8, 127.0.0.1".to_string()),
+            _ => None,
+        };
+        apply_env(&mut cfg.security, &mut cfg.limits, &env).unwrap();
+        assert_eq!(cfg.limits.sign_in_per_ip, 7);
+        assert_eq!(cfg.security.proxies().unwrap().len(), 2);
+        let bad = |k: &str| (k == "CLIPFORGE_LIMITS_JSON_BODY_KB").then(|| "lots".to_string());
+        assert!(apply_env(&mut cfg.security, &mut cfg.limits, &bad).is_err());
+    }
+
+    #[test]
+    fn wildcard_origins_are_refused() {
+        let mut s = SecurityConfig::default();
+        s.cors_origins = vec!["*".into()];
+        assert!(s.validate().is_err());
+        s.cors_origins = vec!["https://app.example.com".into()];
+        assert!(s.validate().is_ok());
+    }
+}
