@@ -147,6 +147,14 @@ const en = {
   notFound: "Page not found.",
   back: "Back to projects",
   failed: "Failed: {m}",
+  state_queued: "Queued",
+  state_downloading: "Downloading",
+  state_transcribing: "Transcribing",
+  state_cutting: "Finding clips",
+  state_captioning: "Captioning",
+  state_completed: "Completed",
+  state_failed: "Failed",
+  state_cancelled: "Cancelled",
 };
 export type Key = keyof typeof en;
 
@@ -294,6 +302,14 @@ const pt: Partial<Record<Key, string>> = {
   notFound: "Página não encontrada.",
   back: "Voltar aos projetos",
   failed: "Falhou: {m}",
+  state_queued: "Na fila",
+  state_downloading: "Processando",
+  state_transcribing: "Processando",
+  state_cutting: "Processando",
+  state_captioning: "Processando",
+  state_completed: "Concluído",
+  state_failed: "Falhou",
+  state_cancelled: "Cancelado",
 };
 
 export type Lang = "en" | "pt";

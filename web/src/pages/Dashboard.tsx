@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Balance, Project, ProjectPage } from "../api/models";
 import { ErrorBox, Loading, Page, Progress, useLoad } from "../components/ui";
-import { t } from "../i18n";
+import { t, type Key } from "../i18n";
 import { navigate } from "../router";
 
 const LIMIT = 12;
@@ -14,6 +14,15 @@ export function stepPercent(p: Project): number {
 
 export function isRunning(p: { state: string }): boolean {
   return !["completed", "failed", "cancelled"].includes(p.state);
+}
+
+/** The project's state in the console's language (the API's `status` is Portuguese). */
+export function StateLabel({ state }: { state: string }) {
+  return (
+    <span class={`status status-${state}`} data-testid="project-status" data-state={state}>
+      {t(("state_" + state) as Key)}
+    </span>
+  );
 }
 
 export function CreditsSummary() {
@@ -65,7 +74,7 @@ export function Dashboard() {
                   <a href={`/projects/${p.id}`}>{p.title}</a>
                 </h2>
                 <p class="meta">
-                  <span class={`status status-${p.state}`}>{p.status}</span> · {p.duration} · {p.date}
+                  <StateLabel state={p.state} /> · {p.duration} · {p.date}
                   {p.state === "completed" && <> · {t("clipsCount", { n: p.clips })}</>}
                 </p>
                 {isRunning(p) && <Progress label={t("progress")} value={stepPercent(p)} />}

@@ -6,7 +6,7 @@ import { ErrorBox, Loading, Page, Progress, useLoad } from "../components/ui";
 import { t, type Key } from "../i18n";
 import { navigate } from "../router";
 import { ClipCard } from "./ClipCard";
-import { isRunning } from "./Dashboard";
+import { isRunning, StateLabel } from "./Dashboard";
 import { BulkSchedule, useIntegrations } from "./ScheduleForms";
 
 const STAGES: (keyof StepProgress)[] = ["download", "transcribe", "cut", "caption"];
@@ -91,9 +91,7 @@ export function ProjectPage({ id }: { id: string }) {
       }
     >
       <p class="meta">
-        <span class={`status status-${p.state}`} data-testid="project-status">
-          {p.status}
-        </span>{" "}
+        <StateLabel state={p.state} />{" "}
         · {p.duration} · {p.date}
       </p>
       {p.state === "failed" && p.error && <p class="error">{t("failed", { m: p.error })}</p>}
