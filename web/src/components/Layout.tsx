@@ -91,8 +91,9 @@ export function Layout({ children }: { children: ComponentChildren }) {
               <a href="/notifications" aria-current={current("/notifications") ? "page" : undefined}>
                 {t("notifications")}
                 {unread > 0 && (
-                  <span class="badge" aria-label={t("unread", { n: unread })}>
-                    {unread}
+                  <span class="badge">
+                    <span aria-hidden="true">{unread}</span>
+                    <span class="sr-only">{t("unread", { n: unread })}</span>
                   </span>
                 )}
               </a>

@@ -97,11 +97,11 @@ export function Credits() {
             <table>
               <thead>
                 <tr>
-                  <th scope="col">Date</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">±</th>
+                  <th scope="col">{t("colDate")}</th>
+                  <th scope="col">{t("colType")}</th>
+                  <th scope="col">{t("colAmount")}</th>
                   <th scope="col">{t("balance")}</th>
-                  <th scope="col">Note</th>
+                  <th scope="col">{t("colNote")}</th>
                 </tr>
               </thead>
               <tbody>
