@@ -452,7 +452,14 @@ pub fn routes(state: State) -> impl Endpoint {
     let st = state.clone();
     Route::new()
         .nest("/api", api)
-        .at("/api/openapi.json", make_sync(move |_| Response::builder().content_type("application/json").body(spec.clone())))
+        .at(
+            "/api/openapi.json",
+            make_sync(move |_| {
+                Response::builder()
+                    .content_type("application/json")
+                    .body(spec.clone())
+            }),
+        )
         .nest("/docs", docs)
         .at("/healthz", get(healthz))
         .at("/readyz", get(readyz))
@@ -462,6 +469,8 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/admin/cluster", get(crate::cluster::admin_cluster))
         .at("/admin/actors/:name", get(admin_actor))
         .at("/admin/accounts/:id/plan", post(admin_set_plan))
+        .at("/", get(crate::console::ui).head(crate::console::ui))
+        .at("/*path", get(crate::console::ui).head(crate::console::ui))
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();
@@ -469,6 +478,9 @@ pub fn routes(state: State) -> impl Endpoint {
                 let started = Instant::now();
                 let method = req.method().to_string();
                 let path = req.uri().path().to_string();
+                let accepts_html = req
+                    .header("accept")
+                    .is_some_and(|a| a.contains("text/html"));
                 let request_id = uuid::Uuid::new_v4().to_string();
                 let mut req = req;
                 let routed = crate::cluster::route(&st, &mut req).await;
@@ -483,14 +495,20 @@ pub fn routes(state: State) -> impl Endpoint {
                     Ok(r) => r.into_response(),
                     Err(e) => uniform_error(e),
                 };
+                if method == "GET" {
+                    resp = crate::console::callback_for_browser(&path, accepts_html, resp).await;
+                }
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
                 st.services.metrics.observe_request(&method, status, secs);
-                tracing::info!(request_id = %request_id, method = %method, path = %path, status, ms = secs * 1000.0, "request");
-                resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
+                crate::telemetry::request(&request_id, &method, &path, status, secs * 1000.0);
+                resp.headers_mut().insert(
+                    "x-request-id",
+                    request_id.parse().expect("uuid is a valid header"),
+                );
                 Ok(resp)
             }
         })

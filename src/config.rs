@@ -59,6 +59,8 @@ pub struct NodeConfig {
     /// Base URL clients use (for signed media links); defaults to the bound address.
     pub public_url: Option<String>,
     pub data_dir: PathBuf,
+    /// Log lines: "auto" (text on a terminal, JSON otherwise), "text" or "json".
+    pub log_format: String,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -262,6 +264,7 @@ impl Default for NodeConfig {
             http_addr: "0.0.0.0:8080".into(),
             public_url: None,
             data_dir: "data".into(),
+            log_format: "auto".into(),
         }
     }
 }
@@ -353,6 +356,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     env_field!("CLIPFORGE_NODE_HTTP_ADDR", cfg.node.http_addr, str);
     env_field!("CLIPFORGE_NODE_PUBLIC_URL", cfg.node.public_url, opt);
     env_field!("CLIPFORGE_NODE_DATA_DIR", cfg.node.data_dir, path);
+    env_field!("CLIPFORGE_NODE_LOG_FORMAT", cfg.node.log_format, str);
     env_field!("CLIPFORGE_STORAGE_BACKEND", cfg.storage.backend, str);
     env_field!("CLIPFORGE_STORAGE_LOCAL_DIR", cfg.storage.local_dir, opt);
     env_field!("CLIPFORGE_STORAGE_S3_BUCKET", cfg.storage.s3_bucket, str);
@@ -511,6 +515,12 @@ impl Config {
                     "storage.backend {other:?}: use \"local\" or \"s3\""
                 ))
             }
+        }
+        if !["auto", "text", "json"].contains(&self.node.log_format.as_str()) {
+            return Err(format!(
+                "node.log_format {:?}: use \"auto\", \"text\" or \"json\"",
+                self.node.log_format
+            ));
         }
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());

@@ -10,6 +10,7 @@ mod app;
 mod cli;
 mod cluster;
 mod config;
+mod console;
 mod publishing;
 mod telemetry;
 
