@@ -515,15 +515,22 @@ pub fn routes(state: State) -> impl Endpoint {
 }
 
 /// The session token of a raw request: the bearer token, else the
-/// session cookie.
+/// session cookie. Read from the header itself: this runs before routing,
+/// where poem's cookie jar is not set up (`Request::cookie` panics there —
+/// every browser upload did, see tests/console.rs).
 pub(crate) fn request_token(req: &Request) -> Option<String> {
     req.header("authorization")
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::to_string)
         .or_else(|| {
-            req.cookie()
-                .get(crate::api::SESSION_COOKIE)
-                .map(|c| c.value_str().to_string())
+            req.headers()
+                .get_all("cookie")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(';'))
+                .filter_map(|c| c.trim().split_once('='))
+                .find(|(name, _)| *name == crate::api::SESSION_COOKIE)
+                .map(|(_, value)| value.to_string())
         })
 }
 

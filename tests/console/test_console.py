@@ -75,6 +75,11 @@ class StopRun(Exception):
     pass
 
 
+def nav(page, name):
+    """Follows a link of the main navigation."""
+    page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
+
+
 def main_path(run: Run):
     page = run.page
 
@@ -153,7 +158,7 @@ def main_path(run: Run):
         assert t2 > t1, f"currentTime did not advance ({t1} -> {t2})"
         video.evaluate("v => v.pause()")
         expect(clip.get_by_text(re.compile(r"Score \d+"))).to_be_visible()
-        expect(clip.get_by_text(re.compile(r"\d+:\d\d–\d+:\d\d"))).to_be_visible()
+        expect(clip.locator(".meta").first).to_contain_text(re.compile(r"\d+:\d\d–\d+:\d\d"))
 
     def download_srt():
         clip = page.get_by_role("article").first
@@ -166,7 +171,7 @@ def main_path(run: Run):
         run.page_check("project-clips")
 
     def template():
-        page.get_by_role("link", name="Caption templates").click()
+        nav(page, "Caption templates")
         expect(page.get_by_role("heading", name="Caption templates")).to_be_visible()
         page.get_by_role("button", name="New template").click()
         editor = page.get_by_role("form", name="New template")
@@ -179,7 +184,7 @@ def main_path(run: Run):
         run.page_check("templates")
 
     def connect():
-        page.get_by_role("link", name="Integrations").click()
+        nav(page, "Integrations")
         page.get_by_role("button", name="Connect TikTok").click()
         # Emulator consent page → callback → back to the console.
         expect(page).to_have_url(re.compile(r"/integrations\?connected=tiktok"))
@@ -188,7 +193,7 @@ def main_path(run: Run):
         run.page_check("integrations")
 
     def schedule():
-        page.get_by_role("link", name="Projects").click()
+        nav(page, "Projects")
         page.locator(".project-card a").first.click()
         clip = page.get_by_role("article").first
         clip.get_by_role("button", name="Schedule").click()
@@ -200,33 +205,32 @@ def main_path(run: Run):
         form.get_by_label("Date and time").fill(when.strftime("%Y-%m-%dT%H:%M"))
         form.get_by_role("button", name="Save").click()
         expect(form.get_by_text("Scheduled")).to_be_visible()
-        page.get_by_role("link", name="Schedule", exact=True).click()
+        nav(page, "Schedule")
         expect(page.get_by_text("First post from the console")).to_be_visible()
         run.page_check("schedule-pending")
 
     def credits():
-        page.get_by_role("link", name="Credits and plans").click()
+        nav(page, "Credits and plans")
         expect(page.get_by_role("heading", name="Credit history")).to_be_visible()
         expect(page.get_by_role("cell", name="charge").first).to_be_visible()
         run.page_check("credits")
 
     def profile():
-        page.get_by_role("link", name="Profile").click()
+        nav(page, "Profile")
         page.get_by_label("Name").fill("Ana Renamed")
         page.get_by_role("button", name="Save").click()
         expect(page.get_by_text("Saved.")).to_be_visible()
         run.page_check("profile")
 
     def published():
-        page.get_by_role("link", name="Schedule", exact=True).click()
+        nav(page, "Schedule")
         post = page.locator("li.post", has_text="First post from the console")
         expect(post).to_have_attribute("data-status", "published", timeout=240_000)
         expect(post.get_by_text("Published")).to_be_visible()
         run.page_check("schedule-published")
 
     def notification():
-        link = page.get_by_role("link", name=re.compile(r"^Notifications"))
-        link.click()
+        page.get_by_role("navigation", name="Main").get_by_role("link", name=re.compile(r"^Notifications")).click()
         expect(page.locator("[data-type=project_completed]").first).to_be_visible()
         unread_before = int(re.search(r"(\d+) unread", page.get_by_role("status").inner_text()).group(1))
         assert unread_before >= 1, "no unread notification"
