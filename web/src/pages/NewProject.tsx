@@ -151,7 +151,9 @@ export function NewProject() {
         )}
 
         <label>
-          {t("title")} <span class="muted">({t("optional")})</span>
+          <span>
+            {t("title")} <span class="muted">({t("optional")})</span>
+          </span>
           <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} maxLength={200} />
         </label>
         <label>

@@ -168,7 +168,9 @@ export function BulkSchedule({ projectId, integrations, onDone }: { projectId: s
         <input type="number" min={0} max={2160} value={interval} onInput={(e) => setInterval_(Number(e.currentTarget.value))} />
       </label>
       <label>
-        {t("caption")} <span class="muted">({t("optional")})</span>
+        <span>
+            {t("caption")} <span class="muted">({t("optional")})</span>
+          </span>
         <input value={caption} onInput={(e) => setCaption(e.currentTarget.value)} />
       </label>
       <ErrorBox error={error} />

@@ -1,3 +1,4 @@
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Template, TemplateList } from "../api/models";
@@ -56,9 +57,10 @@ export function CaptionPreview({ s }: { s: Style }) {
         }}
       >
         {words.map((w, i) => (
-          <span key={i} style={i === 2 ? { color: s.highlightColor } : undefined}>
-            {w}{" "}
-          </span>
+          <Fragment key={i}>
+            {i > 0 && " "}
+            <span style={i === 2 ? { color: s.highlightColor } : undefined}>{w}</span>
+          </Fragment>
         ))}
       </div>
       {s.watermarkEnabled && (
