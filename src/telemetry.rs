@@ -22,7 +22,11 @@ pub fn init(format: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     let _ = if text {
-        builder.with_target(false).compact().try_init()
+        builder
+            .with_target(false)
+            .with_ansi(std::io::stderr().is_terminal())
+            .compact()
+            .try_init()
     } else {
         builder.json().try_init()
     };
