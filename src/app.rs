@@ -514,26 +514,6 @@ pub fn routes(state: State) -> impl Endpoint {
         })
 }
 
-/// The session token of a raw request: the bearer token, else the
-/// session cookie. Read from the header itself: this runs before routing,
-/// where poem's cookie jar is not set up (`Request::cookie` panics there —
-/// every browser upload did, see tests/console.rs).
-pub(crate) fn request_token(req: &Request) -> Option<String> {
-    req.header("authorization")
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::to_string)
-        .or_else(|| {
-            req.headers()
-                .get_all("cookie")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(';'))
-                .filter_map(|c| c.trim().split_once('='))
-                .find(|(name, _)| *name == crate::api::SESSION_COOKIE)
-                .map(|(_, value)| value.to_string())
-        })
-}
-
 /// Refuses an upload whose declared size is over the caller's plan limit
 /// without storing any of it: the body is read and dropped chunk by chunk
 /// (so every client gets the 413 instead of a broken pipe), then the
@@ -550,7 +530,7 @@ async fn upload_precheck(
     let declared: u64 = req
         .header("content-length")
         .and_then(|v| v.trim().parse().ok())?;
-    let token = request_token(req)?;
+    let token = crate::api::request_token(req)?;
     let accounts = st.services.accounts.clone();
     let (account, _) = tokio::task::spawn_blocking(move || accounts.session(&token))
         .await

@@ -289,6 +289,26 @@ impl Auth {
     }
 }
 
+/// The session token of a raw request: the bearer token, else the
+/// session cookie. Read from the header itself: this runs before routing,
+/// where poem's cookie jar is not set up (`Request::cookie` panics there —
+/// every browser upload did, see tests/console.rs).
+pub(crate) fn request_token(req: &Request) -> Option<String> {
+    req.header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string)
+        .or_else(|| {
+            req.headers()
+                .get_all("cookie")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(';'))
+                .filter_map(|c| c.trim().split_once('='))
+                .find(|(name, _)| *name == SESSION_COOKIE)
+                .map(|(_, value)| value.to_string())
+        })
+}
+
 /// `page` from 1 (default 1), `limit` default 20, max 100; out-of-range values
 /// are clamped (non-numbers are refused by the parameter parser with 400).
 pub fn paging(page: Option<i64>, limit: Option<i64>) -> (usize, usize) {
