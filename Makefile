@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test build clip run openapi test client-check bench-pipeline bench-api bench-schedule bench-cluster fmt
+.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-api bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -14,7 +14,17 @@ setup:
 setup-test:
 	@bash scripts/setup.sh --test
 
-build: setup
+# The web console (web/, npm + Vite), embedded in the binary by the build
+# below; rebuilt only when its sources, lock file or the OpenAPI document change.
+WEB_SRC := $(shell find web/src -type f ! -name schema.d.ts 2>/dev/null) web/index.html \
+	web/package.json web/tsconfig.json web/vite.config.ts openapi/openapi.json
+console: web/dist/index.html
+web/node_modules/.package-lock.json: web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
+	cd web && npm run build
+
+build: setup console
 	$(CARGO) build $(CARGO_FLAGS) --workspace --bins
 
 # Runs the pipeline on a file or URL without a server: make clip IN=video.mp4 [OUT=clips]
@@ -30,8 +40,9 @@ openapi: build
 	$(BIN) openapi openapi/openapi.json
 
 # The Rust tests (tests/schemathesis.rs runs schemathesis against a real
-# server), then the TypeScript client check.
-test: setup-test
+# server; tests/console.rs drives the console in Chromium), then the
+# TypeScript client check.
+test: setup-test console
 	$(CARGO) test $(CARGO_FLAGS) --workspace --no-fail-fast -- --test-threads=2
 	$(MAKE) client-check
 

@@ -139,6 +139,30 @@ PY
   rm -rf "$tmp" "$data"
 }
 
+# The console (web/) is built with Node.js >= 20.19 and npm (Vite 7);
+# Debian 12's own nodejs is 18, so an older one is reported, not replaced.
+check_node() {
+  if ! command -v node >/dev/null; then
+    log "installing nodejs and npm"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  command -v npm >/dev/null || { log "npm is missing (install npm for Node.js $(node --version))"; exit 1; }
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' \
+    || { log "the console needs Node.js >= 20.19 (found $(node --version))"; exit 1; }
+}
+
+# The browser test: Debian's chromium (Playwright's own browser download is
+# not used) and Playwright's Python package.
+install_browser_test() {
+  if ! command -v chromium >/dev/null; then
+    log "installing chromium"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  python3 -c 'import playwright' 2>/dev/null || { log "installing playwright (python)"; pip_install playwright; }
+}
+
 install_model() {
   if [ -s "$MODEL_DIR/model.bin" ] && [ -s "$MODEL_DIR/preprocessor_config.json" ]; then return; fi
   log "installing the Whisper base model into $MODEL_DIR"
@@ -200,6 +224,7 @@ fi
 install_onednn
 install_mkl
 install_pip
+[ "${CLIPFORGE_SKIP_NODE:-}" = 1 ] || check_node
 install_model
 if [ "${1:-}" = "--test" ]; then
   install_testdata
@@ -209,6 +234,7 @@ if [ "${1:-}" = "--test" ]; then
     APT_PACKAGES=(postgresql)
     install_apt
   fi
+  install_browser_test
   # moto's S3 server, started by the S3 conformance test
   command -v moto_server >/dev/null || { log "installing moto[server]"; pip_install 'moto[server]'; }
   # schemathesis, pinned, for tests/schemathesis.rs

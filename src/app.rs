@@ -421,7 +421,14 @@ pub fn routes(state: State) -> impl Endpoint {
     let st = state.clone();
     Route::new()
         .nest("/api", api)
-        .at("/api/openapi.json", make_sync(move |_| Response::builder().content_type("application/json").body(spec.clone())))
+        .at(
+            "/api/openapi.json",
+            make_sync(move |_| {
+                Response::builder()
+                    .content_type("application/json")
+                    .body(spec.clone())
+            }),
+        )
         .nest("/docs", docs)
         .at("/healthz", get(healthz))
         .at("/readyz", get(readyz))
@@ -431,6 +438,8 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/admin/cluster", get(crate::cluster::admin_cluster))
         .at("/admin/actors/:name", get(crate::admin::admin_actor))
         .at("/admin/accounts/:id/plan", post(admin_set_plan))
+        .at("/", get(crate::console::ui).head(crate::console::ui))
+        .at("/*path", get(crate::console::ui).head(crate::console::ui))
         .data(state)
         .around(move |ep, req| {
             let st = st.clone();
@@ -439,6 +448,9 @@ pub fn routes(state: State) -> impl Endpoint {
                 let started = Instant::now();
                 let method = req.method().to_string();
                 let path = req.uri().path().to_string();
+                let accepts_html = req
+                    .header("accept")
+                    .is_some_and(|a| a.contains("text/html"));
                 let request_id = uuid::Uuid::new_v4().to_string();
                 let origin = req.header("origin").map(str::to_string);
                 let (result, retry_after) =
@@ -453,6 +465,9 @@ pub fn routes(state: State) -> impl Endpoint {
                         resp.headers_mut().insert(poem::http::header::ALLOW, allow);
                     }
                 }
+                if method == "GET" {
+                    resp = crate::console::callback_for_browser(&path, accepts_html, resp).await;
+                }
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
@@ -463,35 +478,11 @@ pub fn routes(state: State) -> impl Endpoint {
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
                 st.services.metrics.observe_request(&method, &clipforge_actors::service::metrics::route_label(&path), status, secs);
-                tracing::info!(request_id = %request_id, method = %method, path = %path, status, ms = secs * 1000.0, "request");
+                crate::telemetry::request(&request_id, &method, &path, status, secs * 1000.0);
                 resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
                 Ok(resp)
             }
         })
-}
-
-/// The session token of a raw request: the bearer token, else the
-/// session cookie. Read from the headers, not with poem's `CookieJar`
-/// extractor: the middleware calling this runs outside the
-/// `CookieJarManager` that the API installs, where the extractor panics.
-pub(crate) fn request_token(req: &Request) -> Option<String> {
-    req.header("authorization")
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::to_string)
-        .or_else(|| session_cookie(req.headers()))
-}
-
-/// The first `clipforge.session_token` cookie of the `Cookie` headers,
-/// parsed as poem's cookie jar parses them.
-fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
-    headers
-        .get_all(poem::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';').map(str::trim))
-        .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
-        .find(|c| c.name() == crate::api::SESSION_COOKIE)
-        .map(|c| c.value_str().to_string())
 }
 
 fn uniform_error(e: poem::Error) -> Response {

@@ -75,7 +75,7 @@ use clipforge_actors::cluster::placement;
 use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest};
 use poem::{Body, Endpoint, EndpointExt};
 
-use crate::app::request_token;
+use crate::api::request_token;
 
 /// Marks a request another node forwarded here: it is served locally.
 pub const FORWARDED: &str = "x-clipforge-forwarded";

@@ -65,6 +65,8 @@ pub struct NodeConfig {
     /// Base URL clients use (for signed media links); defaults to the bound address.
     pub public_url: Option<String>,
     pub data_dir: PathBuf,
+    /// Log lines: "auto" (text on a terminal, JSON otherwise), "text" or "json".
+    pub log_format: String,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -252,6 +254,7 @@ impl Default for NodeConfig {
             http_addr: "0.0.0.0:8080".into(),
             public_url: None,
             data_dir: "data".into(),
+            log_format: "auto".into(),
         }
     }
 }
@@ -327,6 +330,7 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     env_field!("CLIPFORGE_NODE_HTTP_ADDR", cfg.node.http_addr, str);
     env_field!("CLIPFORGE_NODE_PUBLIC_URL", cfg.node.public_url, opt);
     env_field!("CLIPFORGE_NODE_DATA_DIR", cfg.node.data_dir, path);
+    env_field!("CLIPFORGE_NODE_LOG_FORMAT", cfg.node.log_format, str);
     storage::apply_env(&mut cfg.storage, get)?;
     env_field!("CLIPFORGE_PIPELINE_MODEL_DIR", cfg.pipeline.model_dir, opt);
     env_field!("CLIPFORGE_MODEL_DIR", cfg.pipeline.model_dir, opt);
@@ -450,6 +454,12 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), String> {
         self.storage.validate()?;
+        if !["auto", "text", "json"].contains(&self.node.log_format.as_str()) {
+            return Err(format!(
+                "node.log_format {:?}: use \"auto\", \"text\" or \"json\"",
+                self.node.log_format
+            ));
+        }
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }

@@ -13,6 +13,7 @@ mod cli;
 mod cluster;
 mod config;
 mod connlimit;
+mod console;
 mod middleware;
 mod publishing;
 mod ratelimit;

@@ -15,7 +15,7 @@ use crate::ratelimit::{too_many, Class};
 
 /// The signed-in account of a request, looked up only where a limit needs it.
 fn account_of(st: &State, req: &Request) -> Option<Account> {
-    let token = crate::app::request_token(req)?;
+    let token = crate::api::request_token(req)?;
     st.services
         .accounts
         .session(&token)

@@ -187,7 +187,7 @@ pub fn client_ip(req: &Request) -> Option<IpAddr> {
 /// The account id and session token a request comes with (bearer or
 /// cookie), when the session is valid.
 pub fn session_of(state: &crate::api::State, req: &Request) -> Option<(String, String)> {
-    let token = crate::app::request_token(req)?;
+    let token = crate::api::request_token(req)?;
     let (account, _) = state.services.accounts.session(&token).ok()??;
     Some((account.id, token))
 }

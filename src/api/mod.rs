@@ -316,6 +316,31 @@ impl Auth {
     }
 }
 
+/// The session token of a raw request: the bearer token, else the
+/// session cookie. Read from the headers, not with poem's `CookieJar`
+/// extractor: this runs before routing (cluster routing, limits, uploads),
+/// outside the `CookieJarManager` that the API installs, where the
+/// extractor panics.
+pub(crate) fn request_token(req: &Request) -> Option<String> {
+    req.header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string)
+        .or_else(|| session_cookie(req.headers()))
+}
+
+/// The first `clipforge.session_token` cookie of the `Cookie` headers,
+/// parsed as poem's cookie jar parses them.
+fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(poem::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';').map(str::trim))
+        .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
+        .find(|c| c.name() == SESSION_COOKIE)
+        .map(|c| c.value_str().to_string())
+}
+
 /// `page` from 1 (default 1), `limit` default 20, max 100; out-of-range values
 /// are clamped (non-numbers are refused by the parameter parser with 400).
 pub fn paging(page: Option<i64>, limit: Option<i64>) -> (usize, usize) {

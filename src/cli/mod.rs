@@ -83,7 +83,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             // The command's own output is its progress lines; engine logs
             // (JSON on stderr) only when asked for with RUST_LOG.
             if std::env::var_os("RUST_LOG").is_some() {
-                crate::telemetry::init();
+                crate::telemetry::init("auto");
             }
             clip::run(args).await
         }

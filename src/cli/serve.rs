@@ -21,7 +21,6 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> ExitCode {
-    crate::telemetry::init();
     if let Err(e) = clipforge_actors::faults::install_from_env() {
         eprintln!("error: CLIPFORGE_FAULTS: {e}");
         return ExitCode::from(2);
@@ -33,6 +32,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    crate::telemetry::init(&config.node.log_format);
     if let Some(d) = args.data_dir {
         config.node.data_dir = d;
     }
@@ -83,6 +83,13 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if crate::console::embedded() {
+        println!("Console: {public_url}/");
+    } else {
+        println!(
+            "Console: {public_url}/ (not built into this binary: run `make console`, then rebuild)"
+        );
+    }
     println!("clipforge listening on port {local}");
     println!(
         "API: {public_url}/api   docs: {public_url}/docs   OpenAPI: {public_url}/api/openapi.json"

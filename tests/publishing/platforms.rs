@@ -270,6 +270,23 @@ impl Platforms {
     ) -> Response {
         let json_body: Value = serde_json::from_slice(body).unwrap_or_default();
         match route {
+            // The consent page: the user says yes at once and the browser
+            // goes back to the app with a code (PKCE challenge remembered).
+            "authorize" => {
+                let (Some(redirect), Some(state)) = (query.get("redirect_uri"), query.get("state")) else {
+                    return err(400, "redirect_uri and state are required");
+                };
+                if let Some(c) = query.get("code_challenge") {
+                    self.lock().challenge = Some(c.clone());
+                }
+                let Ok(to) = reqwest::Url::parse_with_params(redirect, &[("code", "good-code"), ("state", state.as_str())]) else {
+                    return err(400, "bad redirect_uri");
+                };
+                Response::builder()
+                    .status(StatusCode::FOUND)
+                    .header("location", to.as_str())
+                    .finish()
+            }
             "google_token" | "tiktok_token" => {
                 let provider = if route == "google_token" { "youtube" } else { "tiktok" };
                 let id_field = if provider == "tiktok" { "client_key" } else { "client_id" };
@@ -494,6 +511,7 @@ fn route_name(
 ) -> String {
     let m = method.as_str();
     let name = match (m, path) {
+        ("GET", "/google/auth" | "/tiktok/auth/" | "/ig/authorize") => "authorize",
         ("POST", "/google/token") => "google_token",
         ("GET", "/google/youtube/v3/channels") => "yt_channels",
         ("POST", "/google/upload/youtube/v3/videos")

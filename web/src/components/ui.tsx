@@ -1,0 +1,82 @@
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { ApiFailure } from "../api/client";
+import { t, type Key } from "../i18n";
+
+/** A user-facing sentence for an API failure. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiFailure) {
+    if (e.status === 413) return t("err413");
+    if (e.status === 415) return t("err415");
+    if (e.status === 402) return e.message ? `${t("err402")} (${e.message})` : t("err402");
+    if (e.status === 0) return t("errNetwork");
+    return e.message || t("errGeneric");
+  }
+  return t("errGeneric");
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {errorText(error)}
+    </p>
+  );
+}
+
+export function Progress({ label, value }: { label: string; value: number }) {
+  const v = Math.max(0, Math.min(100, Math.round(value)));
+  return (
+    <div class="progress-row">
+      <span class="progress-label">{label}</span>
+      <progress max={100} value={v} aria-label={label} />
+      <span class="progress-value">{v}%</span>
+    </div>
+  );
+}
+
+/** Loads data on mount and whenever `deps` change. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    load().then(
+      (d) => live && setData(d),
+      (e) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, n]);
+  return { data, error, reload: () => setN((x) => x + 1), setData };
+}
+
+export function Page({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${title} · Clipforge`;
+  }, [title]);
+  return (
+    <section class="page">
+      <div class="page-head">
+        <h1>{title}</h1>
+        {actions && <div class="actions">{actions}</div>}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+export function Loading() {
+  return (
+    <p class="muted" role="status">
+      {t("loading")}
+    </p>
+  );
+}
+
+export function tk(key: string): string {
+  return t(key as Key);
+}

@@ -1,0 +1,61 @@
+import { useState } from "preact/hooks";
+import type { Clip, Integration } from "../api/models";
+import { t } from "../i18n";
+import { ScheduleOne } from "./ScheduleForms";
+
+function mmss(sec: number): string {
+  const s = Math.round(sec);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Integration[] | undefined }) {
+  const [scheduling, setScheduling] = useState(false);
+  const hid = `clip-${clip.id}`;
+  return (
+    <article class="card clip" aria-labelledby={hid}>
+      <video controls preload="metadata" playsInline src={clip.url} poster={clip.thumbnail} aria-label={clip.title}>
+        <track kind="captions" src={clip.vttUrl} srclang="und" label={t("transcript")} />
+      </video>
+      <div class="card-body">
+        <h3 id={hid}>{clip.title}</h3>
+        <p class="meta">
+          <span class="score" title={t("score", { n: Math.round(clip.score) })}>
+            {t("score", { n: Math.round(clip.score) })}
+          </span>{" "}
+          · {mmss(clip.startSec)}–{mmss(clip.endSec)} ({clip.duration}) · {clip.quality}
+        </p>
+        {"reason" in clip && clip.reason && <p class="reason">{clip.reason}</p>}
+        <div class="downloads">
+          <a class="button secondary" href={clip.url} download={`${clip.title}.mp4`}>
+            {t("downloadMp4")}
+          </a>
+          <a class="button secondary" href={clip.subtitleUrl} download={`${clip.title}.srt`}>
+            {t("downloadSrt")}
+          </a>
+          <a class="button secondary" href={clip.vttUrl} download={`${clip.title}.vtt`}>
+            {t("downloadVtt")}
+          </a>
+          <button type="button" onClick={() => setScheduling(!scheduling)} aria-expanded={scheduling}>
+            {t("scheduleClip")}
+          </button>
+        </div>
+        {scheduling && (
+          <ScheduleOne clip={clip} integrations={integrations} onDone={() => setScheduling(false)} />
+        )}
+        <details>
+          <summary>{t("transcript")}</summary>
+          <ol class="transcript">
+            {clip.transcripts.map((s) => (
+              <li key={s.id}>
+                <span class="muted">
+                  {s.start}–{s.end}
+                </span>{" "}
+                {s.text}
+              </li>
+            ))}
+          </ol>
+        </details>
+      </div>
+    </article>
+  );
+}

@@ -1,0 +1,135 @@
+import { useState } from "preact/hooks";
+import { api, ApiFailure, ok } from "../api/client";
+import type { Balance, LedgerPage } from "../api/models";
+import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
+import { formatDate, t } from "../i18n";
+
+const LIMIT = 20;
+
+export function Credits() {
+  const balance = useLoad(() => ok(api.GET("/credits")) as Promise<Balance>, []);
+  const [page, setPage] = useState(1);
+  const ledger = useLoad(
+    () => ok(api.GET("/credits/ledger", { params: { query: { page, limit: LIMIT } } })) as Promise<LedgerPage>,
+    [page],
+  );
+  const [frequency, setFrequency] = useState<"monthly" | "yearly">("monthly");
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [billingOff, setBillingOff] = useState(false);
+
+  function failed(e: unknown) {
+    if (e instanceof ApiFailure && e.status === 503) setBillingOff(true);
+    else setActionError(e);
+  }
+  async function checkout(plan: "creator" | "pro") {
+    setActionError(null);
+    try {
+      const r = await ok(api.POST("/stripe/checkout", { body: { plan, frequency } }));
+      location.assign(r.url);
+    } catch (e) {
+      failed(e);
+    }
+  }
+  async function portal() {
+    setActionError(null);
+    try {
+      const r = await ok(api.POST("/stripe/customer-portal"));
+      location.assign(r.url);
+    } catch (e) {
+      failed(e);
+    }
+  }
+  const b = balance.data;
+  const pages = ledger.data ? Math.max(1, Math.ceil(ledger.data.total / LIMIT)) : 1;
+  return (
+    <Page title={t("credits")}>
+      <ErrorBox error={balance.error || actionError} />
+      {billingOff && (
+        <p role="alert" class="notice">
+          {t("billingOff")}
+        </p>
+      )}
+      <section class="panel" aria-labelledby="balance-h">
+        <h2 id="balance-h">{t("balance")}</h2>
+        {!b ? (
+          <Loading />
+        ) : (
+          <>
+            <p class="big">{b.unlimited ? t("unlimited") : t("creditsLeft", { n: b.credits, total: b.totalCredits })}</p>
+            <p>
+              {t("currentPlan")}: <strong>{b.plan}</strong>
+            </p>
+            {b.reserved > 0 && <p class="muted">{t("reserved", { n: b.reserved })}</p>}
+            {b.renewsAt && <p class="muted">{t("renews", { d: formatDate(b.renewsAt) })}</p>}
+          </>
+        )}
+      </section>
+      <section class="panel" aria-labelledby="plans-h">
+        <h2 id="plans-h">{t("plans")}</h2>
+        <fieldset class="choice">
+          <legend className="sr-only">{t("plans")}</legend>
+          <label class="inline">
+            <input type="radio" name="freq" checked={frequency === "monthly"} onChange={() => setFrequency("monthly")} />
+            {t("monthly")}
+          </label>
+          <label class="inline">
+            <input type="radio" name="freq" checked={frequency === "yearly"} onChange={() => setFrequency("yearly")} />
+            {t("yearly")}
+          </label>
+        </fieldset>
+        <div class="row">
+          <button type="button" onClick={() => checkout("creator")} disabled={b?.plan === "creator"}>
+            {t("buy", { p: "Creator" })}
+          </button>
+          <button type="button" onClick={() => checkout("pro")} disabled={b?.plan === "pro"}>
+            {t("buy", { p: "Pro" })}
+          </button>
+          <button type="button" class="secondary" onClick={portal}>
+            {t("portal")}
+          </button>
+        </div>
+      </section>
+      <section aria-labelledby="ledger-h">
+        <h2 id="ledger-h">{t("ledger")}</h2>
+        <ErrorBox error={ledger.error} />
+        {ledger.data && (
+          <div class="table-wrap" tabIndex={0} role="region" aria-labelledby="ledger-h">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">{t("colDate")}</th>
+                  <th scope="col">{t("colType")}</th>
+                  <th scope="col">{t("colAmount")}</th>
+                  <th scope="col">{t("balance")}</th>
+                  <th scope="col">{t("colNote")}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {ledger.data.entries.map((e, i) => (
+                  <tr key={i}>
+                    <td>{formatDate(e.createdAt)}</td>
+                    <td>{e.type}</td>
+                    <td class="num">{["reserve", "charge"].includes(e.type) ? `−${e.amount}` : `+${e.amount}`}</td>
+                    <td class="num">{e.balanceAfter}</td>
+                    <td>{e.note}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {pages > 1 && (
+          <nav class="pager" aria-label={t("ledger")}>
+            <button type="button" class="secondary" disabled={page <= 1} onClick={() => setPage(page - 1)}>
+              {t("previous")}
+            </button>
+            <span>{t("pageOf", { p: page, n: pages })}</span>
+            <button type="button" class="secondary" disabled={page >= pages} onClick={() => setPage(page + 1)}>
+              {t("next")}
+            </button>
+          </nav>
+        )}
+      </section>
+    </Page>
+  );
+}

@@ -1,0 +1,127 @@
+import { useEffect, useState } from "preact/hooks";
+import { api, ok } from "../api/client";
+import type { ProjectDetail, StepProgress } from "../api/models";
+import { followStatus } from "../api/sse";
+import { ErrorBox, Loading, Page, Progress, useLoad } from "../components/ui";
+import { t, type Key } from "../i18n";
+import { navigate } from "../router";
+import { ClipCard } from "./ClipCard";
+import { isRunning, StateLabel } from "./Dashboard";
+import { BulkSchedule, useIntegrations } from "./ScheduleForms";
+
+const STAGES: (keyof StepProgress)[] = ["download", "transcribe", "cut", "caption"];
+
+export function ProjectPage({ id }: { id: string }) {
+  const { data, error, reload, setData } = useLoad(
+    () => ok(api.GET("/projects/{id}", { params: { path: { id } } })) as Promise<ProjectDetail>,
+    [id],
+  );
+  const [percent, setPercent] = useState<number | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [bulk, setBulk] = useState(false);
+  const integrations = useIntegrations();
+  const running = data ? isRunning(data.project) : false;
+
+  // Live progress while the project runs; the list is reloaded at the end.
+  useEffect(() => {
+    if (!running) return;
+    return followStatus(id, {
+      progress(e) {
+        setPercent(e.percent);
+        setData((d) => d && { ...d, project: { ...d.project, state: e.state, status: e.status, stepProgress: e.stepProgress } });
+      },
+      clip() {},
+      end() {
+        reload();
+      },
+    });
+  }, [id, running]);
+
+  async function cancel() {
+    if (!confirm(t("confirmCancel"))) return;
+    setActionError(null);
+    try {
+      await ok(api.POST("/projects/{id}/cancel", { params: { path: { id } } }));
+      reload();
+    } catch (e) {
+      setActionError(e);
+    }
+  }
+  async function remove() {
+    if (!confirm(t("confirmDelete"))) return;
+    try {
+      await ok(api.DELETE("/projects/{id}", { params: { path: { id } } }));
+      navigate("/");
+    } catch (e) {
+      setActionError(e);
+    }
+  }
+
+  if (error) {
+    return (
+      <Page title={t("projects")}>
+        <ErrorBox error={error} />
+        <a href="/">{t("back")}</a>
+      </Page>
+    );
+  }
+  if (!data) return <Loading />;
+  const p = data.project;
+  return (
+    <Page
+      title={p.title}
+      actions={
+        <>
+          {running && (
+            <button type="button" class="danger" onClick={cancel}>
+              {t("cancelProcessing")}
+            </button>
+          )}
+          {!running && data.clips.length > 0 && (
+            <button type="button" class="secondary" onClick={() => setBulk(!bulk)} aria-expanded={bulk}>
+              {t("scheduleAll")}
+            </button>
+          )}
+          {!running && (
+            <button type="button" class="secondary" onClick={remove}>
+              {t("delete")}
+            </button>
+          )}
+        </>
+      }
+    >
+      <p class="meta">
+        <StateLabel state={p.state} />{" "}
+        · {p.duration} · {p.date}
+      </p>
+      {p.state === "failed" && p.error && <p class="error">{t("failed", { m: p.error })}</p>}
+      <ErrorBox error={actionError} />
+      {running && (
+        <section class="panel" aria-labelledby="progress-h">
+          <h2 id="progress-h">{t("progress")}</h2>
+          <div aria-live="polite">
+            {STAGES.map((s) => (
+              <Progress key={s} label={t(("stage_" + s) as Key)} value={p.stepProgress[s]} />
+            ))}
+            {percent !== null && <Progress label={t("overall")} value={percent} />}
+          </div>
+        </section>
+      )}
+      {bulk && <BulkSchedule projectId={p.id} integrations={integrations} onDone={() => setBulk(false)} />}
+      {!running && (
+        <section aria-labelledby="clips-h">
+          <h2 id="clips-h">{t("clips")}</h2>
+          {data.clips.length === 0 ? (
+            <p class="empty">{t("noClips")}</p>
+          ) : (
+            <div class="clips">
+              {data.clips.map((c) => (
+                <ClipCard key={c.id} clip={c} integrations={integrations} />
+              ))}
+            </div>
+          )}
+        </section>
+      )}
+    </Page>
+  );
+}
