@@ -19,8 +19,11 @@ setup-test:
 WEB_SRC := $(shell find web/src -type f ! -name schema.d.ts 2>/dev/null) web/index.html \
 	web/package.json web/tsconfig.json web/vite.config.ts openapi/openapi.json
 console: web/dist/index.html
+# `npm install` on the committed lock (it installs exactly what the lock
+# says): npm 11's `npm ci` refuses this lock because npm writes only this
+# platform's optional rollup binary into it.
 web/node_modules/.package-lock.json: web/package-lock.json
-	cd web && npm ci --no-audit --no-fund
+	cd web && npm install --no-audit --no-fund
 web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
 	cd web && npm run build
 
