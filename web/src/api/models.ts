@@ -19,6 +19,11 @@ export type Ok<P extends keyof paths, M extends keyof paths[P]> = OkOf<paths[P][
 type Typed<Generated, Fallback> = unknown extends Generated ? Fallback : Generated;
 
 export type User = components["schemas"]["UserView"];
+export type Provider = components["schemas"]["Provider"];
+export type Preset = components["schemas"]["ClipDurationPreset"];
+export type Animation = components["schemas"]["Animation"];
+export type WatermarkPosition = components["schemas"]["WatermarkPosition"];
+export type ProjectStatusText = components["schemas"]["ProjectStatusText"];
 export type MetaResponse = components["schemas"]["MetaResponse"];
 export type UploadResponse = components["schemas"]["UploadResponse"];
 export type CreateProjectBody = components["schemas"]["CreateProject"];
@@ -205,7 +210,7 @@ export type Connect = Typed<
 export interface ProgressEvent {
   projectId: string;
   state: ProjectState;
-  status: string;
+  status: ProjectStatusText;
   stage: string | null;
   stepProgress: StepProgress;
   percent: number;

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
-import type { Connect, IntegrationList } from "../api/models";
+import type { Connect, IntegrationList, Provider } from "../api/models";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
 import { formatDate, t } from "../i18n";
 import { useLocation } from "../router";
@@ -18,7 +18,7 @@ export function Integrations() {
     setActionError(null);
     setBusy(provider);
     try {
-      const c = (await ok(api.POST("/integrations/{provider}/connect", { params: { path: { provider } } }))) as Connect;
+      const c = (await ok(api.POST("/integrations/{provider}/connect", { params: { path: { provider: provider as Provider } } }))) as Connect;
       // The platform asks the user, then sends the browser to the callback,
       // which brings it back here.
       location.assign(c.authorizeUrl);
@@ -30,7 +30,7 @@ export function Integrations() {
   async function disconnect(provider: string) {
     setActionError(null);
     try {
-      await ok(api.DELETE("/integrations/{provider}", { params: { path: { provider } } }));
+      await ok(api.DELETE("/integrations/{provider}", { params: { path: { provider: provider as Provider } } }));
       reload();
     } catch (e) {
       setActionError(e);

@@ -1,6 +1,6 @@
 import { useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
-import type { CreateProjectBody, Created, MetaResponse, TemplateList, UploadResponse } from "../api/models";
+import type { CreateProjectBody, Created, MetaResponse, Preset, TemplateList, UploadResponse } from "../api/models";
 import { uploadVideo } from "../api/upload";
 import { ErrorBox, Page, Progress, useLoad } from "../components/ui";
 import { t } from "../i18n";
@@ -20,7 +20,7 @@ export function NewProject() {
   const [upload, setUpload] = useState<UploadResponse | null>(null);
   const [uploadPct, setUploadPct] = useState<number | null>(null);
   const [title, setTitle] = useState("");
-  const [preset, setPreset] = useState("auto");
+  const [preset, setPreset] = useState<Preset>("auto");
   const [template, setTemplate] = useState("default");
   const [skipCuts, setSkipCuts] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -158,7 +158,7 @@ export function NewProject() {
         </label>
         <label>
           {t("clipLength")}
-          <select value={preset} onChange={(e) => setPreset(e.currentTarget.value)}>
+          <select value={preset} onChange={(e) => setPreset(e.currentTarget.value as Preset)}>
             <option value="auto">{t("auto")}</option>
             <option value="15-30">15–30 s</option>
             <option value="30-60">30–60 s</option>

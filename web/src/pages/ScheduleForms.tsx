@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
-import type { BulkScheduled, Clip, Integration, IntegrationList } from "../api/models";
+import type { BulkScheduled, Clip, Integration, IntegrationList, Provider } from "../api/models";
 import { ErrorBox } from "../components/ui";
 import { t } from "../i18n";
 
@@ -75,7 +75,7 @@ export function ScheduleOne({ clip, integrations, onDone }: { clip: Clip; integr
       await ok(
         api.POST("/clips/{clip_id}/schedule", {
           params: { path: { clip_id: clip.id } },
-          body: { provider, title, scheduledAt: toUtc(when) },
+          body: { provider: provider as Provider, title, scheduledAt: toUtc(when) },
         }),
       );
       setDone(true);
@@ -133,7 +133,7 @@ export function BulkSchedule({ projectId, integrations, onDone }: { projectId: s
       const r = (await ok(
         api.POST("/projects/{id}/bulk-schedule", {
           params: { path: { id: projectId } },
-          body: { scheduledAt: toUtc(when), intervalHours: interval, providers, caption: caption || undefined },
+          body: { scheduledAt: toUtc(when), intervalHours: interval, providers: providers as Provider[], caption: caption || undefined },
         }),
       )) as BulkScheduled;
       setCount(r.count);

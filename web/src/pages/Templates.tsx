@@ -1,7 +1,7 @@
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
-import type { Template, TemplateList } from "../api/models";
+import type { Animation, Template, TemplateList, WatermarkPosition } from "../api/models";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
 import { t } from "../i18n";
 
@@ -161,7 +161,7 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
           )}
           <label>
             {t("animation")}
-            <select value={s.animation} onChange={(e) => set("animation", e.currentTarget.value)}>
+            <select value={s.animation} onChange={(e) => set("animation", e.currentTarget.value as Animation)}>
               {ANIMATIONS.map((a) => (
                 <option key={a}>{a}</option>
               ))}
@@ -183,7 +183,7 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
               </label>
               <label>
                 {t("watermarkPosition")}
-                <select value={s.watermarkPosition} onChange={(e) => set("watermarkPosition", e.currentTarget.value)}>
+                <select value={s.watermarkPosition} onChange={(e) => set("watermarkPosition", e.currentTarget.value as WatermarkPosition)}>
                   {POSITIONS.map((p) => (
                     <option key={p}>{p}</option>
                   ))}
