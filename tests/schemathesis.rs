@@ -153,6 +153,23 @@ async fn schemathesis_finds_nothing() {
     let mut env = env.to_vec();
     env.push(("CLIPFORGE_PIPELINE_MODEL_DIR", &no_model_dir));
     env.push(("CLIPFORGE_PIPELINE_STAGE_RETRIES", "0"));
+    // A contract run, not a flood test (tests/hardening.rs covers the
+    // limits): thousands of generated requests from one address would
+    // otherwise meet the per-address rate limits and sign-in lockout.
+    for (name, value) in [
+        ("CLIPFORGE_LIMITS_SIGN_UP_PER_IP", "100000"),
+        ("CLIPFORGE_LIMITS_SIGN_IN_PER_IP", "100000"),
+        ("CLIPFORGE_LIMITS_META_PER_IP", "100000"),
+        ("CLIPFORGE_LIMITS_META_PER_ACCOUNT", "100000"),
+        ("CLIPFORGE_LIMITS_CREATE_PROJECT_PER_IP", "100000"),
+        ("CLIPFORGE_LIMITS_CREATE_PROJECT_PER_ACCOUNT", "100000"),
+        ("CLIPFORGE_LIMITS_UPLOAD_PER_IP", "100000"),
+        ("CLIPFORGE_LIMITS_UPLOAD_PER_ACCOUNT", "100000"),
+        ("CLIPFORGE_LIMITS_SIGN_IN_FAILURES_PER_EMAIL", "100000"),
+        ("CLIPFORGE_LIMITS_SIGN_IN_FAILURES_PER_IP", "100000"),
+    ] {
+        env.push((name, value));
+    }
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     let token = app.sign_up("schemathesis@example.com").await;
     // Sign-out and password changes end sessions: they get a session of
