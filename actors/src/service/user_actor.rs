@@ -80,6 +80,10 @@ pub struct UserActorInfo {
 pub struct UserRegistry {
     live: Mutex<HashMap<String, Live>>,
     branch: Arc<Branch>,
+    /// Dead actors a request replaced before their supervisor heard of the
+    /// failure (actor → account), so the supervisor can still tell whose
+    /// actor failed. Bounded; each entry is taken once.
+    replaced: Mutex<HashMap<ActorId, String>>,
 }
 
 impl UserRegistry {
@@ -87,6 +91,7 @@ impl UserRegistry {
         Self {
             live: Mutex::new(HashMap::new()),
             branch,
+            replaced: Mutex::new(HashMap::new()),
         }
     }
 
@@ -158,6 +163,12 @@ impl UserRegistry {
                 Err(e) => {
                     meta.received();
                     self.forget(user_id, actor.get_id());
+                    let mut replaced = self.replaced.lock().unwrap_or_else(|e| e.into_inner());
+                    if replaced.len() >= 1024 {
+                        replaced.clear();
+                    }
+                    replaced.insert(actor.get_id(), user_id.to_string());
+                    drop(replaced);
                     match e {
                         ractor::MessagingErr::SendErr(UserMsg::Run(back)) if attempt == 0 => {
                             job = back
@@ -172,10 +183,17 @@ impl UserRegistry {
 
     /// Which account the actor `id` serves.
     pub fn user_of(&self, id: ActorId) -> Option<String> {
-        self.live()
+        let live = self
+            .live()
             .iter()
             .find(|(_, l)| l.actor.get_id() == id)
-            .map(|(u, _)| u.clone())
+            .map(|(u, _)| u.clone());
+        live.or_else(|| {
+            self.replaced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id)
+        })
     }
 
     /// Replaces the failed actor `failed` of `user_id` with a new one
