@@ -436,7 +436,10 @@ async fn cancelled_transcription_leaves_no_process() {
         "ffmpeg should still be decoding before the cancel"
     );
     cancel.cancel();
-    let result = tokio::time::timeout(std::time::Duration::from_secs(30), task)
+    // A hang guard, not a timing assertion: the token is checked between
+    // batches, and a batch can take tens of seconds on a loaded machine. A
+    // cancel that is not honoured still fails below (the result is Ok).
+    let result = tokio::time::timeout(std::time::Duration::from_secs(300), task)
         .await
         .expect("cancel is prompt")
         .unwrap();
