@@ -461,7 +461,9 @@ pub fn routes(state: State) -> impl Endpoint {
                     Err(e) => uniform_error(e),
                 };
                 if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
-                    if let Some(allow) = crate::api::openapi::allowed_methods(&doc, &path).and_then(|a| a.parse().ok()) {
+                    if let Some(allow) = crate::api::openapi::allowed_methods(&doc, &path)
+                        .and_then(|a| a.parse().ok())
+                    {
                         resp.headers_mut().insert(poem::http::header::ALLOW, allow);
                     }
                 }
@@ -471,15 +473,26 @@ pub fn routes(state: State) -> impl Endpoint {
                 if resp.status().is_client_error() || resp.status().is_server_error() {
                     resp = ensure_json_error(resp).await;
                 }
-                if resp.status() == StatusCode::TOO_MANY_REQUESTS && !resp.headers().contains_key("retry-after") {
-                    resp.headers_mut().insert("retry-after", retry_after.unwrap_or(1).into());
+                if resp.status() == StatusCode::TOO_MANY_REQUESTS
+                    && !resp.headers().contains_key("retry-after")
+                {
+                    resp.headers_mut()
+                        .insert("retry-after", retry_after.unwrap_or(1).into());
                 }
                 st.guard.finish(origin.as_deref(), &mut resp);
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
-                st.services.metrics.observe_request(&method, &clipforge_actors::service::metrics::route_label(&path), status, secs);
+                st.services.metrics.observe_request(
+                    &method,
+                    &clipforge_actors::service::metrics::route_label(&path),
+                    status,
+                    secs,
+                );
                 crate::telemetry::request(&request_id, &method, &path, status, secs * 1000.0);
-                resp.headers_mut().insert("x-request-id", request_id.parse().expect("uuid is a valid header"));
+                resp.headers_mut().insert(
+                    "x-request-id",
+                    request_id.parse().expect("uuid is a valid header"),
+                );
                 Ok(resp)
             }
         })

@@ -15,10 +15,10 @@ use super::posts::{self, PostRecord, PostStatus, Progress};
 use super::schedule_actor::{ScheduleActor, ScheduleMsg};
 use super::timer::Timers;
 use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
-use crate::accounts::{now_ms, NotificationKind};
+use crate::accounts::now_ms;
 use crate::service::projects::{self as records, ClipRecord};
 use crate::service::Services;
-use crate::storage::kv::{self, KvStore};
+use crate::storage::kv;
 
 const STRIPES: usize = 64;
 const MAX_AHEAD_MS: i64 = 366 * 24 * 3600 * 1000;
@@ -202,7 +202,7 @@ impl Publishing {
                 // A post reaching `published` or `failed` gets its
                 // notification in the same atomic write: whoever sees the
                 // outcome also sees it, and a crash cannot keep one only.
-                match outcome_notification(&old, &new) {
+                match posts::outcome_notification(&old, &new) {
                     Some((kind, title, msg)) => this
                         .services
                         .accounts
@@ -296,7 +296,7 @@ impl Publishing {
     pub async fn owned_clip(&self, user_id: &str, clip_id: &str) -> Result<ClipRecord> {
         let (uid, cid) = (user_id.to_string(), clip_id.to_string());
         self.services
-            .blocking(move |kv| find_clip(kv, &uid, &cid))
+            .blocking(move |kv| records::find_clip(kv, &uid, &cid))
             .await?
             .ok_or(PublishError::NotFound("clip"))
     }
@@ -571,34 +571,6 @@ impl Publishing {
     }
 }
 
-/// The notification for a post that has just finished (`old` → `p`).
-fn outcome_notification(
-    old: &PostRecord,
-    p: &PostRecord,
-) -> Option<(NotificationKind, &'static str, String)> {
-    if old.status == p.status {
-        return None;
-    }
-    match p.status {
-        PostStatus::Published => Some((
-            NotificationKind::PostPublished,
-            "Post published",
-            format!("\"{}\" was published on {}.", p.title, p.provider.display()),
-        )),
-        PostStatus::Failed => Some((
-            NotificationKind::PostFailed,
-            "Post failed",
-            format!(
-                "\"{}\" could not be published on {}: {}",
-                p.title,
-                p.provider.display(),
-                p.error.as_deref().unwrap_or("unknown error")
-            ),
-        )),
-        _ => None,
-    }
-}
-
 fn not_pending(s: PostStatus) -> PublishError {
     PublishError::Conflict {
         code: "not_pending",
@@ -608,17 +580,4 @@ fn not_pending(s: PostStatus) -> PublishError {
 
 fn truncate(s: &str, max: usize) -> String {
     s.trim().chars().take(max).collect()
-}
-
-/// A clip of one of the user's projects.
-pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
-    for p in records::list_projects(kv, user_id)? {
-        if let Some(c) = records::load_clips(kv, &p.id)?
-            .into_iter()
-            .find(|c| c.id == clip_id)
-        {
-            return Ok(Some(c));
-        }
-    }
-    Ok(None)
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::Provider;
-use crate::accounts::iso8601;
+use crate::accounts::{iso8601, NotificationKind};
 use crate::storage::kv::{self, KvOp, KvStore};
 
 pub const POSTS: &str = "posts";
@@ -221,4 +221,31 @@ pub fn due_entries(kv: &dyn KvStore) -> kv::Result<Vec<(i64, String)>> {
         }
     }
     Ok(out)
+}
+/// The notification for a post that has just finished (`old` → `p`).
+pub(crate) fn outcome_notification(
+    old: &PostRecord,
+    p: &PostRecord,
+) -> Option<(NotificationKind, &'static str, String)> {
+    if old.status == p.status {
+        return None;
+    }
+    match p.status {
+        PostStatus::Published => Some((
+            NotificationKind::PostPublished,
+            "Post published",
+            format!("\"{}\" was published on {}.", p.title, p.provider.display()),
+        )),
+        PostStatus::Failed => Some((
+            NotificationKind::PostFailed,
+            "Post failed",
+            format!(
+                "\"{}\" could not be published on {}: {}",
+                p.title,
+                p.provider.display(),
+                p.error.as_deref().unwrap_or("unknown error")
+            ),
+        )),
+        _ => None,
+    }
 }

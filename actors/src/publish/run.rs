@@ -100,7 +100,7 @@ impl Publishing {
         let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
         match self
             .services
-            .blocking(move |kv| super::engine::find_clip(kv, &uid, &cid))
+            .blocking(move |kv| crate::service::projects::find_clip(kv, &uid, &cid))
             .await
         {
             Ok(Some(c)) => Ok(c),

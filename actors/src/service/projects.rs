@@ -322,3 +322,13 @@ mod tests {
         assert_eq!(overall_percent(&[100, 50, 0, 0]), 30);
     }
 }
+
+/// A clip of one of the user's projects.
+pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
+    for p in list_projects(kv, user_id)? {
+        if let Some(c) = load_clips(kv, &p.id)?.into_iter().find(|c| c.id == clip_id) {
+            return Ok(Some(c));
+        }
+    }
+    Ok(None)
+}
