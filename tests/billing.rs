@@ -1,323 +1,35 @@
 //! Black-box tests of billing: the real binary, configured to use a local
-//! server (started here) that speaks Stripe's wire format — form-encoded
+//! server (tests/billing/stripe.rs, started here) that speaks Stripe's wire format — form-encoded
 //! requests, Stripe-shaped JSON objects and error bodies — through the real
 //! `async-stripe` client. Webhooks are signed with Stripe's scheme, computed
 //! here independently of the server's code.
 
 #![recursion_limit = "256"]
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
 use hmac::{Hmac, KeyInit, Mac};
-use poem::listener::{Acceptor, Listener, TcpListener};
-use poem::web::{Data, Form, Path as PPath};
-use poem::{get, handler, post, EndpointExt, Request, Response, Route, Server};
 use serde_json::{json, Value};
 
 mod common;
 use common::{spawn_app_with, App};
 use sha2::Sha256;
+#[path = "billing/stripe.rs"]
+mod stripe;
+use stripe::*;
 
-const SECRET_KEY: &str = "sk_test_clipforge";
-const WEBHOOK_SECRET: &str = "whsec_test_clipforge";
-const PRICES: [(&str, &str, &str); 4] = [
-    ("creator", "monthly", "price_creator_m"),
-    ("creator", "yearly", "price_creator_y"),
-    ("pro", "monthly", "price_pro_m"),
-    ("pro", "yearly", "price_pro_y"),
-];
 const SUCCESS_URL: &str = "https://app.example/billing/success";
 const CANCEL_URL: &str = "https://app.example/billing";
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn price(plan: &str, frequency: &str) -> &'static str {
-    PRICES
-        .iter()
-        .find(|(p, f, _)| *p == plan && *f == frequency)
-        .unwrap()
-        .2
-}
-
-// ---------------------------------------------------------------------------
-// The local Stripe.
-
-/// One request the fake received: method, path and the decoded form fields.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    form: HashMap<String, String>,
-}
-
-#[derive(Default)]
-struct StripeState {
-    seen: Vec<Seen>,
-    sessions: HashMap<String, Value>,
-    next: u32,
-}
-
-#[derive(Clone, Default)]
-struct FakeStripe(Arc<Mutex<StripeState>>);
-
-impl FakeStripe {
-    fn state(&self) -> std::sync::MutexGuard<'_, StripeState> {
-        self.0.lock().unwrap()
-    }
-
-    fn seen(&self, path: &str) -> Vec<Seen> {
-        let state = self.state();
-        state
-            .seen
-            .iter()
-            .filter(|s| s.path == path)
-            .cloned()
-            .collect()
-    }
-
-    fn session(&self, id: &str) -> Value {
-        self.state().sessions[id].clone()
-    }
-
-    /// The customer pays: the session completes with a new subscription.
-    fn pay(&self, id: &str) -> Value {
-        let mut state = self.state();
-        state.next += 1;
-        let sub = format!("sub_test_{}", state.next);
-        let session = state.sessions.get_mut(id).unwrap();
-        session["status"] = json!("complete");
-        session["payment_status"] = json!("paid");
-        session["subscription"] = json!(sub);
-        session["amount_total"] = json!(1900);
-        session.clone()
-    }
-}
-
-fn stripe_error(status: u16, kind: &str, code: &str, message: &str, param: &str) -> Response {
-    Response::builder()
-        .status(poem::http::StatusCode::from_u16(status).unwrap())
-        .content_type("application/json")
-        .body(
-            json!({"error": {
-                "type": kind, "code": code, "message": message, "param": param,
-                "doc_url": format!("https://stripe.com/docs/error-codes/{code}"),
-                "request_log_url": "https://dashboard.stripe.com/test/logs/req_test"
-            }})
-            .to_string(),
-        )
-}
-
-fn stripe_json(v: &Value) -> Response {
-    Response::builder()
-        .content_type("application/json")
-        .header("request-id", "req_test")
-        .body(v.to_string())
-}
-
-/// Records the request; `Err` with Stripe's 401 when the key is wrong.
-fn record(
-    fake: &FakeStripe,
-    req: &Request,
-    form: Vec<(String, String)>,
-) -> Result<HashMap<String, String>, Response> {
-    let auth = req.header("authorization").unwrap_or("");
-    if auth != format!("Bearer {SECRET_KEY}") {
-        return Err(stripe_error(
-            401,
-            "invalid_request_error",
-            "api_key_invalid",
-            "Invalid API Key provided",
-            "",
-        ));
-    }
-    let form: HashMap<String, String> = form.into_iter().collect();
-    fake.state().seen.push(Seen {
-        method: req.method().to_string(),
-        path: req.uri().path().to_string(),
-        form: form.clone(),
-    });
-    Ok(form)
-}
-
-/// The metadata fields of a form (`metadata[key]=value`).
-fn metadata(form: &HashMap<String, String>, prefix: &str) -> Value {
-    let mut map = serde_json::Map::new();
-    for (k, v) in form {
-        if let Some(key) = k
-            .strip_prefix(prefix)
-            .and_then(|r| r.strip_prefix('['))
-            .and_then(|r| r.strip_suffix(']'))
-        {
-            map.insert(key.to_string(), json!(v));
-        }
-    }
-    Value::Object(map)
-}
-
-#[handler]
-fn create_customer(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    let n = {
-        let mut s = fake.state();
-        s.next += 1;
-        s.next
-    };
-    stripe_json(&json!({
-        "id": format!("cus_test_{n}"), "object": "customer", "address": null, "balance": 0,
-        "created": now(), "currency": null, "default_source": null, "delinquent": false,
-        "description": null, "discount": null, "email": form.get("email"),
-        "invoice_prefix": "ABC123", "invoice_settings": {"custom_fields": null,
-        "default_payment_method": null, "footer": null, "rendering_options": null},
-        "livemode": false, "metadata": metadata(&form, "metadata"), "name": form.get("name"),
-        "next_invoice_sequence": 1, "phone": null, "preferred_locales": [], "shipping": null,
-        "tax_exempt": "none", "test_clock": null
-    }))
-}
-
-#[handler]
-fn create_session(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    if form.get("line_items[0][price]").is_none() {
-        return stripe_error(
-            400,
-            "invalid_request_error",
-            "parameter_missing",
-            "Missing required param: line_items.",
-            "line_items",
-        );
-    }
-    let mut state = fake.state();
-    state.next += 1;
-    let id = format!("cs_test_a1B2c3{}", state.next);
-    let session = json!({
-        "id": id, "object": "checkout.session", "adaptive_pricing": null,
-        "after_expiration": null, "allow_promotion_codes": null, "amount_subtotal": 1900,
-        "amount_total": 1900,
-        "automatic_tax": {"enabled": false, "liability": null, "provider": null, "status": null},
-        "billing_address_collection": null, "cancel_url": form.get("cancel_url"),
-        "client_reference_id": form.get("client_reference_id"), "client_secret": null,
-        "consent": null, "consent_collection": null, "created": now(), "currency": "usd",
-        "custom_fields": [],
-        "custom_text": {"after_submit": null, "shipping_address": null, "submit": null,
-                        "terms_of_service_acceptance": null},
-        "customer": form.get("customer"), "customer_creation": null, "customer_details": null,
-        "customer_email": null, "expires_at": now() + 86400, "invoice": null,
-        "invoice_creation": null, "livemode": false, "locale": null,
-        "metadata": metadata(&form, "metadata"), "mode": form.get("mode"),
-        "payment_intent": null, "payment_link": null, "payment_method_collection": "always",
-        "payment_method_types": ["card"], "payment_status": "unpaid",
-        "phone_number_collection": {"enabled": false}, "recovered_from": null,
-        "setup_intent": null, "shipping_address_collection": null, "shipping_cost": null,
-        "shipping_options": [], "status": "open", "submit_type": null, "subscription": null,
-        "success_url": form.get("success_url"), "total_details": {"amount_discount": 0,
-        "amount_shipping": 0, "amount_tax": 0}, "ui_mode": "hosted_page",
-        "url": format!("https://checkout.stripe.com/c/pay/{id}")
-    });
-    state.sessions.insert(id, session.clone());
-    stripe_json(&session)
-}
-
-#[handler]
-fn retrieve_session(fake: Data<&FakeStripe>, req: &Request, id: PPath<String>) -> Response {
-    if let Err(r) = record(&fake, req, Vec::new()) {
-        return r;
-    }
-    let session = fake.state().sessions.get(&id.0).cloned();
-    match session {
-        Some(s) => stripe_json(&s),
-        None => stripe_error(
-            404,
-            "invalid_request_error",
-            "resource_missing",
-            &format!("No such checkout.session: '{}'", id.0),
-            "session",
-        ),
-    }
-}
-
-#[handler]
-fn create_portal(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    stripe_json(&json!({
-        "id": "bps_test_1", "object": "billing_portal.session", "configuration": "bpc_test_1",
-        "created": now(), "customer": form.get("customer"), "flow": null, "livemode": false,
-        "locale": null, "on_behalf_of": null, "return_url": form.get("return_url"),
-        "url": "https://billing.stripe.com/p/session/test_YWNjdF8x"
-    }))
-}
-
-/// Starts the local Stripe; returns it and its base URL.
-async fn start_stripe() -> (FakeStripe, String) {
-    let fake = FakeStripe::default();
-    let app = Route::new()
-        .at("/v1/customers", post(create_customer))
-        .at("/v1/checkout/sessions", post(create_session))
-        .at("/v1/checkout/sessions/:id", get(retrieve_session))
-        .at("/v1/billing_portal/sessions", post(create_portal))
-        .data(fake.clone());
-    let acceptor = TcpListener::bind("127.0.0.1:0")
-        .into_acceptor()
-        .await
-        .unwrap();
-    let port = acceptor.local_addr()[0].as_socket_addr().unwrap().port();
-    tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
-    (fake, format!("http://127.0.0.1:{port}"))
-}
 
 // ---------------------------------------------------------------------------
 // The server under test.
 
 /// Starts the server; with `stripe`, billing is configured to use it.
 fn spawn_app(stripe: Option<&str>) -> App {
-    let mut env: Vec<(String, String)> = Vec::new();
-    if let Some(base) = stripe {
-        for (k, v) in [
-            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY),
-            ("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET),
-            ("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL),
-            ("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL),
-            ("CLIPFORGE_BILLING_STRIPE_API_BASE", base),
-        ] {
-            env.push((k.to_string(), v.to_string()));
-        }
-        for (plan, freq, id) in PRICES {
-            let var = format!(
-                "CLIPFORGE_BILLING_PRICE_{}_{}",
-                plan.to_uppercase(),
-                freq.to_uppercase()
-            );
-            env.push((var, id.to_string()));
-        }
-    }
+    let env = stripe
+        .map(|base| app_env(base, SUCCESS_URL, CANCEL_URL))
+        .unwrap_or_default();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     spawn_app_with(tempfile::tempdir().unwrap(), &env)
 }
