@@ -1,15 +1,20 @@
 //! The web console in a real browser: the real binary with its embedded
-//! console, the platform emulator, and tests/console/test_console.py
-//! (Playwright driving Debian's chromium) on the main path at desktop and
-//! phone width, with axe-core on every page. Screenshots go to
-//! `<target>/console-screenshots`. Needs chromium, Python's playwright and
-//! web/node_modules (axe-core): `make test` installs them.
+//! console, the platform emulator, the local Stripe, a local site for yt-dlp,
+//! and tests/console/test_console.py (Playwright driving Debian's chromium)
+//! on the main path at desktop and phone width, with axe-core on every page.
+//! Screenshots go to `<target>/console-screenshots`. Needs chromium,
+//! Python's playwright and web/node_modules (axe-core): `make test` installs
+//! them.
+#![recursion_limit = "256"]
 
 #[allow(dead_code)]
 mod common;
 #[allow(dead_code)]
 #[path = "publishing/platforms.rs"]
 mod platforms;
+#[allow(dead_code)]
+#[path = "billing/stripe.rs"]
+mod stripe;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,8 +112,33 @@ async fn console_is_served_at_root() {
     assert_eq!(get("/healthz").await.unwrap().text().await.unwrap(), "ok");
 }
 
-#[test]
-fn console_main_path_in_chromium() {
+/// Where the test's Stripe sends the browser back: the console's public
+/// address, which the browser test maps onto the local server.
+const CONSOLE_PUBLIC: &str = "https://console.example";
+/// The free plan's upload limit here: above the speech video (about 6 MB).
+const FREE_UPLOAD_MB: &str = "8";
+
+/// A site for yt-dlp: `talk.html` (the speech video, 25 s) and `long.html`
+/// (the same file, but two hours long by its metadata), with a thumbnail.
+async fn video_site(dir: &Path) -> u16 {
+    let port = common::serve_dir(dir).await;
+    let video = common::speech_video(dir);
+    let thumb = dir.join("thumb.jpg");
+    let ok = Command::new("ffmpeg")
+        .args(["-nostdin", "-y", "-v", "error", "-ss", "2", "-i"])
+        .arg(&video)
+        .args(["-frames:v", "1", "-s", "320x180"])
+        .arg(&thumb)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    common::video_page(dir, "talk.html", port, "talk.mp4", "Launch talk", 25);
+    common::video_page(dir, "long.html", port, "talk.mp4", "Keynote replay", 7200);
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_main_path_in_chromium() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let axe = root.join("web/node_modules/axe-core/axe.min.js");
     assert!(
@@ -129,30 +159,70 @@ fn console_main_path_in_chromium() {
     );
 
     let p = platforms::Platforms::start();
-    let env = p.env();
+    let (stripe, stripe_base) = stripe::start_stripe().await;
+    let site = tempfile::tempdir().unwrap();
+    let site_port = video_site(site.path()).await;
+    let mut env = p.env();
+    env.extend(stripe::app_env(
+        &stripe_base,
+        &format!("{CONSOLE_PUBLIC}/credits"),
+        &format!("{CONSOLE_PUBLIC}/credits"),
+    ));
+    env.push(("CLIPFORGE_SOURCES_EXTRA_HOSTS".into(), "127.0.0.1".into()));
+    env.push((
+        "CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB".into(),
+        FREE_UPLOAD_MB.into(),
+    ));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let app = common::spawn_app_with(tempfile::tempdir().unwrap(), &env);
     let media = tempfile::tempdir().unwrap();
     let video = common::speech_video(media.path());
+    let avatar = media.path().join("avatar.png");
+    let ok = Command::new("ffmpeg")
+        .args(["-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i"])
+        .arg("testsrc2=s=256x256")
+        .args(["-frames:v", "1"])
+        .arg(&avatar)
+        .status()
+        .unwrap();
+    assert!(ok.success());
     let shots = target_dir().join("console-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
 
-    let status = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .arg(root.join("tests/console/test_console.py"))
         .env("CLIPFORGE_URL", &app.base)
+        .env("CONSOLE_PUBLIC", CONSOLE_PUBLIC)
         .env("CONSOLE_VIDEO", &video)
+        .env("CONSOLE_AVATAR", &avatar)
+        .env("CONSOLE_SITE", format!("http://127.0.0.1:{site_port}"))
+        .env("CONSOLE_UPLOAD_LIMIT_MB", FREE_UPLOAD_MB)
+        .env("STRIPE_BASE", &stripe_base)
         .env("CONSOLE_SCREENSHOTS", &shots)
         .env("AXE_JS", &axe)
-        .status()
-        .expect("run python3");
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let status = tokio::task::spawn_blocking(move || python.status().expect("run python3"))
+        .await
+        .unwrap();
     assert!(
         status.success(),
         "the browser test failed (see its output above)"
     );
-    // What the browser scheduled really reached the platform, once per run.
+    // What the browser scheduled really reached the platform, once per run;
+    // the bulk-scheduled posts are days away and stay pending.
     let published = p.published("tiktok");
     assert_eq!(published.len(), 2, "{published:?}");
     assert!(published
         .iter()
         .all(|(_, title, _)| title == "First post from the console"));
+    // Each run paid one checkout at the local Stripe and opened the portal.
+    let paid = stripe
+        .state()
+        .sessions
+        .values()
+        .filter(|s| s["payment_status"] == "paid")
+        .count();
+    assert_eq!(paid, 2, "paid checkouts");
+    assert_eq!(stripe.seen("/v1/billing_portal/sessions").len(), 2);
 }

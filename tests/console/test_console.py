@@ -1,9 +1,8 @@
 """The web console in a real browser (Debian's chromium through Playwright).
 
-Run by tests/console.rs, which starts the server and the platform emulator
-and passes: CLIPFORGE_URL, CONSOLE_VIDEO (the espeak-ng speech video),
-CONSOLE_SCREENSHOTS (a folder), AXE_JS (axe-core's axe.min.js).
-Prints one line per check and closes with "N passed, M failed".
+Run by tests/console.rs, which starts the server, the platform emulator, the
+local Stripe and a site for yt-dlp, and passes their addresses (see
+harness.py). Prints one line per check and closes with "N passed, M failed".
 """
 
 import datetime as dt
@@ -11,68 +10,16 @@ import os
 import re
 import sys
 import time
-import traceback
 
 from playwright.sync_api import expect, sync_playwright
 
-BASE = os.environ["CLIPFORGE_URL"].rstrip("/")
-VIDEO = os.environ["CONSOLE_VIDEO"]
-SHOTS = os.environ["CONSOLE_SCREENSHOTS"]
-AXE_JS = os.environ["AXE_JS"]
+from harness import (AVATAR, BASE, SHOTS, SITE, UPLOAD_LIMIT_MB, VIDEO, Run, StopRun, check, failed,
+                     figures, focused, passed, route_outside, tab_to)
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 PROCESSING_TIMEOUT_MS = 900_000
-
-passed, failed, figures = [], [], {}
-
-
-class Run:
-    """One pass of the main path in one browser context (desktop or phone)."""
-
-    def __init__(self, page, name):
-        self.page, self.name = page, name
-        self.email = f"{name}-{int(time.time())}@example.com"
-
-    def shot(self, what):
-        path = os.path.join(SHOTS, f"{self.name}-{what}.png")
-        self.page.screenshot(path=path, full_page=True)
-        return path
-
-    def axe(self, what):
-        """No serious or critical axe-core violations on the current page."""
-        if not self.page.evaluate("typeof window.axe !== 'undefined'"):
-            self.page.add_script_tag(path=AXE_JS)
-        result = self.page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-        bad = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
-        detail = "; ".join(
-            f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}" for v in bad)
-        assert not bad, f"axe on {what}: {detail}"
-
-    def page_check(self, what):
-        self.shot(what)
-        self.axe(what)
-
-
-def check(run, label, fn):
-    """Runs one step; a failed step ends its run (later steps depend on it)."""
-    name = f"{run.name}: {label}"
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - every failure is reported
-        failed.append(name)
-        print(f"FAIL {name}: {e}", flush=True)
-        traceback.print_exc(limit=2)
-        try:
-            run.shot("failure")
-        except Exception:  # noqa: BLE001
-            pass
-        raise StopRun() from e
-    passed.append(name)
-    print(f"ok   {name}", flush=True)
-
-
-class StopRun(Exception):
-    pass
+PASSWORD, NEW_PASSWORD = "correct horse battery", "correct horse battery staple"
 
 
 def nav(page, name):
@@ -80,20 +27,32 @@ def nav(page, name):
     page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
 
 
+def day_label(d):
+    """A day as the console's English calendar names it."""
+    return f"{d:%A}, {d:%B} {d.day}, {d.year}"
+
+
 def main_path(run: Run):
     page = run.page
+    bulk = {}
 
     def sign_up():
+        # From the keyboard only: Tab to each control, type, Enter.
         page.goto(BASE + "/")
         expect(page).to_have_url(re.compile(r"/sign-in"))
         expect(page.get_by_role("button", name="Sign in")).to_be_visible()
         run.page_check("sign-in")
-        page.get_by_role("link", name="Sign up").click()
-        page.get_by_label("Name").fill("Ana Example")
-        page.get_by_label("Email").fill(run.email)
-        page.get_by_label("Password").fill("correct horse battery")
+        tab_to(page, "A:Sign up")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name="Create your Clipforge account")).to_be_visible()
+        tab_to(page, "INPUT:Name")
+        page.keyboard.type("Ana Example")
+        for text in (run.email, PASSWORD):
+            page.keyboard.press("Tab")
+            page.keyboard.type(text)
         run.page_check("sign-up")
-        page.get_by_role("button", name="Sign up").click()
+        assert focused(page).startswith("INPUT:Password"), focused(page)
+        page.keyboard.press("Enter")
         expect(page.get_by_role("heading", name="Projects")).to_be_visible()
 
     def dashboard():
@@ -102,8 +61,8 @@ def main_path(run: Run):
         page.goto(BASE + "/")
         page.get_by_text("No projects yet").wait_for()
         ms = page.evaluate("performance.now()")
-        figures.setdefault("dashboard first render (ms)", []).append(round(ms))
-        expect(page.get_by_test_id("credits-left")).to_contain_text("credits left")
+        figures.setdefault(f"dashboard first render, {run.name} (ms)", []).append(round(ms))
+        expect(page.get_by_test_id("credits-left")).to_contain_text("60 of 60 credits left")
         run.page_check("dashboard-empty")
         # Portuguese through the switch, then back.
         page.get_by_label("Language").select_option("pt")
@@ -113,17 +72,66 @@ def main_path(run: Run):
         page.get_by_label("Idioma").select_option("en")
         expect(page.get_by_role("heading", name="Projects")).to_be_visible()
 
+    def link_preview_and_402():
+        # From the keyboard: New project, the link mode, the /meta preview of
+        # a two-hour video, and the server's 402 said plainly.
+        tab_to(page, "BUTTON:New project")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name="New project")).to_be_visible()
+        tab_to(page, "INPUT:From a file")
+        page.keyboard.press("ArrowRight")
+        expect(page.get_by_label("From a link")).to_be_checked()
+        tab_to(page, "INPUT:Video link")
+        page.keyboard.type(SITE + "/long.html")
+        tab_to(page, "BUTTON:Preview")
+        page.keyboard.press("Enter")
+        preview = page.locator(".meta-preview")
+        expect(preview).to_contain_text("Keynote replay")
+        expect(preview).to_contain_text("Duration: 2:00:00")
+        tab_to(page, "BUTTON:Create project")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text("Not enough credits for this video")
+        run.page_check("new-project-402")
+
+    def link_project_and_cancel():
+        page.get_by_label("Video link").fill(SITE + "/talk.html")
+        page.get_by_role("button", name="Preview").click()
+        preview = page.locator(".meta-preview")
+        expect(preview).to_contain_text("Launch talk")
+        expect(preview).to_contain_text("Duration: 0:25")
+        page.wait_for_function("() => document.querySelector('.meta-preview img')?.naturalWidth > 0")
+        run.page_check("new-project-link")
+        page.get_by_role("button", name="Create project").click()
+        expect(page).to_have_url(re.compile(r"/projects/[0-9a-f-]{36}$"))
+        page.get_by_role("button", name="Cancel processing").click()  # the confirm() is accepted
+        expect(page.get_by_text("Processing was cancelled")).to_be_visible()
+        run.page_check("project-cancelled")
+        page.get_by_role("link", name="Back to projects").click()
+        # The reservation went back.
+        expect(page.get_by_test_id("credits-left")).to_contain_text("60 of 60 credits left")
+
     def upload_and_create():
         page.get_by_role("button", name="New project").click()
+        file_input = page.get_by_label("Video file")
         # A file that is not a video: the server's 415, said plainly.
-        page.get_by_label("Video file").set_input_files(
-            {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not a video"})
+        file_input.set_input_files({"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not a video"})
         expect(page.get_by_role("alert")).to_contain_text("file type is not supported")
-        page.get_by_label("Video file").set_input_files(VIDEO)
+        # Over the plan's upload limit: the server's 413, said plainly.
+        big = bytes((UPLOAD_LIMIT_MB + 1) * 1024 * 1024)
+        file_input.set_input_files({"name": "big.mp4", "mimeType": "video/mp4", "buffer": big})
+        expect(page.get_by_role("alert")).to_contain_text("larger than your plan allows")
+        run.page_check("new-project-413")
+        # The real video, chosen from the keyboard (Space opens the file chooser).
+        page.get_by_role("heading", name="New project").click()
+        tab_to(page, "INPUT:Video file")
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(VIDEO)
         expect(page.get_by_text("Uploaded:")).to_be_visible(timeout=60_000)
         run.page_check("new-project")
         page.get_by_label("Clip length").select_option("15-30")
-        page.get_by_role("button", name="Create project").click()
+        tab_to(page, "BUTTON:Create project")
+        page.keyboard.press("Enter")
         expect(page).to_have_url(re.compile(r"/projects/[0-9a-f-]{36}$"))
 
     def progress_to_done():
@@ -206,24 +214,114 @@ def main_path(run: Run):
         form.get_by_role("button", name="Save").click()
         expect(form.get_by_text("Scheduled")).to_be_visible()
         nav(page, "Schedule")
-        expect(page.get_by_text("First post from the console")).to_be_visible()
+        expect(page.locator("li.post", has_text="First post from the console")).to_be_visible()
         run.page_check("schedule-pending")
 
-    def credits():
+    def bulk_schedule():
+        # Every clip, an hour apart, from 10:00 two days from now.
+        nav(page, "Projects")
+        page.locator(".project-card a").first.click()
+        expect(page.get_by_role("article").first).to_be_visible()
+        clips = page.get_by_role("article").count()
+        page.get_by_role("button", name="Schedule all clips").click()
+        form = page.get_by_role("form", name="Schedule all clips")
+        form.get_by_label("TikTok").check()
+        day = dt.date.today() + dt.timedelta(days=2)
+        form.get_by_label("Date and time").fill(f"{day:%Y-%m-%d}T10:00")
+        form.get_by_label("Hours between posts").fill("1")
+        form.get_by_role("button", name="Save").click()
+        expect(form.get_by_role("status")).to_contain_text(f"Scheduled: {clips}")
+        run.page_check("project-bulk-schedule")
+        bulk.update(day=day, count=clips)
+
+    def calendar_edit_delete():
+        nav(page, "Schedule")
+        day, count = bulk["day"], bulk["count"]
+        label = day_label(day)
+        if run.name == "desktop":
+            # The month grid from the keyboard: today's cell is the one tab
+            # stop; two ArrowRight presses reach the bulk posts' day.
+            expect(page.get_by_role("grid")).to_be_visible()
+            tab_to(page, "BUTTON:" + day_label(dt.date.today()))
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowRight")
+            posts_text = "1 post" if count == 1 else f"{count} posts"
+            assert focused(page).startswith(f"BUTTON:{label}: {posts_text}"), focused(page)
+            expect(page.locator("#day-h")).to_have_text(label)
+            posts = page.locator("section.day li.post")
+            run.page_check("schedule-month")
+        else:
+            # Phones get the week agenda; the posts' day may be next week.
+            expect(page.get_by_role("grid")).to_have_count(0)
+            day_item = page.locator(".agenda > li", has=page.get_by_role("heading", name=label, exact=True))
+            if day_item.count() == 0:
+                page.get_by_role("button", name="Next week").click()
+            posts = day_item.locator("li.post")
+            run.page_check("schedule-week")
+        expect(posts).to_have_count(count)
+        # Edit the first one: a new title, half an hour later.
+        first = posts.first
+        first.get_by_role("button", name=re.compile(r"^Edit: ")).click()
+        form = first.get_by_role("form")
+        form.get_by_label("Post title").fill("Moved in the calendar")
+        form.get_by_label("Date and time").fill(f"{day:%Y-%m-%d}T10:30")
+        form.get_by_role("button", name="Save").click()
+        edited = posts.filter(has_text="Moved in the calendar")
+        expect(edited).to_have_count(1)
+        expect(edited.locator("time")).to_have_text("10:30 AM")
+        run.page_check("schedule-edited")
+        # Delete it (the confirm() is accepted).
+        edited.get_by_role("button", name=re.compile(r"^Delete: ")).click()
+        expect(posts).to_have_count(count - 1)
+        expect(posts.filter(has_text="Moved in the calendar")).to_have_count(0)
+
+    def credits_and_plans():
         nav(page, "Credits and plans")
         expect(page.get_by_role("heading", name="Credit history")).to_be_visible()
         expect(page.get_by_role("cell", name="charge").first).to_be_visible()
+        expect(page.locator(".plan.current h3")).to_have_text("Free")
         run.page_check("credits")
+        # Creator is not bought yet: Stripe's checkout, paid, back here.
+        page.get_by_role("button", name="Choose Creator").click()
+        expect(page).to_have_url(re.compile(r"^https://checkout\.stripe\.com/c/pay/cs_"))
+        expect(page.get_by_role("heading", name="Subscribe to Clipforge creator (monthly)")).to_be_visible()
+        run.shot("stripe-checkout")
+        page.get_by_role("button", name="Pay").click()
+        expect(page).to_have_url(BASE + "/credits")
+        expect(page.get_by_text("Payment received: your Creator plan is active.")).to_be_visible()
+        expect(page.locator(".plan.current h3")).to_have_text("Creator")
+        run.page_check("credits-creator")
+        # The customer portal, and back.
+        page.get_by_role("button", name="Manage subscription").click()
+        expect(page).to_have_url(re.compile(r"^https://billing\.stripe\.com/p/session/"))
+        page.get_by_role("link", name="Return to Clipforge").click()
+        expect(page).to_have_url(BASE + "/credits")
+        # Plan selection: free at once, and Creator again without paying twice.
+        page.get_by_role("button", name="Choose Free").click()
+        expect(page.get_by_text("Your plan is now Free.")).to_be_visible()
+        expect(page.locator(".plan.current h3")).to_have_text("Free")
+        page.get_by_role("button", name="Choose Creator").click()
+        expect(page.get_by_text("Your plan is now Creator.")).to_be_visible()
+        expect(page).to_have_url(BASE + "/credits")
 
     def profile():
         nav(page, "Profile")
         page.get_by_label("Name").fill("Ana Renamed")
         page.get_by_role("button", name="Save").click()
         expect(page.get_by_text("Saved.")).to_be_visible()
+        page.get_by_label("Upload avatar").set_input_files(AVATAR)
+        page.wait_for_function("() => document.querySelector('img.avatar')?.naturalWidth > 0")
+        expect(page.get_by_role("navigation", name="Main").locator("img.avatar-sm")).to_be_visible()
+        page.get_by_label("Current password").fill(PASSWORD)
+        page.get_by_label("New password").fill(NEW_PASSWORD)
+        page.get_by_role("button", name="Change password").click()
+        expect(page.get_by_label("Current password")).to_have_value("")
+        expect(page.get_by_role("status")).to_have_text("Saved.")
         run.page_check("profile")
 
     def published():
         nav(page, "Schedule")
+        page.get_by_role("button", name="Today").click()
         post = page.locator("li.post", has_text="First post from the console")
         expect(post).to_have_attribute("data-status", "published", timeout=240_000)
         expect(post.get_by_text("Published")).to_be_visible()
@@ -238,18 +336,34 @@ def main_path(run: Run):
         page.get_by_role("button", name=re.compile(r"^Mark as read")).first.click()
         expect(page.get_by_role("status")).to_have_text(f"{unread_before - 1} unread")
 
-    def sign_out():
+    def sign_out_and_in():
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("button", name="Sign in")).to_be_visible()
         page.goto(BASE + "/credits")
         expect(page).to_have_url(re.compile(r"/sign-in"))
+        # The old password no longer works; the new one does (keyboard only).
+        tab_to(page, "INPUT:Email")
+        page.keyboard.type(run.email)
+        page.keyboard.press("Tab")
+        page.keyboard.type(PASSWORD)
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("alert")).to_be_visible()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(NEW_PASSWORD)
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name="Credits and plans")).to_be_visible()
 
-    steps = [("sign up", sign_up), ("dashboard", dashboard), ("upload and create", upload_and_create),
+    steps = [("sign up (keyboard)", sign_up), ("dashboard", dashboard),
+             ("link preview and 402 (keyboard)", link_preview_and_402),
+             ("link project, cancel", link_project_and_cancel),
+             ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
              ("download SRT", download_srt), ("template", template), ("connect TikTok", connect),
-             ("schedule a clip", schedule), ("credits", credits), ("profile", profile),
-             ("post published", published), ("read a notification", notification),
-             ("sign out", sign_out)]
+             ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
+             ("calendar: edit and delete a pending post", calendar_edit_delete),
+             ("credits, checkout, portal, plan selection", credits_and_plans),
+             ("profile, avatar, password", profile), ("post published", published),
+             ("read a notification", notification), ("sign out, sign in with the new password", sign_out_and_in)]
     for label, fn in steps:
         check(run, label, fn)
 
@@ -265,8 +379,12 @@ def main():
         ]:
             ctx = browser.new_context(locale="en-US", accept_downloads=True, **opts)
             ctx.set_default_timeout(30_000)
+            expect.set_options(timeout=30_000)
+            route_outside(ctx)
+            page = ctx.new_page()
+            page.on("dialog", lambda d: d.accept())
             try:
-                main_path(Run(ctx.new_page(), name))
+                main_path(Run(page, name))
             except StopRun:
                 pass
             finally:

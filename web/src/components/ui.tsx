@@ -3,6 +3,14 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiFailure } from "../api/client";
 import { t, type Key } from "../i18n";
 
+/** Seconds as m:ss, or h:mm:ss from an hour on. */
+export function clock(sec: number): string {
+  const s = Math.round(sec);
+  const mmss = (m: number) => `${m}:${String(s % 60).padStart(2, "0")}`;
+  if (s < 3600) return mmss(Math.floor(s / 60));
+  return `${Math.floor(s / 3600)}:${mmss(Math.floor(s / 60) % 60).padStart(5, "0")}`;
+}
+
 /** A user-facing sentence for an API failure. */
 export function errorText(e: unknown): string {
   if (e instanceof ApiFailure) {
@@ -33,6 +41,22 @@ export function Progress({ label, value }: { label: string; value: number }) {
       <span class="progress-value">{v}%</span>
     </div>
   );
+}
+
+/** Runs user actions and keeps the last one's failure for an ErrorBox. */
+export function useAction() {
+  const [error, setError] = useState<unknown>(null);
+  async function run(action: () => Promise<unknown>): Promise<boolean> {
+    setError(null);
+    try {
+      await action();
+      return true;
+    } catch (e) {
+      setError(e);
+      return false;
+    }
+  }
+  return { error, setError, run };
 }
 
 /** Loads data on mount and whenever `deps` change. */

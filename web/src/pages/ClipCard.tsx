@@ -1,12 +1,8 @@
 import { useState } from "preact/hooks";
 import type { Clip, Integration } from "../api/models";
+import { clock } from "../components/ui";
 import { t } from "../i18n";
 import { ScheduleOne } from "./ScheduleForms";
-
-function mmss(sec: number): string {
-  const s = Math.round(sec);
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
-}
 
 export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Integration[] | undefined }) {
   const [scheduling, setScheduling] = useState(false);
@@ -22,7 +18,7 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
           <span class="score" title={t("score", { n: Math.round(clip.score) })}>
             {t("score", { n: Math.round(clip.score) })}
           </span>{" "}
-          · {mmss(clip.startSec)}–{mmss(clip.endSec)} ({clip.duration}) · {clip.quality}
+          · {clock(clip.startSec)}–{clock(clip.endSec)} ({clip.duration}) · {clip.quality}
         </p>
         {"reason" in clip && clip.reason && <p class="reason">{clip.reason}</p>}
         <div class="downloads">

@@ -1,8 +1,9 @@
 import { useState } from "preact/hooks";
-import { api, ApiFailure, ok } from "../api/client";
+import { api, ok } from "../api/client";
 import type { Balance, LedgerPage } from "../api/models";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
-import { formatDate, t } from "../i18n";
+import { formatDate, t, type Key } from "../i18n";
+import { Plans } from "./Plans";
 
 const LIMIT = 20;
 
@@ -13,42 +14,11 @@ export function Credits() {
     () => ok(api.GET("/credits/ledger", { params: { query: { page, limit: LIMIT } } })) as Promise<LedgerPage>,
     [page],
   );
-  const [frequency, setFrequency] = useState<"monthly" | "yearly">("monthly");
-  const [actionError, setActionError] = useState<unknown>(null);
-  const [billingOff, setBillingOff] = useState(false);
-
-  function failed(e: unknown) {
-    if (e instanceof ApiFailure && e.status === 503) setBillingOff(true);
-    else setActionError(e);
-  }
-  async function checkout(plan: "creator" | "pro") {
-    setActionError(null);
-    try {
-      const r = await ok(api.POST("/stripe/checkout", { body: { plan, frequency } }));
-      location.assign(r.url);
-    } catch (e) {
-      failed(e);
-    }
-  }
-  async function portal() {
-    setActionError(null);
-    try {
-      const r = await ok(api.POST("/stripe/customer-portal"));
-      location.assign(r.url);
-    } catch (e) {
-      failed(e);
-    }
-  }
   const b = balance.data;
   const pages = ledger.data ? Math.max(1, Math.ceil(ledger.data.total / LIMIT)) : 1;
   return (
     <Page title={t("credits")}>
-      <ErrorBox error={balance.error || actionError} />
-      {billingOff && (
-        <p role="alert" class="notice">
-          {t("billingOff")}
-        </p>
-      )}
+      <ErrorBox error={balance.error} />
       <section class="panel" aria-labelledby="balance-h">
         <h2 id="balance-h">{t("balance")}</h2>
         {!b ? (
@@ -57,38 +27,20 @@ export function Credits() {
           <>
             <p class="big">{b.unlimited ? t("unlimited") : t("creditsLeft", { n: b.credits, total: b.totalCredits })}</p>
             <p>
-              {t("currentPlan")}: <strong>{b.plan}</strong>
+              {t("currentPlan")}: <strong>{t(("plan_" + b.plan) as Key)}</strong>
             </p>
             {b.reserved > 0 && <p class="muted">{t("reserved", { n: b.reserved })}</p>}
             {b.renewsAt && <p class="muted">{t("renews", { d: formatDate(b.renewsAt) })}</p>}
           </>
         )}
       </section>
-      <section class="panel" aria-labelledby="plans-h">
-        <h2 id="plans-h">{t("plans")}</h2>
-        <fieldset class="choice">
-          <legend className="sr-only">{t("plans")}</legend>
-          <label class="inline">
-            <input type="radio" name="freq" checked={frequency === "monthly"} onChange={() => setFrequency("monthly")} />
-            {t("monthly")}
-          </label>
-          <label class="inline">
-            <input type="radio" name="freq" checked={frequency === "yearly"} onChange={() => setFrequency("yearly")} />
-            {t("yearly")}
-          </label>
-        </fieldset>
-        <div class="row">
-          <button type="button" onClick={() => checkout("creator")} disabled={b?.plan === "creator"}>
-            {t("buy", { p: "Creator" })}
-          </button>
-          <button type="button" onClick={() => checkout("pro")} disabled={b?.plan === "pro"}>
-            {t("buy", { p: "Pro" })}
-          </button>
-          <button type="button" class="secondary" onClick={portal}>
-            {t("portal")}
-          </button>
-        </div>
-      </section>
+      <Plans
+        balance={b}
+        onChanged={() => {
+          balance.reload();
+          ledger.reload();
+        }}
+      />
       <section aria-labelledby="ledger-h">
         <h2 id="ledger-h">{t("ledger")}</h2>
         <ErrorBox error={ledger.error} />

@@ -2,16 +2,11 @@ import { useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { CreateProjectBody, Created, MetaResponse, Preset, TemplateList, UploadResponse } from "../api/models";
 import { uploadVideo } from "../api/upload";
-import { ErrorBox, Page, Progress, useLoad } from "../components/ui";
+import { clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
 import { t } from "../i18n";
 import { navigate } from "../router";
 
 export const PRESETS = ["default", "shorts", "karaoke", "minimal", "bold"];
-
-function mmss(sec: number): string {
-  const s = Math.round(sec);
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
-}
 
 export function NewProject() {
   const [mode, setMode] = useState<"file" | "url">("file");
@@ -123,7 +118,7 @@ export function NewProject() {
             {uploadPct !== null && <Progress label={t("uploading", { p: uploadPct })} value={uploadPct} />}
             {upload && (
               <p role="status" class="ok">
-                {t("uploaded", { d: mmss(upload.durationSec) })}
+                {t("uploaded", { d: clock(upload.durationSec) })}
               </p>
             )}
           </div>
@@ -142,7 +137,8 @@ export function NewProject() {
                 <div>
                   <strong>{meta.title}</strong>
                   <p class="muted">
-                    {t("duration")}: {mmss(meta.durationSec)} · {t("languageCode")}: {meta.language || "?"}
+                    {t("duration")}: {clock(meta.durationSec)} · {t("languageCode")}:{" "}
+                    {meta.language && meta.language !== "und" ? meta.language : t("languageUnknown")}
                   </p>
                 </div>
               </div>

@@ -19,6 +19,8 @@ export function ProjectPage({ id }: { id: string }) {
   const [percent, setPercent] = useState<number | null>(null);
   const [actionError, setActionError] = useState<unknown>(null);
   const [bulk, setBulk] = useState(false);
+  // The API forgets a cancelled project (404 afterwards): say so here.
+  const [cancelled, setCancelled] = useState(false);
   const integrations = useIntegrations();
   const running = data ? isRunning(data.project) : false;
 
@@ -31,8 +33,9 @@ export function ProjectPage({ id }: { id: string }) {
         setData((d) => d && { ...d, project: { ...d.project, state: e.state, status: e.status, stepProgress: e.stepProgress } });
       },
       clip() {},
-      end() {
-        reload();
+      end(kind) {
+        if (kind === "cancelled") setCancelled(true);
+        else reload();
       },
     });
   }, [id, running]);
@@ -42,7 +45,7 @@ export function ProjectPage({ id }: { id: string }) {
     setActionError(null);
     try {
       await ok(api.POST("/projects/{id}/cancel", { params: { path: { id } } }));
-      reload();
+      setCancelled(true);
     } catch (e) {
       setActionError(e);
     }
@@ -57,6 +60,16 @@ export function ProjectPage({ id }: { id: string }) {
     }
   }
 
+  if (cancelled) {
+    return (
+      <Page title={data?.project.title ?? t("projects")}>
+        <p role="status" class="notice">
+          {t("cancelledNote")}
+        </p>
+        <a href="/">{t("back")}</a>
+      </Page>
+    );
+  }
   if (error) {
     return (
       <Page title={t("projects")}>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { BulkScheduled, Clip, Integration, IntegrationList, Provider } from "../api/models";
-import { ErrorBox } from "../components/ui";
+import { ErrorBox, useAction } from "../components/ui";
 import { t } from "../i18n";
 
 export const PROVIDERS = ["tiktok", "instagram", "youtube"] as const;
@@ -36,111 +36,119 @@ function inOneHour(): string {
   return localInput(d);
 }
 
-function ProviderSelect({ integrations, value, onChange }: { integrations: Integration[]; value: string; onChange: (v: string) => void }) {
+type Field = { value: string; onChange: (v: string) => void };
+
+/** The post's title, as every scheduling form asks for it. */
+export function TitleField({ value, onChange }: Field) {
   return (
     <label>
-      {t("provider")}
-      <select value={value} onChange={(e) => onChange(e.currentTarget.value)} required>
-        {integrations.map((i) => (
-          <option key={i.provider} value={i.provider}>
-            {PROVIDER_NAMES[i.provider] ?? i.provider}
-          </option>
-        ))}
-      </select>
+      {t("postTitle")}
+      <input value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
     </label>
   );
 }
 
+/** When to publish (local time). */
+export function WhenField({ value, onChange }: Field) {
+  return (
+    <label>
+      {t("when")}
+      <input type="datetime-local" value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
+    </label>
+  );
+}
+
+/** Save and Close, the end of every scheduling form. */
+export function FormButtons({ onClose, disabled }: { onClose: () => void; disabled?: boolean }) {
+  return (
+    <div class="row">
+      <button type="submit" disabled={disabled}>
+        {t("save")}
+      </button>
+      <button type="button" class="secondary" onClick={onClose}>
+        {t("close")}
+      </button>
+    </div>
+  );
+}
+
+function NeedIntegration() {
+  return (
+    <p class="notice">
+      <a href="/integrations">{t("needIntegration")}</a>
+    </p>
+  );
+}
+
+function Scheduled({ count }: { count?: number }) {
+  return (
+    <p role="status" class="ok">
+      {t("scheduled")}
+      {count !== undefined && `: ${count}`} · <a href="/schedule">{t("schedule")}</a>
+    </p>
+  );
+}
+
+const activeOf = (integrations: Integration[] | undefined) => (integrations ?? []).filter((i) => i.active);
+
 export function ScheduleOne({ clip, integrations, onDone }: { clip: Clip; integrations: Integration[] | undefined; onDone: () => void }) {
+  const active = activeOf(integrations);
   const [provider, setProvider] = useState("");
   const [title, setTitle] = useState(clip.title);
   const [when, setWhen] = useState(inOneHour());
-  const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState(false);
-  const active = (integrations ?? []).filter((i) => i.active);
+  const action = useAction();
   useEffect(() => {
     if (!provider && active.length) setProvider(active[0].provider);
   }, [integrations]);
-  if (integrations && active.length === 0) {
-    return (
-      <p class="notice">
-        <a href="/integrations">{t("needIntegration")}</a>
-      </p>
-    );
-  }
+  if (integrations && active.length === 0) return <NeedIntegration />;
   async function submit(e: Event) {
     e.preventDefault();
-    setError(null);
-    try {
-      await ok(
-        api.POST("/clips/{clip_id}/schedule", {
-          params: { path: { clip_id: clip.id } },
-          body: { provider: provider as Provider, title, scheduledAt: toUtc(when) },
-        }),
-      );
+    const body = { provider: provider as Provider, title, scheduledAt: toUtc(when) };
+    if (await action.run(() => ok(api.POST("/clips/{clip_id}/schedule", { params: { path: { clip_id: clip.id } }, body })))) {
       setDone(true);
       setTimeout(onDone, 1500);
-    } catch (err) {
-      setError(err);
     }
   }
   return (
     <form class="stack inset" onSubmit={submit} aria-label={`${t("scheduleClip")}: ${clip.title}`}>
-      <ProviderSelect integrations={active} value={provider} onChange={setProvider} />
       <label>
-        {t("postTitle")}
-        <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
+        {t("provider")}
+        <select value={provider} onChange={(e) => setProvider(e.currentTarget.value)} required>
+          {active.map((i) => (
+            <option key={i.provider} value={i.provider}>
+              {PROVIDER_NAMES[i.provider] ?? i.provider}
+            </option>
+          ))}
+        </select>
       </label>
-      <label>
-        {t("when")}
-        <input type="datetime-local" value={when} onInput={(e) => setWhen(e.currentTarget.value)} required />
-      </label>
-      <ErrorBox error={error} />
-      {done && (
-        <p role="status" class="ok">
-          {t("scheduled")} · <a href="/schedule">{t("schedule")}</a>
-        </p>
-      )}
-      <div class="row">
-        <button type="submit">{t("save")}</button>
-        <button type="button" class="secondary" onClick={onDone}>
-          {t("close")}
-        </button>
-      </div>
+      <TitleField value={title} onChange={setTitle} />
+      <WhenField value={when} onChange={setWhen} />
+      <ErrorBox error={action.error} />
+      {done && <Scheduled />}
+      <FormButtons onClose={onDone} />
     </form>
   );
 }
 
 export function BulkSchedule({ projectId, integrations, onDone }: { projectId: string; integrations: Integration[] | undefined; onDone: () => void }) {
-  const active = (integrations ?? []).filter((i) => i.active);
+  const active = activeOf(integrations);
   const [providers, setProviders] = useState<string[]>([]);
   const [when, setWhen] = useState(inOneHour());
   const [interval, setInterval_] = useState(24);
   const [caption, setCaption] = useState("");
-  const [error, setError] = useState<unknown>(null);
   const [count, setCount] = useState<number | null>(null);
-  if (integrations && active.length === 0) {
-    return (
-      <p class="notice">
-        <a href="/integrations">{t("needIntegration")}</a>
-      </p>
-    );
-  }
+  const action = useAction();
+  if (integrations && active.length === 0) return <NeedIntegration />;
   async function submit(e: Event) {
     e.preventDefault();
-    setError(null);
-    try {
-      const r = (await ok(
-        api.POST("/projects/{id}/bulk-schedule", {
-          params: { path: { id: projectId } },
-          body: { scheduledAt: toUtc(when), intervalHours: interval, providers: providers as Provider[], caption: caption || undefined },
-        }),
-      )) as BulkScheduled;
+    const body = { scheduledAt: toUtc(when), intervalHours: interval, providers: providers as Provider[], caption: caption || undefined };
+    await action.run(async () => {
+      const r = (await ok(api.POST("/projects/{id}/bulk-schedule", { params: { path: { id: projectId } }, body }))) as BulkScheduled;
       setCount(r.count);
-    } catch (err) {
-      setError(err);
-    }
+    });
   }
+  const toggle = (p: string, on: boolean) => setProviders(on ? [...providers, p] : providers.filter((x) => x !== p));
   return (
     <form class="panel stack" onSubmit={submit} aria-label={t("scheduleAll")}>
       <h2>{t("scheduleAll")}</h2>
@@ -148,45 +156,25 @@ export function BulkSchedule({ projectId, integrations, onDone }: { projectId: s
         <legend>{t("provider")}</legend>
         {active.map((i) => (
           <label class="inline" key={i.provider}>
-            <input
-              type="checkbox"
-              checked={providers.includes(i.provider)}
-              onChange={(e) =>
-                setProviders(e.currentTarget.checked ? [...providers, i.provider] : providers.filter((p) => p !== i.provider))
-              }
-            />
+            <input type="checkbox" checked={providers.includes(i.provider)} onChange={(e) => toggle(i.provider, e.currentTarget.checked)} />
             {PROVIDER_NAMES[i.provider] ?? i.provider}
           </label>
         ))}
       </fieldset>
-      <label>
-        {t("when")}
-        <input type="datetime-local" value={when} onInput={(e) => setWhen(e.currentTarget.value)} required />
-      </label>
+      <WhenField value={when} onChange={setWhen} />
       <label>
         {t("interval")}
         <input type="number" min={0} max={2160} value={interval} onInput={(e) => setInterval_(Number(e.currentTarget.value))} />
       </label>
       <label>
         <span>
-            {t("caption")} <span class="muted">({t("optional")})</span>
-          </span>
+          {t("caption")} <span class="muted">({t("optional")})</span>
+        </span>
         <input value={caption} onInput={(e) => setCaption(e.currentTarget.value)} />
       </label>
-      <ErrorBox error={error} />
-      {count !== null && (
-        <p role="status" class="ok">
-          {t("scheduled")}: {count} · <a href="/schedule">{t("schedule")}</a>
-        </p>
-      )}
-      <div class="row">
-        <button type="submit" disabled={providers.length === 0}>
-          {t("save")}
-        </button>
-        <button type="button" class="secondary" onClick={onDone}>
-          {t("close")}
-        </button>
-      </div>
+      <ErrorBox error={action.error} />
+      {count !== null && <Scheduled count={count} />}
+      <FormButtons onClose={onDone} disabled={providers.length === 0} />
     </form>
   );
 }

@@ -1,0 +1,116 @@
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiFailure, ok } from "../api/client";
+import type { Balance } from "../api/models";
+import { ErrorBox } from "../components/ui";
+import { t, type Key } from "../i18n";
+import { navigate } from "../router";
+
+const PLANS = ["free", "creator", "pro", "enterprise"] as const;
+type Plan = (typeof PLANS)[number];
+const planName = (p: string) => t(("plan_" + p) as Key);
+
+/**
+ * The plans and how to change them: `select-plan` first (free always; a
+ * paid plan the account is entitled to switches at once); a creator or pro
+ * plan not bought yet opens Stripe's checkout, whose return path
+ * (`/credits?session_id=…`) activates it. The portal manages a subscription.
+ */
+export function Plans({ balance, onChanged }: { balance: Balance | undefined; onChanged: () => void }) {
+  const [frequency, setFrequency] = useState<"monthly" | "yearly">("monthly");
+  const [error, setError] = useState<unknown>(null);
+  const [note, setNote] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [billingOff, setBillingOff] = useState(false);
+
+  // Back from Stripe's checkout: activate the session and say how it went.
+  useEffect(() => {
+    const sessionId = new URLSearchParams(location.search).get("session_id");
+    if (!sessionId) return;
+    navigate("/credits", true);
+    ok(api.GET("/stripe/checkout/{session_id}", { params: { path: { session_id: sessionId } } })).then(
+      (s) => {
+        setNote(s.activated ? t("checkoutPaid", { p: planName(s.plan) }) : t("checkoutOpen"));
+        onChanged();
+      },
+      setError,
+    );
+  }, []);
+
+  async function act(f: () => Promise<void>) {
+    setError(null);
+    setNote("");
+    setBusy(true);
+    try {
+      await f();
+    } catch (e) {
+      if (e instanceof ApiFailure && e.status === 503) setBillingOff(true);
+      else setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+  const openStripe = async (page: Promise<{ url: string }>) => location.assign((await page).url);
+  const choose = (plan: Plan) =>
+    act(async () => {
+      try {
+        const r = await ok(api.POST("/credits/select-plan", { body: { plan } }));
+        setNote(t("planNow", { p: planName(r.plan) }));
+        onChanged();
+      } catch (e) {
+        const buy = e instanceof ApiFailure && e.code === "checkout_required" && (plan === "creator" || plan === "pro");
+        if (!buy) throw e;
+        await openStripe(ok(api.POST("/stripe/checkout", { body: { plan, frequency } })));
+      }
+    });
+  const portal = () => act(() => openStripe(ok(api.POST("/stripe/customer-portal"))));
+
+  return (
+    <section class="panel" aria-labelledby="plans-h">
+      <h2 id="plans-h">{t("plans")}</h2>
+      <ErrorBox error={error} />
+      {billingOff && (
+        <p role="alert" class="notice">
+          {t("billingOff")}
+        </p>
+      )}
+      {note && (
+        <p role="status" class="ok">
+          {note}
+        </p>
+      )}
+      <fieldset class="choice">
+        <legend>{t("billingPeriod")}</legend>
+        <label class="inline">
+          <input type="radio" name="freq" checked={frequency === "monthly"} onChange={() => setFrequency("monthly")} />
+          {t("monthly")}
+        </label>
+        <label class="inline">
+          <input type="radio" name="freq" checked={frequency === "yearly"} onChange={() => setFrequency("yearly")} />
+          {t("yearly")}
+        </label>
+      </fieldset>
+      <ul class="plans">
+        {PLANS.map((p) => {
+          const current = balance?.plan === p;
+          return (
+            <li key={p} class={current ? "plan current" : "plan"} aria-current={current ? "true" : undefined}>
+              <h3>{planName(p)}</h3>
+              <p class="small">{t(("planDesc_" + p) as Key)}</p>
+              {current ? (
+                <p class="badge-soft">{t("currentPlan")}</p>
+              ) : (
+                <button type="button" class={p === "free" || p === "enterprise" ? "secondary" : undefined} disabled={!balance || busy} onClick={() => choose(p)}>
+                  {t("buy", { p: planName(p) })}
+                </button>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+      <p class="muted small">{t("paidHint")}</p>
+      <button type="button" class="secondary" disabled={busy} onClick={portal}>
+        {t("portal")}
+      </button>
+    </section>
+  );
+}
