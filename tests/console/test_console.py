@@ -252,6 +252,7 @@ def main_path(run: Run):
             run.page_check("schedule-month")
         else:
             # Phones get the week agenda; the posts' day may be next week.
+            expect(page.locator(".agenda")).to_be_visible()  # the posts are loaded
             expect(page.get_by_role("grid")).to_have_count(0)
             day_item = page.locator(".agenda > li", has=page.get_by_role("heading", name=label, exact=True))
             if day_item.count() == 0:
