@@ -32,6 +32,21 @@ export function ErrorBox({ error }: { error: unknown }) {
   );
 }
 
+/** One choice out of a few, as radio buttons in a labelled group. */
+export function Choice<T extends string>(props: { legend: string; name: string; value: T; options: [T, string][]; onChange: (v: T) => void }) {
+  return (
+    <fieldset class="choice">
+      <legend>{props.legend}</legend>
+      {props.options.map(([v, label]) => (
+        <label class="inline" key={v}>
+          <input type="radio" name={props.name} checked={props.value === v} onChange={() => props.onChange(v)} />
+          {label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
 export function Progress({ label, value }: { label: string; value: number }) {
   const v = Math.max(0, Math.min(100, Math.round(value)));
   return (

@@ -2,7 +2,7 @@ import { useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { CreateProjectBody, Created, MetaResponse, Preset, TemplateList, UploadResponse } from "../api/models";
 import { uploadVideo } from "../api/upload";
-import { clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
+import { Choice, clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
 import { t } from "../i18n";
 import { navigate } from "../router";
 
@@ -89,17 +89,16 @@ export function NewProject() {
   return (
     <Page title={t("newProject")}>
       <form class="stack narrow" onSubmit={create}>
-        <fieldset class="choice">
-          <legend>{t("source")}</legend>
-          <label class="inline">
-            <input type="radio" name="mode" checked={mode === "file"} onChange={() => setMode("file")} />
-            {t("fromFile")}
-          </label>
-          <label class="inline">
-            <input type="radio" name="mode" checked={mode === "url"} onChange={() => setMode("url")} />
-            {t("fromUrl")}
-          </label>
-        </fieldset>
+        <Choice
+          legend={t("source")}
+          name="mode"
+          value={mode}
+          onChange={setMode}
+          options={[
+            ["file", t("fromFile")],
+            ["url", t("fromUrl")],
+          ]}
+        />
 
         {mode === "file" ? (
           <div class="stack">

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiFailure, ok } from "../api/client";
 import type { Balance } from "../api/models";
-import { ErrorBox } from "../components/ui";
+import { Choice, ErrorBox } from "../components/ui";
 import { t, type Key } from "../i18n";
 import { navigate } from "../router";
 
@@ -78,17 +78,16 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
           {note}
         </p>
       )}
-      <fieldset class="choice">
-        <legend>{t("billingPeriod")}</legend>
-        <label class="inline">
-          <input type="radio" name="freq" checked={frequency === "monthly"} onChange={() => setFrequency("monthly")} />
-          {t("monthly")}
-        </label>
-        <label class="inline">
-          <input type="radio" name="freq" checked={frequency === "yearly"} onChange={() => setFrequency("yearly")} />
-          {t("yearly")}
-        </label>
-      </fieldset>
+      <Choice
+        legend={t("billingPeriod")}
+        name="freq"
+        value={frequency}
+        onChange={setFrequency}
+        options={[
+          ["monthly", t("monthly")],
+          ["yearly", t("yearly")],
+        ]}
+      />
       <ul class="plans">
         {PLANS.map((p) => {
           const current = balance?.plan === p;
