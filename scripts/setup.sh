@@ -26,6 +26,10 @@ MKL_PREFIX=/usr/local/mkl
 PIP_PACKAGES=(yt-dlp)
 # The API fuzzer run by tests/schemathesis.rs (setup.sh --test).
 SCHEMATHESIS_VERSION=4.32.5
+# What the editor-export tests parse FCPXML, EDL and OTIO with (setup.sh --test).
+OTIO_VERSION=0.18.1
+OTIO_FCPX_VERSION=1.0.0
+OTIO_CMX_VERSION=1.0.0
 
 log() { printf '[setup] %s\n' "$*"; }
 
@@ -241,6 +245,13 @@ if [ "${1:-}" = "--test" ]; then
   if ! schemathesis --version 2>/dev/null | grep -qF "$SCHEMATHESIS_VERSION"; then
     log "installing schemathesis $SCHEMATHESIS_VERSION"
     pip_install "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  # OpenTimelineIO and its FCPXML and CMX3600 adapters, pinned: the tests
+  # parse the editor exports with them (tests/export/check_timelines.py)
+  if ! python3 -c 'import opentimelineio, otio_fcpx_xml_adapter, otio_cmx3600_adapter' 2>/dev/null; then
+    log "installing opentimelineio $OTIO_VERSION"
+    pip_install "opentimelineio==$OTIO_VERSION" "otio-fcpx-xml-adapter==$OTIO_FCPX_VERSION" \
+      "otio-cmx3600-adapter==$OTIO_CMX_VERSION"
   fi
   # node and npm for the TypeScript client check (make client-check)
   if ! command -v npm >/dev/null || ! command -v node >/dev/null; then

@@ -23,6 +23,7 @@ use poem_openapi::OpenApiService;
 use crate::api::auth::AuthApi;
 use crate::api::billing::{admin_set_plan, BillingApi};
 use crate::api::credits::CreditsApi;
+use crate::api::export::ExportApi;
 use crate::api::integrations::IntegrationsApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
@@ -36,6 +37,7 @@ pub type Apis = (
     AuthApi,
     MediaApi,
     ProjectsApi,
+    ExportApi,
     TemplatesApi,
     CreditsApi,
     NotificationsApi,
@@ -47,7 +49,7 @@ pub type Apis = (
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi),
+        (AuthApi, MediaApi, ProjectsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )

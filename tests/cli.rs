@@ -70,6 +70,7 @@ fn clip_command_writes_clips_and_reports_progress() {
             "karaoke",
             "--x264-preset",
             "ultrafast",
+            "--export",
         ])
         .output()
         .unwrap();
@@ -88,6 +89,9 @@ fn clip_command_writes_clips_and_reports_progress() {
         "clip-1.jpg",
         "clips.json",
         "transcript.json",
+        "project.fcpxml",
+        "project.edl",
+        "project.otio",
     ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
@@ -95,6 +99,25 @@ fn clip_command_writes_clips_and_reports_progress() {
         serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
     assert_eq!(clips["clips"].as_array().unwrap().len(), 1);
     assert_eq!(clips["clips"][0]["endSec"], 5.0);
+    // The editor timelines point at the input, and put the clip at 0–5 s.
+    let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();
+    assert!(fcpxml.contains("src=\"file:///"), "{fcpxml}");
+    assert!(fcpxml.contains("in.mp4"), "{fcpxml}");
+    let otio: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("project.otio")).unwrap()).unwrap();
+    let clip = &otio["tracks"]["children"][0]["children"][0];
+    assert_eq!(clip["source_range"]["start_time"]["value"], 0.0);
+    assert_eq!(
+        clip["source_range"]["duration"]["value"], 125.0,
+        "5 s at 25 fps"
+    );
+    let edl = std::fs::read_to_string(out.join("project.edl")).unwrap();
+    assert!(
+        edl.contains(
+            "001  AX       AA/V  C        00:00:00:00 00:00:05:00 01:00:00:00 01:00:05:00"
+        ),
+        "{edl}"
+    );
 }
 
 #[test]

@@ -75,6 +75,11 @@ export async function everyOperation(file: Blob): Promise<void> {
     params: { path: { id: projectId }, header: { "Last-Event-ID": "3" } },
     parseAs: "stream",
   });
+  const timeline = await api.GET("/projects/{id}/export", {
+    params: { path: { id: projectId }, query: { format: "fcpxml" } },
+    parseAs: "blob",
+  });
+  expectType<Blob | undefined>(timeline.data);
   const cancelled = await api.POST("/projects/{id}/cancel", { params: { path: { id: projectId } } });
   expectType<Schemas["ProjectStatusText"] | undefined>(cancelled.data?.status);
   const deleted = await api.DELETE("/projects/{id}", { params: { path: { id: projectId } } });

@@ -440,3 +440,9 @@ mod tests {
         );
     }
 }
+string_enum!(
+    ExportFormat,
+    "ExportFormat",
+    "An editor export: FCPXML 1.10, CMX3600 EDL, OpenTimelineIO JSON, or a ZIP of the clips, subtitles, clips.json and the three timelines.",
+    ["fcpxml", "edl", "otio", "zip"]
+);

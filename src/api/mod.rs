@@ -17,6 +17,7 @@ use crate::config::Config;
 pub mod auth;
 pub mod billing;
 pub mod credits;
+pub mod export;
 pub mod formats;
 pub mod integrations;
 pub mod media;

@@ -54,7 +54,11 @@ async fn signed_clip(state: &State, c: &ClipRecord) -> ApiResult<Clip> {
 }
 
 /// The caller's project, or 404 (also for another user's project).
-async fn owned_project(state: &State, user_id: &str, id: &str) -> ApiResult<ProjectRecord> {
+pub(super) async fn owned_project(
+    state: &State,
+    user_id: &str,
+    id: &str,
+) -> ApiResult<ProjectRecord> {
     let (uid, pid) = (user_id.to_string(), id.to_string());
     state
         .services

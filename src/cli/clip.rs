@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clipforge_actors::captions::template::{CaptionStyle, PRESETS};
 use clipforge_actors::media::whisper::{ModelOptions, WhisperModel};
+use clipforge_actors::project::export;
 use clipforge_actors::project::pipeline::{self, PipelineOptions};
 use clipforge_actors::project::stages::caption::{CaptionOptions, Reframe};
 use clipforge_actors::project::stages::rerank::RerankConfig;
@@ -64,6 +65,10 @@ pub struct ClipArgs {
     pub rerank_model: String,
     #[arg(long, env = "CLIPFORGE_RERANK_API_KEY", hide_env_values = true)]
     pub rerank_api_key: Option<String>,
+    /// Also write project.fcpxml, project.edl and project.otio (the clips'
+    /// in/out in the source, for a video editor) into the output folder.
+    #[arg(long)]
+    pub export: bool,
     /// Print the result summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -157,6 +162,23 @@ impl Display {
             }
         }
     }
+}
+
+/// The editor timelines over the input (a `file://` URL for a local file).
+fn write_export(args: &ClipArgs, r: &pipeline::PipelineResult) -> std::io::Result<()> {
+    let is_url = args.input.starts_with("http://") || args.input.starts_with("https://");
+    let path = std::path::Path::new(&args.input);
+    let (name, url) = if is_url {
+        (args.input.clone(), args.input.clone())
+    } else {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        (
+            name.unwrap_or_else(|| args.input.clone()),
+            export::file_url(path),
+        )
+    };
+    let t = export::from_rendered(&name, &url, &r.media, &r.transcript.language, &r.clips);
+    export::write_all(&args.out, &t).map(|_| ())
 }
 
 /// Peak resident memory of this process (children such as ffmpeg excluded).
@@ -267,6 +289,12 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     display.finish();
     match result {
         Ok(r) => {
+            if args.export {
+                if let Err(e) = write_export(&args, &r) {
+                    eprintln!("error: writing the editor export: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
             if args.json {
                 let summary = serde_json::json!({
                     "outDir": args.out,

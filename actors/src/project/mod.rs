@@ -1,4 +1,5 @@
 //! Project processing: the stages a project runs, in order.
 
+pub mod export;
 pub mod pipeline;
 pub mod stages;

@@ -16,6 +16,7 @@ use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::objects::ObjectStore;
 
 pub mod events;
+pub mod export;
 pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;

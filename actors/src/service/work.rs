@@ -253,6 +253,18 @@ async fn caption_stage(
             created_at: now,
         });
     }
+    // What editor exports need to know about the source (service/export.rs).
+    let source = super::export::stored_source(project, &media, &transcript.language);
+    let bytes = serde_json::to_vec(&source).map_err(|e| StageError::io("encoding", e))?;
+    services
+        .objects
+        .put_bytes(
+            &super::export::source_key(&project.id),
+            bytes,
+            "application/json",
+        )
+        .await
+        .map_err(|e| StageError::Io(format!("storing the source description: {e}")))?;
     ctx.progress.done();
     Ok(CaptionResult { clips })
 }
