@@ -1,447 +1,17 @@
 //! Black-box tests of billing: the real binary, configured to use a local
-//! server (started here) that speaks Stripe's wire format — form-encoded
-//! requests, Stripe-shaped JSON objects and error bodies — through the real
-//! `async-stripe` client. Webhooks are signed with Stripe's scheme, computed
-//! here independently of the server's code.
+//! server that speaks Stripe's wire format (`tests/stripe/mod.rs`), through
+//! the real `async-stripe` client.
 
 #![recursion_limit = "256"]
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
-use hmac::{Hmac, KeyInit, Mac};
-use poem::listener::{Acceptor, Listener, TcpListener};
-use poem::web::{Data, Form, Path as PPath};
-use poem::{get, handler, post, EndpointExt, Request, Response, Route, Server};
 use serde_json::{json, Value};
 
 mod common;
-use common::{spawn_app_with, App};
-use sha2::Sha256;
-
-const SECRET_KEY: &str = "sk_test_clipforge";
-const WEBHOOK_SECRET: &str = "whsec_test_clipforge";
-const PRICES: [(&str, &str, &str); 4] = [
-    ("creator", "monthly", "price_creator_m"),
-    ("creator", "yearly", "price_creator_y"),
-    ("pro", "monthly", "price_pro_m"),
-    ("pro", "yearly", "price_pro_y"),
-];
-const SUCCESS_URL: &str = "https://app.example/billing/success";
-const CANCEL_URL: &str = "https://app.example/billing";
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn price(plan: &str, frequency: &str) -> &'static str {
-    PRICES
-        .iter()
-        .find(|(p, f, _)| *p == plan && *f == frequency)
-        .unwrap()
-        .2
-}
-
-// ---------------------------------------------------------------------------
-// The local Stripe.
-
-/// One request the fake received: method, path and the decoded form fields.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    form: HashMap<String, String>,
-}
-
-#[derive(Default)]
-struct StripeState {
-    seen: Vec<Seen>,
-    sessions: HashMap<String, Value>,
-    next: u32,
-}
-
-#[derive(Clone, Default)]
-struct FakeStripe(Arc<Mutex<StripeState>>);
-
-impl FakeStripe {
-    fn state(&self) -> std::sync::MutexGuard<'_, StripeState> {
-        self.0.lock().unwrap()
-    }
-
-    fn seen(&self, path: &str) -> Vec<Seen> {
-        let state = self.state();
-        state
-            .seen
-            .iter()
-            .filter(|s| s.path == path)
-            .cloned()
-            .collect()
-    }
-
-    fn session(&self, id: &str) -> Value {
-        self.state().sessions[id].clone()
-    }
-
-    /// The customer pays: the session completes with a new subscription.
-    fn pay(&self, id: &str) -> Value {
-        let mut state = self.state();
-        state.next += 1;
-        let sub = format!("sub_test_{}", state.next);
-        let session = state.sessions.get_mut(id).unwrap();
-        session["status"] = json!("complete");
-        session["payment_status"] = json!("paid");
-        session["subscription"] = json!(sub);
-        session["amount_total"] = json!(1900);
-        session.clone()
-    }
-}
-
-fn stripe_error(status: u16, kind: &str, code: &str, message: &str, param: &str) -> Response {
-    Response::builder()
-        .status(poem::http::StatusCode::from_u16(status).unwrap())
-        .content_type("application/json")
-        .body(
-            json!({"error": {
-                "type": kind, "code": code, "message": message, "param": param,
-                "doc_url": format!("https://stripe.com/docs/error-codes/{code}"),
-                "request_log_url": "https://dashboard.stripe.com/test/logs/req_test"
-            }})
-            .to_string(),
-        )
-}
-
-fn stripe_json(v: &Value) -> Response {
-    Response::builder()
-        .content_type("application/json")
-        .header("request-id", "req_test")
-        .body(v.to_string())
-}
-
-/// Records the request; `Err` with Stripe's 401 when the key is wrong.
-fn record(
-    fake: &FakeStripe,
-    req: &Request,
-    form: Vec<(String, String)>,
-) -> Result<HashMap<String, String>, Response> {
-    let auth = req.header("authorization").unwrap_or("");
-    if auth != format!("Bearer {SECRET_KEY}") {
-        return Err(stripe_error(
-            401,
-            "invalid_request_error",
-            "api_key_invalid",
-            "Invalid API Key provided",
-            "",
-        ));
-    }
-    let form: HashMap<String, String> = form.into_iter().collect();
-    fake.state().seen.push(Seen {
-        method: req.method().to_string(),
-        path: req.uri().path().to_string(),
-        form: form.clone(),
-    });
-    Ok(form)
-}
-
-/// The metadata fields of a form (`metadata[key]=value`).
-fn metadata(form: &HashMap<String, String>, prefix: &str) -> Value {
-    let mut map = serde_json::Map::new();
-    for (k, v) in form {
-        if let Some(key) = k
-            .strip_prefix(prefix)
-            .and_then(|r| r.strip_prefix('['))
-            .and_then(|r| r.strip_suffix(']'))
-        {
-            map.insert(key.to_string(), json!(v));
-        }
-    }
-    Value::Object(map)
-}
-
-#[handler]
-fn create_customer(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    let n = {
-        let mut s = fake.state();
-        s.next += 1;
-        s.next
-    };
-    stripe_json(&json!({
-        "id": format!("cus_test_{n}"), "object": "customer", "address": null, "balance": 0,
-        "created": now(), "currency": null, "default_source": null, "delinquent": false,
-        "description": null, "discount": null, "email": form.get("email"),
-        "invoice_prefix": "ABC123", "invoice_settings": {"custom_fields": null,
-        "default_payment_method": null, "footer": null, "rendering_options": null},
-        "livemode": false, "metadata": metadata(&form, "metadata"), "name": form.get("name"),
-        "next_invoice_sequence": 1, "phone": null, "preferred_locales": [], "shipping": null,
-        "tax_exempt": "none", "test_clock": null
-    }))
-}
-
-#[handler]
-fn create_session(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    if form.get("line_items[0][price]").is_none() {
-        return stripe_error(
-            400,
-            "invalid_request_error",
-            "parameter_missing",
-            "Missing required param: line_items.",
-            "line_items",
-        );
-    }
-    let mut state = fake.state();
-    state.next += 1;
-    let id = format!("cs_test_a1B2c3{}", state.next);
-    let session = json!({
-        "id": id, "object": "checkout.session", "adaptive_pricing": null,
-        "after_expiration": null, "allow_promotion_codes": null, "amount_subtotal": 1900,
-        "amount_total": 1900,
-        "automatic_tax": {"enabled": false, "liability": null, "provider": null, "status": null},
-        "billing_address_collection": null, "cancel_url": form.get("cancel_url"),
-        "client_reference_id": form.get("client_reference_id"), "client_secret": null,
-        "consent": null, "consent_collection": null, "created": now(), "currency": "usd",
-        "custom_fields": [],
-        "custom_text": {"after_submit": null, "shipping_address": null, "submit": null,
-                        "terms_of_service_acceptance": null},
-        "customer": form.get("customer"), "customer_creation": null, "customer_details": null,
-        "customer_email": null, "expires_at": now() + 86400, "invoice": null,
-        "invoice_creation": null, "livemode": false, "locale": null,
-        "metadata": metadata(&form, "metadata"), "mode": form.get("mode"),
-        "payment_intent": null, "payment_link": null, "payment_method_collection": "always",
-        "payment_method_types": ["card"], "payment_status": "unpaid",
-        "phone_number_collection": {"enabled": false}, "recovered_from": null,
-        "setup_intent": null, "shipping_address_collection": null, "shipping_cost": null,
-        "shipping_options": [], "status": "open", "submit_type": null, "subscription": null,
-        "success_url": form.get("success_url"), "total_details": {"amount_discount": 0,
-        "amount_shipping": 0, "amount_tax": 0}, "ui_mode": "hosted_page",
-        "url": format!("https://checkout.stripe.com/c/pay/{id}")
-    });
-    state.sessions.insert(id, session.clone());
-    stripe_json(&session)
-}
-
-#[handler]
-fn retrieve_session(fake: Data<&FakeStripe>, req: &Request, id: PPath<String>) -> Response {
-    if let Err(r) = record(&fake, req, Vec::new()) {
-        return r;
-    }
-    let session = fake.state().sessions.get(&id.0).cloned();
-    match session {
-        Some(s) => stripe_json(&s),
-        None => stripe_error(
-            404,
-            "invalid_request_error",
-            "resource_missing",
-            &format!("No such checkout.session: '{}'", id.0),
-            "session",
-        ),
-    }
-}
-
-#[handler]
-fn create_portal(
-    fake: Data<&FakeStripe>,
-    req: &Request,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    let form = match record(&fake, req, form.0) {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    stripe_json(&json!({
-        "id": "bps_test_1", "object": "billing_portal.session", "configuration": "bpc_test_1",
-        "created": now(), "customer": form.get("customer"), "flow": null, "livemode": false,
-        "locale": null, "on_behalf_of": null, "return_url": form.get("return_url"),
-        "url": "https://billing.stripe.com/p/session/test_YWNjdF8x"
-    }))
-}
-
-/// Starts the local Stripe; returns it and its base URL.
-async fn start_stripe() -> (FakeStripe, String) {
-    let fake = FakeStripe::default();
-    let app = Route::new()
-        .at("/v1/customers", post(create_customer))
-        .at("/v1/checkout/sessions", post(create_session))
-        .at("/v1/checkout/sessions/:id", get(retrieve_session))
-        .at("/v1/billing_portal/sessions", post(create_portal))
-        .data(fake.clone());
-    let acceptor = TcpListener::bind("127.0.0.1:0")
-        .into_acceptor()
-        .await
-        .unwrap();
-    let port = acceptor.local_addr()[0].as_socket_addr().unwrap().port();
-    tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
-    (fake, format!("http://127.0.0.1:{port}"))
-}
-
-// ---------------------------------------------------------------------------
-// The server under test.
-
-/// Starts the server; with `stripe`, billing is configured to use it.
-fn spawn_app(stripe: Option<&str>) -> App {
-    let mut env: Vec<(String, String)> = Vec::new();
-    if let Some(base) = stripe {
-        for (k, v) in [
-            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY),
-            ("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET),
-            ("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL),
-            ("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL),
-            ("CLIPFORGE_BILLING_STRIPE_API_BASE", base),
-        ] {
-            env.push((k.to_string(), v.to_string()));
-        }
-        for (plan, freq, id) in PRICES {
-            let var = format!(
-                "CLIPFORGE_BILLING_PRICE_{}_{}",
-                plan.to_uppercase(),
-                freq.to_uppercase()
-            );
-            env.push((var, id.to_string()));
-        }
-    }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    spawn_app_with(tempfile::tempdir().unwrap(), &env)
-}
-
-impl App {
-    async fn sign_up_with_id(&self, email: &str) -> (String, String) {
-        let (s, v) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/auth/sign-up/email",
-                None,
-                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["token"].as_str().unwrap().to_string(),
-            v["user"]["id"].as_str().unwrap().to_string(),
-        )
-    }
-    /// Sends a webhook with the given `Stripe-Signature` header (if any).
-    async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .post(format!("{}/api/stripe/webhook", self.base))
-            .header("content-type", "application/json; charset=utf-8")
-            .body(payload.to_string());
-        if let Some(sig) = signature {
-            req = req.header("stripe-signature", sig);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-    /// Sends `event` signed now with the endpoint's secret.
-    async fn webhook(&self, event: &Value) -> (u16, Value) {
-        let payload = event.to_string();
-        let sig = signature(&payload, WEBHOOK_SECRET, now());
-        self.webhook_raw(&payload, Some(sig)).await
-    }
-    /// (plan, credits, totalCredits).
-    async fn credits(&self, token: &str) -> (String, u64, u64) {
-        let (s, v) = self.get("/api/credits", token).await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["plan"].as_str().unwrap().to_string(),
-            v["credits"].as_u64().unwrap(),
-            v["totalCredits"].as_u64().unwrap(),
-        )
-    }
-    /// Everything a change could touch: balance, ledger and notifications.
-    async fn snapshot(&self, token: &str) -> Value {
-        let (_, credits) = self.get("/api/credits", token).await;
-        let (_, ledger) = self.get("/api/credits/ledger?limit=100", token).await;
-        let (_, notes) = self.get("/api/notifications", token).await;
-        json!({"credits": credits, "ledger": ledger, "notifications": notes})
-    }
-    async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
-        self.post(
-            "/api/stripe/checkout",
-            token,
-            json!({"plan": plan, "frequency": frequency}),
-        )
-        .await
-    }
-}
-
-/// `t=…,v1=…`: HMAC-SHA256 of `"{t}.{payload}"` keyed with the secret.
-fn signature(payload: &str, secret: &str, t: i64) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{t}.{payload}").as_bytes());
-    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
-}
-
-fn assert_error(status: u16, body: &Value, expected: u16, code: &str) {
-    assert_eq!(status, expected, "{body}");
-    assert_eq!(body["error"], code, "{body}");
-    assert!(body["message"].is_string(), "{body}");
-}
-
-fn event(id: &str, kind: &str, object: Value) -> Value {
-    json!({
-        "id": id, "object": "event", "api_version": "2026-09-30.endive", "created": now(),
-        "data": {"object": object}, "livemode": false, "pending_webhooks": 1,
-        "request": {"id": null, "idempotency_key": null}, "type": kind
-    })
-}
-
-fn subscription(id: &str, customer: &str, price: &str, status: &str, cancel_at_end: bool) -> Value {
-    json!({
-        "id": id, "object": "subscription", "customer": customer, "status": status,
-        "cancel_at_period_end": cancel_at_end, "created": now(), "livemode": false,
-        "items": {"object": "list", "data": [{
-            "id": "si_test_1", "object": "subscription_item",
-            "price": {"id": price, "object": "price", "recurring": {"interval": "month"}},
-            "current_period_start": now(), "current_period_end": now() + 30 * 86400
-        }]},
-        "metadata": {}
-    })
-}
-
-fn invoice(customer: &str, sub: &str, period_start: i64, period_end: i64) -> Value {
-    json!({
-        "id": format!("in_test_{period_start}"), "object": "invoice", "customer": customer,
-        "billing_reason": "subscription_cycle", "status": "paid", "amount_paid": 1900,
-        "created": now(), "next_payment_attempt": null,
-        "parent": {"type": "subscription_details",
-                   "subscription_details": {"subscription": sub, "metadata": {}}},
-        "lines": {"object": "list", "data": [{
-            "id": "il_test_1", "object": "line_item",
-            "period": {"start": period_start, "end": period_end}
-        }]}
-    })
-}
-
-/// Opens a checkout; returns the session id.
-async fn open_checkout(app: &App, token: &str, plan: &str, frequency: &str) -> String {
-    let (s, v) = app.checkout(token, plan, frequency).await;
-    assert_eq!(s, 200, "{v}");
-    let url = v["url"].as_str().unwrap();
-    url.rsplit('/').next().unwrap().to_string()
-}
-
-// ---------------------------------------------------------------------------
+mod fake_stripe;
+use fake_stripe::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_stripe_settings_billing_answers_503() {
@@ -623,10 +193,13 @@ async fn the_return_path_activates_at_once_and_only_once() {
     // A second subscription is refused; plan changes go through the portal.
     let (s, v) = app.checkout(&token, "pro", "monthly").await;
     assert_error(s, &v, 409, "subscription_active");
+    // Free ends the subscription at the end of its period (the plan stays
+    // until then; tests/billing_cancel.rs follows it to the end).
     let (s, v) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
         .await;
-    assert_eq!((s, v["plan"].clone()), (200, json!("free")));
+    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
+    assert_eq!(v["changesAt"], "2100-01-01T00:00:00.000Z", "{v}");
     let (s, v) = app
         .post(
             "/api/credits/select-plan",
@@ -649,11 +222,13 @@ async fn the_return_path_activates_at_once_and_only_once() {
 async fn webhooks_drive_the_subscription_once_each() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, _) = app.sign_up_with_id("ana@example.com").await;
-    let session = open_checkout(&app, &token, "pro", "yearly").await;
-    let paid = stripe.pay(&session);
-    let customer = paid["customer"].as_str().unwrap().to_string();
-    let sub = paid["subscription"].as_str().unwrap().to_string();
+    let Subscribed {
+        token,
+        paid,
+        customer,
+        subscription: sub,
+        ..
+    } = subscribe(&app, &stripe, "ana@example.com", "pro", "yearly").await;
 
     // checkout.session.completed: activation and bonus, without the return path.
     let completed = event("evt_1", "checkout.session.completed", paid);
@@ -967,6 +542,12 @@ async fn overdrawing_is_refused_and_operators_grant_enterprise() {
     assert_eq!(
         (credits["plan"].clone(), credits["unlimited"].clone()),
         (json!("enterprise"), json!(true))
+    );
+    // Unlimited shows a number a contract-only client can print.
+    assert_eq!(
+        (credits["credits"].clone(), credits["totalCredits"].clone()),
+        (json!(100_000), json!(100_000)),
+        "{credits}"
     );
     let (s, _) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "free"}))

@@ -13,27 +13,6 @@ use common::*;
 
 const MIB: u64 = 1024 * 1024;
 
-/// Serves `dir` on a free 127.0.0.1 port until the test ends; returns the port.
-async fn serve_dir(dir: &Path) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let acceptor = poem::listener::TcpAcceptor::from_tokio(listener).unwrap();
-    let files = poem::endpoint::StaticFilesEndpoint::new(dir.to_path_buf());
-    tokio::spawn(poem::Server::new_with_acceptor(acceptor).run(files));
-    port
-}
-
-/// A page that yt-dlp's generic extractor reads through its JSON-LD
-/// VideoObject (title, duration, thumbnail, content URL).
-fn video_page(dir: &Path, page: &str, port: u16, video: &str, title: &str, secs: u32) {
-    let html = format!(
-        r#"<html><head><title>{title}</title>
-<script type="application/ld+json">{{"@context":"https://schema.org","@type":"VideoObject","name":"{title}","description":"A talk","thumbnailUrl":"http://127.0.0.1:{port}/thumb.jpg","uploadDate":"2024-01-01","duration":"PT{secs}S","contentUrl":"http://127.0.0.1:{port}/{video}"}}</script>
-</head><body><p>{title}</p></body></html>"#
-    );
-    std::fs::write(dir.join(page), html).unwrap();
-}
-
 /// An incompressible video (noise) of about `secs` × 1 MB, with audio.
 fn noise_video(dir: &Path, secs: u32) -> PathBuf {
     let out = dir.join(format!("noise-{secs}.mp4"));
@@ -448,23 +427,27 @@ async fn a_url_project_on_the_s3_backend_serves_presigned_media() {
         .await;
     assert_eq!(s, 201, "{created}");
     let pid = created["projectId"].as_str().unwrap().to_string();
-    let events = follow_sse(&app, &token, &pid).await;
-    assert_eq!(
-        events.last().map(|e| e.0.as_str()),
-        Some("completed"),
-        "{events:?}"
-    );
+    follow_to_completion(&app, &token, &pid).await;
     let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     let clips = v["clips"].as_array().unwrap();
     assert_eq!(clips.len(), 1, "{v}");
-    let url = clips[0]["url"].as_str().unwrap();
+    // A stable link that redirects to a fresh presigned S3 URL.
+    let link = clips[0]["url"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{}/media/", app.base)), "{link}");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects.get(link).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 307);
+    let url = r.headers()["location"].to_str().unwrap().to_string();
     assert!(
         url.starts_with(&moto.1) && url.contains("X-Amz-Signature="),
         "a presigned S3 URL: {url}"
     );
     let bytes = app
         .client
-        .get(url)
+        .get(&url)
         .send()
         .await
         .unwrap()
