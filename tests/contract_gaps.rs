@@ -258,7 +258,7 @@ async fn yt_dlp_network_failures_and_timeouts_are_502_and_503() {
         tempfile::tempdir().unwrap(),
         &[
             ("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1"),
-            ("CLIPFORGE_SOURCES_META_TIMEOUT_SECS", "3"),
+            ("CLIPFORGE_SOURCES_META_TIMEOUT_SECS", "15"),
         ],
     );
     let token = app.sign_up("net@example.com").await;

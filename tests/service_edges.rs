@@ -112,10 +112,12 @@ async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
     assert_error(s, &v, 413);
     assert!(v["message"].as_str().unwrap().contains("quota"), "{v}");
 
-    // Only the accepted upload is stored; no temp file is left.
-    let stored = files_under(&root.join("media").join("objects").join("uploads"));
-    assert_eq!(stored.len(), 1, "{stored:?}");
+    // Only the accepted upload is stored, with its frame; no temp file is left.
+    let mut stored = files_under(&root.join("media").join("objects").join("uploads"));
+    stored.sort();
+    assert_eq!(stored.len(), 2, "{stored:?}");
     assert!(stored[0].to_string_lossy().ends_with("/noise.mp4"));
+    assert!(stored[1].to_string_lossy().ends_with("/noise.mp4.jpg"));
     let mut temps = files_under(&root.join("tmp"));
     temps.extend(files_under(&root.join("media").join("staging")));
     assert!(temps.is_empty(), "temp files left: {temps:?}");
