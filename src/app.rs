@@ -1,6 +1,5 @@
 //! Wiring: storage, the engine's services, the HTTP routes and middleware.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,13 +10,12 @@ use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
 use clipforge_actors::storage::kv_postgres::{PostgresOptions, PostgresStore};
+use clipforge_actors::storage::links::StableLinks;
 use clipforge_actors::storage::objects::{LocalStore, ObjectStore, S3Config, S3Store};
 use poem::endpoint::make_sync;
 use poem::http::StatusCode;
-use poem::web::{Data, Path as PPath, Query};
-use poem::{
-    get, handler, post, Endpoint, EndpointExt, FromRequest, IntoResponse, Request, Response, Route,
-};
+use poem::web::Data;
+use poem::{get, handler, post, Endpoint, EndpointExt, IntoResponse, Response, Route};
 use poem_openapi::OpenApiService;
 
 use crate::api::auth::AuthApi;
@@ -141,6 +139,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     let kv = kv_store(&config)?;
     let (objects, local) = object_store(&config, &public_url).await?;
+    let links = Arc::new(StableLinks::new(&public_url, &media_secret(&config)?));
     let accounts = Arc::new(
         Accounts::new(kv.clone(), config.plans.table())
             .with_sign_in_limits(config.limits.sign_in_limits()),
@@ -222,6 +221,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         services,
         objects,
         local,
+        links,
         config,
         billing,
         publishing,
@@ -340,69 +340,6 @@ fn metrics(state: Data<&State>) -> Response {
         .body(s.metrics.render(&gauges))
 }
 
-#[derive(serde::Deserialize)]
-struct Signed {
-    expires: u64,
-    sig: String,
-}
-
-/// Serves local media through signed, expiring URLs.
-#[handler]
-async fn media(
-    state: Data<&State>,
-    key: PPath<String>,
-    q: Query<Signed>,
-    req: &Request,
-) -> Response {
-    let Some(local) = state.local.as_ref() else {
-        return error_response(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "media is served by the object store",
-        );
-    };
-    let key = percent_encoding::percent_decode_str(&key.0)
-        .decode_utf8_lossy()
-        .into_owned();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    if !local.verify(&key, q.expires, &q.sig, now) {
-        return error_response(
-            StatusCode::FORBIDDEN,
-            "invalid_signature",
-            "the link is invalid or has expired",
-        );
-    }
-    let Ok(path) = local.path_of(&key) else {
-        return error_response(StatusCode::NOT_FOUND, "not_found", "media not found");
-    };
-    let ctype = match Path::new(&key)
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-    {
-        "mp4" => "video/mp4",
-        "jpg" | "jpeg" => "image/jpeg",
-        "png" => "image/png",
-        "srt" => "application/x-subrip",
-        "vtt" => "text/vtt; charset=utf-8",
-        _ => "application/octet-stream",
-    };
-    match poem::web::StaticFileRequest::from_request_without_body(req).await {
-        Ok(sf) => match sf.create_response(&path, true, false) {
-            Ok(r) => r.into_response().with_content_type(ctype).into_response(),
-            Err(_) => error_response(StatusCode::NOT_FOUND, "not_found", "media not found"),
-        },
-        Err(_) => error_response(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "bad range or conditional headers",
-        ),
-    }
-}
-
 pub(crate) use crate::admin::{admin_ok, admin_refused};
 
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
@@ -435,7 +372,7 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/healthz", get(healthz))
         .at("/readyz", get(readyz))
         .at("/metrics", get(metrics))
-        .at("/media/*key", get(media))
+        .at("/media/*key", get(crate::media::media))
         .at("/admin/actors", get(crate::admin::admin_actors))
         .at("/admin/cluster", get(crate::cluster::admin_cluster))
         .at("/admin/actors/:name", get(crate::admin::admin_actor))

@@ -100,6 +100,8 @@ pub struct AuthConfig {
 pub struct SourcesConfig {
     /// Hosts accepted as sources besides YouTube and Vimeo (e.g. a test server).
     pub extra_hosts: Vec<String>,
+    /// Longest wait for a URL's metadata (yt-dlp) before answering 503.
+    pub meta_timeout_secs: u64,
 }
 
 /// Overrides of the plan defaults of DESIGN.md (`[plans.free]`, …; env
@@ -288,6 +290,7 @@ impl Default for SourcesConfig {
     fn default() -> Self {
         Self {
             extra_hosts: Vec::new(),
+            meta_timeout_secs: 90,
         }
     }
 }
@@ -421,6 +424,11 @@ fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(
     env_field!(
         "CLIPFORGE_BILLING_WEBHOOK_TOLERANCE_SECS",
         b.webhook_tolerance_secs,
+        num
+    );
+    env_field!(
+        "CLIPFORGE_SOURCES_META_TIMEOUT_SECS",
+        cfg.sources.meta_timeout_secs,
         num
     );
     if let Some(v) = get("CLIPFORGE_SOURCES_EXTRA_HOSTS") {

@@ -1,159 +1,17 @@
 //! Black-box tests of billing: the real binary, configured to use a local
-//! server (tests/billing/stripe.rs, started here) that speaks Stripe's wire format — form-encoded
-//! requests, Stripe-shaped JSON objects and error bodies — through the real
-//! `async-stripe` client. Webhooks are signed with Stripe's scheme, computed
-//! here independently of the server's code.
+//! server that speaks Stripe's wire format (`tests/stripe/mod.rs`), through
+//! the real `async-stripe` client.
 
 #![recursion_limit = "256"]
 
 use std::path::Path;
 use std::process::Command;
 
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{json, Value};
 
 mod common;
-use common::{spawn_app_with, App};
-use sha2::Sha256;
-#[path = "billing/stripe.rs"]
-mod stripe;
-use stripe::*;
-
-const SUCCESS_URL: &str = "https://app.example/billing/success";
-const CANCEL_URL: &str = "https://app.example/billing";
-
-// ---------------------------------------------------------------------------
-// The server under test.
-
-/// Starts the server; with `stripe`, billing is configured to use it.
-fn spawn_app(stripe: Option<&str>) -> App {
-    let env = stripe
-        .map(|base| app_env(base, SUCCESS_URL, CANCEL_URL))
-        .unwrap_or_default();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    spawn_app_with(tempfile::tempdir().unwrap(), &env)
-}
-
-impl App {
-    async fn sign_up_with_id(&self, email: &str) -> (String, String) {
-        let (s, v) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/auth/sign-up/email",
-                None,
-                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["token"].as_str().unwrap().to_string(),
-            v["user"]["id"].as_str().unwrap().to_string(),
-        )
-    }
-    /// Sends a webhook with the given `Stripe-Signature` header (if any).
-    async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .post(format!("{}/api/stripe/webhook", self.base))
-            .header("content-type", "application/json; charset=utf-8")
-            .body(payload.to_string());
-        if let Some(sig) = signature {
-            req = req.header("stripe-signature", sig);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-    /// Sends `event` signed now with the endpoint's secret.
-    async fn webhook(&self, event: &Value) -> (u16, Value) {
-        let payload = event.to_string();
-        let sig = signature(&payload, WEBHOOK_SECRET, now());
-        self.webhook_raw(&payload, Some(sig)).await
-    }
-    /// (plan, credits, totalCredits).
-    async fn credits(&self, token: &str) -> (String, u64, u64) {
-        let (s, v) = self.get("/api/credits", token).await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["plan"].as_str().unwrap().to_string(),
-            v["credits"].as_u64().unwrap(),
-            v["totalCredits"].as_u64().unwrap(),
-        )
-    }
-    /// Everything a change could touch: balance, ledger and notifications.
-    async fn snapshot(&self, token: &str) -> Value {
-        let (_, credits) = self.get("/api/credits", token).await;
-        let (_, ledger) = self.get("/api/credits/ledger?limit=100", token).await;
-        let (_, notes) = self.get("/api/notifications", token).await;
-        json!({"credits": credits, "ledger": ledger, "notifications": notes})
-    }
-    async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
-        self.post(
-            "/api/stripe/checkout",
-            token,
-            json!({"plan": plan, "frequency": frequency}),
-        )
-        .await
-    }
-}
-
-/// `t=…,v1=…`: HMAC-SHA256 of `"{t}.{payload}"` keyed with the secret.
-fn signature(payload: &str, secret: &str, t: i64) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{t}.{payload}").as_bytes());
-    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
-}
-
-fn assert_error(status: u16, body: &Value, expected: u16, code: &str) {
-    assert_eq!(status, expected, "{body}");
-    assert_eq!(body["error"], code, "{body}");
-    assert!(body["message"].is_string(), "{body}");
-}
-
-fn event(id: &str, kind: &str, object: Value) -> Value {
-    json!({
-        "id": id, "object": "event", "api_version": "2026-09-30.endive", "created": now(),
-        "data": {"object": object}, "livemode": false, "pending_webhooks": 1,
-        "request": {"id": null, "idempotency_key": null}, "type": kind
-    })
-}
-
-fn subscription(id: &str, customer: &str, price: &str, status: &str, cancel_at_end: bool) -> Value {
-    json!({
-        "id": id, "object": "subscription", "customer": customer, "status": status,
-        "cancel_at_period_end": cancel_at_end, "created": now(), "livemode": false,
-        "items": {"object": "list", "data": [{
-            "id": "si_test_1", "object": "subscription_item",
-            "price": {"id": price, "object": "price", "recurring": {"interval": "month"}},
-            "current_period_start": now(), "current_period_end": now() + 30 * 86400
-        }]},
-        "metadata": {}
-    })
-}
-
-fn invoice(customer: &str, sub: &str, period_start: i64, period_end: i64) -> Value {
-    json!({
-        "id": format!("in_test_{period_start}"), "object": "invoice", "customer": customer,
-        "billing_reason": "subscription_cycle", "status": "paid", "amount_paid": 1900,
-        "created": now(), "next_payment_attempt": null,
-        "parent": {"type": "subscription_details",
-                   "subscription_details": {"subscription": sub, "metadata": {}}},
-        "lines": {"object": "list", "data": [{
-            "id": "il_test_1", "object": "line_item",
-            "period": {"start": period_start, "end": period_end}
-        }]}
-    })
-}
-
-/// Opens a checkout; returns the session id.
-async fn open_checkout(app: &App, token: &str, plan: &str, frequency: &str) -> String {
-    let (s, v) = app.checkout(token, plan, frequency).await;
-    assert_eq!(s, 200, "{v}");
-    let url = v["url"].as_str().unwrap();
-    url.rsplit('/').next().unwrap().to_string()
-}
-
-// ---------------------------------------------------------------------------
+mod fake_stripe;
+use fake_stripe::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_stripe_settings_billing_answers_503() {
@@ -335,10 +193,13 @@ async fn the_return_path_activates_at_once_and_only_once() {
     // A second subscription is refused; plan changes go through the portal.
     let (s, v) = app.checkout(&token, "pro", "monthly").await;
     assert_error(s, &v, 409, "subscription_active");
+    // Free ends the subscription at the end of its period (the plan stays
+    // until then; tests/billing_cancel.rs follows it to the end).
     let (s, v) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "free"}))
         .await;
-    assert_eq!((s, v["plan"].clone()), (200, json!("free")));
+    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
+    assert_eq!(v["changesAt"], "2100-01-01T00:00:00.000Z", "{v}");
     let (s, v) = app
         .post(
             "/api/credits/select-plan",
@@ -361,11 +222,13 @@ async fn the_return_path_activates_at_once_and_only_once() {
 async fn webhooks_drive_the_subscription_once_each() {
     let (stripe, base) = start_stripe().await;
     let app = spawn_app(Some(&base));
-    let (token, _) = app.sign_up_with_id("ana@example.com").await;
-    let session = open_checkout(&app, &token, "pro", "yearly").await;
-    let paid = stripe.pay(&session);
-    let customer = paid["customer"].as_str().unwrap().to_string();
-    let sub = paid["subscription"].as_str().unwrap().to_string();
+    let Subscribed {
+        token,
+        paid,
+        customer,
+        subscription: sub,
+        ..
+    } = subscribe(&app, &stripe, "ana@example.com", "pro", "yearly").await;
 
     // checkout.session.completed: activation and bonus, without the return path.
     let completed = event("evt_1", "checkout.session.completed", paid);
@@ -679,6 +542,12 @@ async fn overdrawing_is_refused_and_operators_grant_enterprise() {
     assert_eq!(
         (credits["plan"].clone(), credits["unlimited"].clone()),
         (json!("enterprise"), json!(true))
+    );
+    // Unlimited shows a number a contract-only client can print.
+    assert_eq!(
+        (credits["credits"].clone(), credits["totalCredits"].clone()),
+        (json!(100_000), json!(100_000)),
+        "{credits}"
     );
     let (s, _) = app
         .post("/api/credits/select-plan", &token, json!({"plan": "free"}))

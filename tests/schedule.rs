@@ -455,3 +455,50 @@ async fn restart_rearms_timers_and_fires_overdue_posts() {
         .await;
     assert_eq!(p.published("youtube").len(), 2);
 }
+
+#[tokio::test]
+async fn deleting_a_project_cancels_its_pending_posts() {
+    let p = Platforms::start();
+    let app = app_with(&p);
+    let t = &template().token;
+    let pid = &template().project_id;
+    app.connect(t, "tiktok", &p).await;
+    let soon = schedule(&app, t, "tiktok", "Soon", 2).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, bulk) = app
+        .post(
+            &format!("/api/projects/{pid}/bulk-schedule"),
+            t,
+            json!({"scheduledAt": at(3), "intervalHours": 0, "providers": ["tiktok"]}),
+        )
+        .await;
+    assert!(s < 300, "{bulk}");
+    let (_, list) = app.get("/api/clips/scheduled", t).await;
+    let scheduled = list["total"].as_u64().unwrap();
+    assert!(scheduled >= 2, "{list}");
+
+    let (s, v) = app.delete(&format!("/api/projects/{pid}"), t).await;
+    assert_eq!(s, 200, "{v}");
+    let (_, list) = app.get("/api/clips/scheduled", t).await;
+    assert_eq!(list["total"], 0, "cancelled with the project: {list}");
+    let (s, v) = app.get(&format!("/api/clips/scheduled/{soon}"), t).await;
+    assert_error(s, &v, 404);
+
+    // Past every post's time, and after a restart that re-arms the stored
+    // timers, the platform has still received nothing.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut app = app;
+    app.kill();
+    let app = app.crash_and_restart();
+    let (s, _) = app.get("/api/clips/scheduled", t).await;
+    assert_eq!(s, 200);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        p.published("tiktok").is_empty(),
+        "{:?}",
+        p.published("tiktok")
+    );
+    assert_eq!(p.hits("tt_creator") + p.hits("tt_init"), 0);
+}

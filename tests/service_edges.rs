@@ -112,10 +112,12 @@ async fn uploads_over_the_plan_limit_or_quota_are_refused_and_leave_nothing() {
     assert_error(s, &v, 413);
     assert!(v["message"].as_str().unwrap().contains("quota"), "{v}");
 
-    // Only the accepted upload is stored; no temp file is left.
-    let stored = files_under(&root.join("media").join("objects").join("uploads"));
-    assert_eq!(stored.len(), 1, "{stored:?}");
+    // Only the accepted upload is stored, with its frame; no temp file is left.
+    let mut stored = files_under(&root.join("media").join("objects").join("uploads"));
+    stored.sort();
+    assert_eq!(stored.len(), 2, "{stored:?}");
     assert!(stored[0].to_string_lossy().ends_with("/noise.mp4"));
+    assert!(stored[1].to_string_lossy().ends_with("/noise.mp4.jpg"));
     let mut temps = files_under(&root.join("tmp"));
     temps.extend(files_under(&root.join("media").join("staging")));
     assert!(temps.is_empty(), "temp files left: {temps:?}");
@@ -427,23 +429,27 @@ async fn a_url_project_on_the_s3_backend_serves_presigned_media() {
         .await;
     assert_eq!(s, 201, "{created}");
     let pid = created["projectId"].as_str().unwrap().to_string();
-    let events = follow_sse(&app, &token, &pid).await;
-    assert_eq!(
-        events.last().map(|e| e.0.as_str()),
-        Some("completed"),
-        "{events:?}"
-    );
+    follow_to_completion(&app, &token, &pid).await;
     let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     let clips = v["clips"].as_array().unwrap();
     assert_eq!(clips.len(), 1, "{v}");
-    let url = clips[0]["url"].as_str().unwrap();
+    // A stable link that redirects to a fresh presigned S3 URL.
+    let link = clips[0]["url"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{}/media/", app.base)), "{link}");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects.get(link).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 307);
+    let url = r.headers()["location"].to_str().unwrap().to_string();
     assert!(
         url.starts_with(&moto.1) && url.contains("X-Amz-Signature="),
         "a presigned S3 URL: {url}"
     );
     let bytes = app
         .client
-        .get(url)
+        .get(&url)
         .send()
         .await
         .unwrap()

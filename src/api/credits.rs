@@ -35,14 +35,18 @@ impl Example for SelectPlan {
     }
 }
 
-/// The credit balance (contract 2.6) and the cycle's dates.
+/// The credit balance (contract 2.6), the cycle's dates and the storage
+/// quota. On an unlimited plan (enterprise) `credits` and `totalCredits` are
+/// both 100000 whatever was used, a number a client can print as it is;
+/// `unlimited` is true and nothing is counted.
 #[derive(Object)]
 #[oai(rename_all = "camelCase", example)]
 struct Balance {
     plan: Plan,
-    /// Available in the current cycle after reservations (0 when unlimited).
+    /// Available in the current cycle after reservations (100000 when
+    /// unlimited).
     credits: u64,
-    /// The cycle's total (0 when unlimited).
+    /// The cycle's total (100000 when unlimited).
     total_credits: u64,
     /// Held by projects still processing.
     reserved: u64,
@@ -50,6 +54,11 @@ struct Balance {
     unlimited: bool,
     cycle_started_at: DateTime,
     renews_at: DateTime,
+    /// Bytes of uploads counted against the storage quota (an upload leaves
+    /// it when the last project made from it is deleted).
+    storage_used_bytes: u64,
+    /// The plan's storage quota in bytes.
+    storage_limit_bytes: u64,
 }
 
 impl Example for Balance {
@@ -62,12 +71,15 @@ impl Example for Balance {
             unlimited: false,
             cycle_started_at: "2026-05-01T18:00:00.000Z".into(),
             renews_at: "2026-05-31T18:00:00.000Z".into(),
+            storage_used_bytes: 734_003_200,
+            storage_limit_bytes: 5_368_709_120,
         }
     }
 }
 
-impl From<CreditBalance> for Balance {
-    fn from(b: CreditBalance) -> Self {
+impl Balance {
+    /// `b` with the storage figures (`used`, `limit`).
+    fn new(b: CreditBalance, (used, limit): (u64, u64)) -> Self {
         Balance {
             plan: b.plan.as_str().into(),
             credits: b.credits,
@@ -76,14 +88,23 @@ impl From<CreditBalance> for Balance {
             unlimited: b.unlimited,
             cycle_started_at: b.cycle_started_at.into(),
             renews_at: b.renews_at.into(),
+            storage_used_bytes: used,
+            storage_limit_bytes: limit,
         }
     }
 }
 
 #[derive(Object)]
+#[oai(rename_all = "camelCase")]
 struct PlanSelected {
     status: OkStatus,
+    /// The account's plan now.
     plan: Plan,
+    /// Selecting `free` with a paid Stripe subscription cancels it at the
+    /// end of its paid period: the paid plan stays until then, and this is
+    /// when it becomes free. `null` when the plan changed at once.
+    #[oai(nullable)]
+    changes_at: Option<DateTime>,
 }
 
 /// One movement of credits.
@@ -138,24 +159,30 @@ fn ledger_page(p: clipforge_actors::accounts::LedgerPage) -> ApiResult<LedgerPag
     })
 }
 
-fn raw(b: CreditBalance) -> ApiResult<RawJson<Balance>> {
-    let body = serde_json::to_vec(&Balance::from(b).to_json())
+fn raw(b: CreditBalance, storage: (u64, u64)) -> ApiResult<RawJson<Balance>> {
+    let body = serde_json::to_vec(&Balance::new(b, storage).to_json())
         .map_err(|e| ApiError::internal("encoding", e))?;
     Ok(RawJson::new(body.into()))
 }
 
 #[OpenApi(prefix_path = "/credits", tag = "Tag::Credits")]
 impl CreditsApi {
-    /// Balance of the current cycle: `{plan, credits, totalCredits}`.
+    /// Balance of the current cycle: `{plan, credits, totalCredits}`, with
+    /// the storage quota's use.
     #[oai(path = "/", method = "get", operation_id = "getCredits")]
     async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson<Balance>> {
         let user = &auth.user().account;
         let id = user.id.clone();
+        let accounts = &state.services.accounts;
+        let storage = (
+            account(Ok(accounts.storage_used(&id)))?,
+            accounts.plan_limits(user.plan).storage_bytes,
+        );
         // A plain read (sled cache) answers inline, serialized once; a due
         // renewal writes, so it goes through the account's actor like every
         // change.
-        if let Some(b) = account(Ok(state.services.accounts.peek_balance_of(user)))? {
-            return raw(b);
+        if let Some(b) = account(Ok(accounts.peek_balance_of(user)))? {
+            return raw(b, storage);
         }
         let b = account(
             state
@@ -163,10 +190,12 @@ impl CreditsApi {
                 .with_account(&id.clone(), move |a| a.balance(&id))
                 .await,
         )?;
-        raw(b)
+        raw(b, storage)
     }
 
-    /// Switch plan: free always; a paid plan only with an entitlement (else 402).
+    /// Switch plan: a paid plan only with an entitlement (else 402); `free`
+    /// always, at once, or, with a paid Stripe subscription, at the end of
+    /// its paid period (the subscription is cancelled then; `changesAt`).
     #[oai(path = "/select-plan", method = "post", operation_id = "selectPlan")]
     async fn select_plan(
         &self,
@@ -178,6 +207,14 @@ impl CreditsApi {
             ApiError::bad_request("invalid_plan", "plan: use free, creator, pro or enterprise")
         })?;
         let id = auth.user().account.id.clone();
+        if let (clipforge_actors::accounts::Plan::Free, Some(billing)) = (plan, &state.billing) {
+            let chosen = billing.select_free(&state.services, &id).await?;
+            return Ok(Json(PlanSelected {
+                status: OkStatus::ok(),
+                plan: chosen.plan.as_str().into(),
+                changes_at: chosen.changes_at.map(DateTime::from),
+            }));
+        }
         account(
             state
                 .services
@@ -187,6 +224,7 @@ impl CreditsApi {
         Ok(Json(PlanSelected {
             status: OkStatus::ok(),
             plan: plan.as_str().into(),
+            changes_at: None,
         }))
     }
 

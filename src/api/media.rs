@@ -4,14 +4,14 @@ use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::types::multipart::Upload;
 use poem_openapi::{Multipart, Object, OpenApi, Tags};
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::formats::{Text, Uri};
 use super::{account, ApiError, ApiResult, Auth, State};
-use clipforge_actors::media::download::{self, VideoMeta};
-use clipforge_actors::media::ffprobe;
+use clipforge_actors::media::download::{self, MetaError, VideoMeta};
+use clipforge_actors::media::{ffprobe, frame};
 use clipforge_actors::project::stages::StageError;
+use clipforge_actors::service::uploads::{frame_key, UploadRecord, UPLOADS};
 use clipforge_actors::storage::kv;
 
 #[derive(Tags)]
@@ -57,16 +57,6 @@ struct UploadResponse {
     duration_sec: f64,
 }
 
-/// What the service remembers of an upload (tree `uploads`, key = fileKey).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct UploadRecord {
-    pub user_id: String,
-    pub size: u64,
-    pub duration_sec: f64,
-}
-
-pub const UPLOADS: &str = "uploads";
-
 /// A file name safe for an object key: ASCII letters, digits, `.-_`.
 pub fn sanitize_filename(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
@@ -97,17 +87,36 @@ fn accepted_format(format: &str) -> bool {
     })
 }
 
-pub fn meta_error(e: StageError) -> ApiError {
+/// 400 for a video that cannot be used, 502 when the platform could not be
+/// reached, 503 when it (or yt-dlp) did not answer in time.
+pub fn meta_error(e: MetaError) -> ApiError {
+    let message = e.to_string();
     match e {
-        StageError::InvalidInput(m) => ApiError::bad_request("unsupported_video", m),
-        other => ApiError::bad_request("video_unavailable", other.to_string()),
+        MetaError::Refused(_) => ApiError::bad_request("video_unavailable", message),
+        MetaError::Unreachable(_) => ApiError::bad_gateway("source_unreachable", message),
+        MetaError::TimedOut(_) => ApiError::unavailable_because("source_timeout", message),
+        MetaError::Failed(cause) => {
+            tracing::warn!(error = %cause, "yt-dlp metadata failed");
+            ApiError::unavailable_because(
+                "source_unavailable",
+                "the video metadata could not be read; try again later",
+            )
+        }
     }
+}
+
+/// How long `POST /meta` and project creation wait for yt-dlp.
+pub fn meta_timeout(state: &State) -> std::time::Duration {
+    std::time::Duration::from_secs(state.config.sources.meta_timeout_secs.max(1))
 }
 
 #[OpenApi(tag = "Tag::Media")]
 impl MediaApi {
     /// Title, duration, thumbnail and language of a YouTube or Vimeo video.
-    /// Private, age-restricted and unsupported-platform URLs answer 400.
+    /// Private, age-restricted, missing and unsupported-platform videos
+    /// answer 400; when the platform cannot be reached (network, DNS, its
+    /// errors) 502 `source_unreachable`, when it does not answer in time
+    /// (`sources.meta_timeout_secs`) 503 `source_timeout`.
     #[oai(path = "/meta", method = "post", operation_id = "videoMeta")]
     async fn meta(
         &self,
@@ -127,7 +136,7 @@ impl MediaApi {
             duration_sec,
             thumbnail,
             language,
-        } = download::metadata(&url, &CancellationToken::new())
+        } = download::metadata(&url, meta_timeout(&state), &CancellationToken::new())
             .await
             .map_err(meta_error)?;
         Ok(Json(MetaResponse {
@@ -207,12 +216,39 @@ impl MediaApi {
         }
         ffprobe::require_video_with_audio(&name, &info)
             .map_err(|e| ApiError::bad_request("invalid_video", e.to_string()))?;
-        let key = format!("uploads/{}/{}", uuid::Uuid::new_v4(), name);
-        state
-            .objects
-            .put_file(&key, tmp.path(), "video/mp4")
-            .await
-            .map_err(|e| ApiError::internal("storing upload", e))?;
+        // A frame of it: the thumbnail of projects made from it.
+        let frame = tempfile::Builder::new()
+            .prefix("upload-frame-")
+            .suffix(".jpg")
+            .tempfile_in(&tmp_dir)
+            .map_err(|e| ApiError::internal("temp file", e))?;
+        let at = (info.duration * 0.1).min(5.0);
+        frame::grab(
+            tmp.path(),
+            at,
+            frame.path(),
+            Some(640),
+            "a frame of the upload",
+            &CancellationToken::new(),
+        )
+        .await
+        .map_err(|e| ApiError::bad_request("invalid_video", e.to_string()))?;
+        let folder = format!("uploads/{}/", uuid::Uuid::new_v4());
+        let key = format!("{folder}{name}");
+        let stored = async {
+            state
+                .objects
+                .put_file(&key, tmp.path(), "video/mp4")
+                .await?;
+            state
+                .objects
+                .put_file(&frame_key(&key), frame.path(), "image/jpeg")
+                .await
+        };
+        if let Err(e) = stored.await {
+            let _ = state.objects.delete_prefix(&folder).await;
+            return Err(ApiError::internal("storing upload", e));
+        }
         let record = UploadRecord {
             user_id: user.id.clone(),
             size,
@@ -239,7 +275,7 @@ impl MediaApi {
             .await;
         if let Err(e) = account(stored) {
             // Leave nothing behind.
-            let _ = state.objects.delete(&key).await;
+            let _ = state.objects.delete_prefix(&folder).await;
             return Err(e);
         }
         Ok(Json(UploadResponse {

@@ -37,6 +37,8 @@ pub struct AppState {
     pub objects: Arc<dyn ObjectStore>,
     /// Set when media is stored locally and served by `/media/...`.
     pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,
+    /// Stable media links (`/media/<key>?sig=`) in project and clip JSON.
+    pub links: Arc<clipforge_actors::storage::links::StableLinks>,
     pub config: Config,
     /// Stripe billing; `None` when not configured (billing routes answer 503).
     pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
@@ -102,6 +104,10 @@ pub enum ApiError {
     /// Unexpected failure (no internals are shown).
     #[oai(status = 500)]
     Internal(Json<ErrorBody>),
+    /// A service we depend on failed (e.g. the video platform could not be
+    /// reached); trying again later may work.
+    #[oai(status = 502)]
+    BadGateway(Json<ErrorBody>),
     /// Overloaded or shutting down.
     #[oai(status = 503)]
     Unavailable(Json<ErrorBody>),
@@ -156,6 +162,12 @@ impl ApiError {
     }
     pub fn unavailable(message: impl Into<String>) -> Self {
         ApiError::Unavailable(body("unavailable", message))
+    }
+    pub fn bad_gateway(code: &str, message: impl Into<String>) -> Self {
+        ApiError::BadGateway(body(code, message))
+    }
+    pub fn unavailable_because(code: &str, message: impl Into<String>) -> Self {
+        ApiError::Unavailable(body(code, message))
     }
 }
 

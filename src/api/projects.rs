@@ -12,18 +12,20 @@ use poem_openapi::{OpenApi, Tags};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::media::{meta_error, UploadRecord, UPLOADS};
+use super::media::{meta_error, meta_timeout};
 use super::projects_types::{
-    clip_view, project_view, CancelledProject, Clip, CreateProject, CreatedProject, DeletedProject,
+    clip_view, project_view, CancelledProject, CreateProject, CreatedProject, DeletedProject,
     NewProject, ProjectPage, ProjectWithClips, SseEvent,
 };
+use super::templates::TemplateStyle;
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
 use clipforge_actors::service::projects::{
-    self as records, now_ms, ClipRecord, ProjectRecord, ProjectState, Source,
+    self as records, now_ms, ProjectRecord, ProjectState, Source,
 };
+use clipforge_actors::service::uploads::{UploadRecord, UPLOADS};
 use clipforge_actors::storage::kv;
 
 #[derive(Tags)]
@@ -33,25 +35,6 @@ enum Tag {
 }
 
 pub struct ProjectsApi;
-
-fn ttl(state: &State) -> Duration {
-    Duration::from_secs(state.config.storage.url_ttl_secs)
-}
-
-async fn signed_clip(state: &State, c: &ClipRecord) -> ApiResult<Clip> {
-    let mut urls: [String; 4] = Default::default();
-    for (slot, key) in
-        urls.iter_mut()
-            .zip([&c.thumbnail_key, &c.video_key, &c.subtitle_key, &c.vtt_key])
-    {
-        *slot = state
-            .objects
-            .url(key, ttl(state))
-            .await
-            .map_err(|e| ApiError::internal("signing a media URL", e))?;
-    }
-    Ok(clip_view(c, urls))
-}
 
 /// The caller's project, or 404 (also for another user's project).
 pub(super) async fn owned_project(
@@ -97,7 +80,10 @@ impl ProjectsApi {
             .services
             .listing_page(&uid, (page - 1) * limit, limit, |items, total| {
                 let page = ProjectPage {
-                    projects: items.iter().map(project_view).collect(),
+                    projects: items
+                        .iter()
+                        .map(|p| project_view(p, &state.links))
+                        .collect(),
                     total: total as u64,
                     page: page as u64,
                     limit: limit as u64,
@@ -134,7 +120,7 @@ impl ProjectsApi {
                 return Err(bad("durationSec", "must be a positive number of seconds"));
             }
         }
-        let (source, source_secs, meta_title, meta_thumb) =
+        let (source, source_secs, meta_title, meta_thumb, language) =
             match (b.source_url.as_deref(), b.file_key.as_deref()) {
                 (Some(_), Some(_)) => {
                     return Err(bad("sourceUrl", "send sourceUrl or fileKey, not both"))
@@ -148,14 +134,16 @@ impl ProjectsApi {
                             "sourceUrl: not a supported platform (YouTube or Vimeo)",
                         ));
                     }
-                    let meta = download::metadata(&url, &CancellationToken::new())
-                        .await
-                        .map_err(meta_error)?;
+                    let meta =
+                        download::metadata(&url, meta_timeout(&state), &CancellationToken::new())
+                            .await
+                            .map_err(meta_error)?;
                     (
                         Source::Url(url),
                         meta.duration_sec,
                         meta.title,
                         meta.thumbnail,
+                        download::language_code(&meta.language),
                     )
                 }
                 (None, Some(key)) => {
@@ -173,6 +161,7 @@ impl ProjectsApi {
                                 r.duration_sec,
                                 name,
                                 String::new(),
+                                None,
                             )
                         }
                         _ => return Err(ApiError::not_found("fileKey")),
@@ -221,6 +210,7 @@ impl ProjectsApi {
             created_at: now,
             updated_at: now,
             last_event: 0,
+            language,
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = user.id.clone();
@@ -256,11 +246,12 @@ impl ProjectsApi {
             .map_err(|e| ApiError::internal("starting a project", e))?;
         Ok(CreatedProject::Created(Json(NewProject {
             project_id: project_id.into(),
-            project: project_view(&record),
+            project: project_view(&record, &state.links),
         })))
     }
 
-    /// A project and its clips; clip, subtitle and thumbnail URLs are signed and expire.
+    /// A project, its clips and the caption style they are rendered in. Media
+    /// URLs are stable links that redirect (307) to fresh signed URLs.
     #[oai(path = "/:id", method = "get", operation_id = "getProject")]
     async fn get(
         &self,
@@ -275,13 +266,10 @@ impl ProjectsApi {
             .blocking(move |kv| records::load_clips(kv, &pid))
             .await
             .map_err(|e| ApiError::internal("loading clips", e))?;
-        let mut views: Vec<Clip> = Vec::with_capacity(clips.len());
-        for c in &clips {
-            views.push(signed_clip(&state, c).await?);
-        }
         Ok(Json(ProjectWithClips {
-            project: project_view(&p),
-            clips: views,
+            project: project_view(&p, &state.links),
+            clips: clips.iter().map(|c| clip_view(c, &state.links)).collect(),
+            caption_style: TemplateStyle::from(&p.style),
         }))
     }
 
@@ -321,7 +309,9 @@ impl ProjectsApi {
         }))
     }
 
-    /// Delete a project, its clips and their media.
+    /// Delete a project, its clips and their media; its pending scheduled
+    /// posts are cancelled (removed, never published), and its upload is
+    /// deleted and leaves the storage quota unless another project uses it.
     #[oai(path = "/:id", method = "delete", operation_id = "deleteProject")]
     async fn delete(
         &self,
@@ -330,6 +320,11 @@ impl ProjectsApi {
         id: Path<String>,
     ) -> ApiResult<Json<DeletedProject>> {
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
+        state
+            .publishing
+            .cancel_project_posts(&p.user_id, &p.id)
+            .await
+            .map_err(|e| ApiError::internal("cancelling the project's posts", e))?;
         if let Some(actor) = state.services.project_actor(&p.id) {
             let _ = ractor::call_t!(
                 actor.sent(),

@@ -8,9 +8,12 @@ use super::formats::{
     ClipDurationPreset, Date, DateTime, ProjectEventType, ProjectState, ProjectStatusText, Text,
     Uri, Uuid,
 };
+use super::templates::TemplateStyle;
 use clipforge_actors::service::projects::{
-    self as records, date_of, iso8601, ClipRecord, ProjectRecord,
+    self as records, date_of, iso8601, ClipRecord, ProjectRecord, Source,
 };
+use clipforge_actors::service::uploads::frame_key;
+use clipforge_actors::storage::links::StableLinks;
 
 #[derive(Object)]
 #[oai(rename_all = "camelCase", example)]
@@ -33,8 +36,9 @@ pub struct CreateProject {
     /// Default `auto`.
     #[oai(nullable)]
     pub clip_duration_preset: Option<ClipDurationPreset>,
-    /// Id or name of a saved template, a preset name (default, shorts,
-    /// karaoke, minimal, bold) or a JSON-encoded template.
+    /// Id or name of a saved template (names: case-insensitive, a saved
+    /// name wins over a preset's), a preset name (default, shorts, karaoke,
+    /// minimal, bold) or a JSON-encoded template.
     #[oai(nullable)]
     pub caption_template: Option<Text>,
     /// Only transcribe and caption; no cuts.
@@ -76,8 +80,10 @@ pub struct StepProgress {
 pub struct Project {
     pub id: Uuid,
     pub title: Text,
-    /// The video's URL, or `upload://<fileKey>` for an upload.
-    pub source_url: Text,
+    /// The video's URL; for an upload, a stable link to the uploaded file
+    /// (`/media/<fileKey>?sig=…`, answered with a 307 to a fresh signed URL,
+    /// 404 once the upload is deleted with its last project).
+    pub source_url: Uri,
     /// Seconds processed.
     pub duration_sec: f64,
     /// `M:SS`.
@@ -88,7 +94,8 @@ pub struct Project {
     pub clips: u32,
     pub status: ProjectStatusText,
     pub state: ProjectState,
-    /// Thumbnail URL (empty when there is none yet).
+    /// Thumbnail URL: the one given at creation, else the video's; for an
+    /// upload, a stable link to a frame of it. Empty when there is none.
     pub thumbnail: Text,
     pub step_progress: StepProgress,
     /// As given at creation: a template id or name, a preset or a JSON template.
@@ -98,6 +105,12 @@ pub struct Project {
     /// Why processing failed; `null` otherwise.
     #[oai(nullable)]
     pub error: Option<Text>,
+    /// Spoken language (code such as `en`): the source's, from its metadata
+    /// (as `POST /meta` shows it), which transcription then uses instead of
+    /// detecting one; once transcription ran, the language it used (given
+    /// or detected). `null` while unknown.
+    #[oai(nullable)]
+    pub language: Option<Text>,
     pub created_at: DateTime,
     pub updated_at: DateTime,
 }
@@ -125,6 +138,7 @@ impl Example for Project {
             skip_cuts: false,
             clip_duration_preset: "auto".into(),
             error: None,
+            language: Some("en".into()),
             created_at: "2026-05-01T18:00:00.000Z".into(),
             updated_at: "2026-05-01T18:00:00.000Z".into(),
         }
@@ -142,7 +156,9 @@ pub struct Transcript {
     pub text: Text,
 }
 
-/// A clip (contract 2.2); its URLs are signed and expire.
+/// A clip (contract 2.2). Its URLs are stable links
+/// (`/media/<key>?sig=…`) that never expire: each answers a 307 to a fresh
+/// signed URL of the file (local or S3), so a client may keep them.
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 pub struct Clip {
@@ -186,9 +202,14 @@ pub struct NewProject {
 }
 
 #[derive(Object)]
+#[oai(rename_all = "camelCase")]
 pub struct ProjectWithClips {
     pub project: Project,
     pub clips: Vec<Clip>,
+    /// The style the clips are rendered in: `captionTemplate` resolved and
+    /// clamped, with the plan's watermark rule applied (on the free plan
+    /// the watermark is on, at least 50% opaque and 12% of the width).
+    pub caption_style: TemplateStyle,
 }
 
 #[derive(Object)]
@@ -228,19 +249,26 @@ pub enum CreatedProject {
     Created(poem_openapi::payload::Json<NewProject>),
 }
 
-pub fn project_view(p: &ProjectRecord) -> Project {
+pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
     let [download, transcribe, cut, caption] = p.step_progress;
+    let (source_url, thumbnail) = match &p.source {
+        Source::Url(url) => (url.clone(), p.thumbnail.clone()),
+        Source::Upload(key) if p.thumbnail.is_empty() => {
+            (links.link(key), links.link(&frame_key(key)))
+        }
+        Source::Upload(key) => (links.link(key), p.thumbnail.clone()),
+    };
     Project {
         id: p.id.clone().into(),
         title: p.title.clone().into(),
-        source_url: records::source_url(p).into(),
+        source_url: source_url.into(),
         duration_sec: p.duration_sec,
         duration: records::duration_display(p.duration_sec).into(),
         date: date_of(p.created_at).into(),
         clips: p.clip_count,
         status: p.state.localized().into(),
         state: p.state.as_str().into(),
-        thumbnail: p.thumbnail.clone().into(),
+        thumbnail: thumbnail.into(),
         step_progress: StepProgress {
             download,
             transcribe,
@@ -251,14 +279,16 @@ pub fn project_view(p: &ProjectRecord) -> Project {
         skip_cuts: p.skip_cuts,
         clip_duration_preset: p.preset.clone().into(),
         error: p.error.clone().map(Text),
+        language: p.language.clone().map(Text),
         created_at: iso8601(p.created_at).into(),
         updated_at: iso8601(p.updated_at).into(),
     }
 }
 
-/// A clip with its signed URLs (`urls`: thumbnail, video, SRT, VTT).
-pub fn clip_view(c: &ClipRecord, urls: [String; 4]) -> Clip {
-    let [thumbnail, url, subtitle_url, vtt_url] = urls;
+/// A clip with the stable links of its files.
+pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
+    let [thumbnail, url, subtitle_url, vtt_url] =
+        [&c.thumbnail_key, &c.video_key, &c.subtitle_key, &c.vtt_key].map(|k| links.link(k));
     Clip {
         id: c.id.clone().into(),
         project_id: c.project_id.clone().into(),

@@ -10,6 +10,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 use super::formats::{Animation, DateTime, Text, Uuid, WatermarkPosition};
 use super::{account, ApiResult, Auth, State};
 use clipforge_actors::accounts::{TemplateInput, TemplateView};
+use clipforge_actors::captions::template::CaptionStyle;
 
 #[derive(Tags)]
 enum Tag {
@@ -54,15 +55,18 @@ struct StyleInput {
     position_y: Option<f64>,
     #[oai(nullable)]
     font_stack: Option<Text>,
+    /// On the free plan the watermark is on whatever this says (contract
+    /// 4.5 rule 4).
     #[oai(nullable)]
     watermark_enabled: Option<bool>,
-    /// Clamped to 0–1.
+    /// Clamped to 0–1; on the free plan clips use at least 0.5.
     #[oai(nullable)]
     watermark_opacity: Option<f64>,
     /// `vertical-horizontal`: top|middle|bottom - left|center|right.
     #[oai(nullable)]
     watermark_position: Option<Text>,
-    /// Clamped to 1–100.
+    /// Percent of the frame's width, clamped to 1–100; on the free plan
+    /// clips use at least 12.
     #[oai(nullable)]
     watermark_size: Option<f64>,
 }
@@ -109,15 +113,10 @@ struct TemplateChanges {
     style: StyleInput,
 }
 
-/// A caption template (contract 2.4), its values in range.
+/// The style fields of a caption template (contract 2.4), in range.
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
-struct CaptionTemplate {
-    id: Uuid,
-    name: Text,
-    description: Text,
-    /// Exactly one template of an account is the default.
-    is_default: bool,
+pub struct TemplateStyle {
     font_family: Text,
     #[oai(validator(minimum(value = "12"), maximum(value = "200")))]
     font_size: f64,
@@ -140,6 +139,41 @@ struct CaptionTemplate {
     watermark_position: WatermarkPosition,
     #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
     watermark_size: f64,
+}
+
+impl From<&CaptionStyle> for TemplateStyle {
+    fn from(s: &CaptionStyle) -> Self {
+        TemplateStyle {
+            font_family: s.font_family.clone().into(),
+            font_size: s.font_size,
+            font_color: s.font_color.clone().into(),
+            highlight_color: s.highlight_color.clone().into(),
+            stroke_color: s.stroke_color.clone().into(),
+            stroke_width: s.stroke_width,
+            background: s.background,
+            background_color: s.background_color.clone().map(Text),
+            animation: s.animation.clone().into(),
+            position_y: s.position_y,
+            font_stack: s.font_stack.clone().into(),
+            watermark_enabled: s.watermark_enabled,
+            watermark_opacity: s.watermark_opacity,
+            watermark_position: s.watermark_position.clone().into(),
+            watermark_size: s.watermark_size,
+        }
+    }
+}
+
+/// A caption template (contract 2.4), its values in range.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+struct CaptionTemplate {
+    id: Uuid,
+    name: Text,
+    description: Text,
+    /// Exactly one template of an account is the default.
+    is_default: bool,
+    #[oai(flatten)]
+    style: TemplateStyle,
     created_at: DateTime,
     updated_at: DateTime,
 }
@@ -205,21 +239,7 @@ fn view(t: TemplateView) -> CaptionTemplate {
         name: t.name.into(),
         description: t.description.into(),
         is_default: t.is_default,
-        font_family: t.font_family.into(),
-        font_size: t.font_size,
-        font_color: t.font_color.into(),
-        highlight_color: t.highlight_color.into(),
-        stroke_color: t.stroke_color.into(),
-        stroke_width: t.stroke_width,
-        background: t.background,
-        background_color: t.background_color.map(Text),
-        animation: t.animation.into(),
-        position_y: t.position_y,
-        font_stack: t.font_stack.into(),
-        watermark_enabled: t.watermark_enabled,
-        watermark_opacity: t.watermark_opacity,
-        watermark_position: t.watermark_position.into(),
-        watermark_size: t.watermark_size,
+        style: TemplateStyle::from(&t.style),
         created_at: t.created_at.into(),
         updated_at: t.updated_at.into(),
     }

@@ -100,6 +100,7 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 created_at: now - i as i64 * 1000,
                 updated_at: now,
                 last_event: 0,
+                language: Some("en".into()),
             })?);
         }
         kv.apply(ops)?;

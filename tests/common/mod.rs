@@ -124,6 +124,27 @@ pub fn assert_error(status: u16, body: &Value, expected: u16) {
     );
 }
 
+/// Serves `dir` on a free 127.0.0.1 port until the test ends; returns the port.
+pub async fn serve_dir(dir: &Path) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = poem::listener::TcpAcceptor::from_tokio(listener).unwrap();
+    let files = poem::endpoint::StaticFilesEndpoint::new(dir.to_path_buf());
+    tokio::spawn(poem::Server::new_with_acceptor(acceptor).run(files));
+    port
+}
+
+/// A page that yt-dlp's generic extractor reads through its JSON-LD
+/// VideoObject (title, duration, thumbnail, content URL).
+pub fn video_page(dir: &Path, page: &str, port: u16, video: &str, title: &str, secs: u32) {
+    let html = format!(
+        r#"<html><head><title>{title}</title>
+<script type="application/ld+json">{{"@context":"https://schema.org","@type":"VideoObject","name":"{title}","description":"A talk","thumbnailUrl":"http://127.0.0.1:{port}/thumb.jpg","uploadDate":"2024-01-01","duration":"PT{secs}S","contentUrl":"http://127.0.0.1:{port}/{video}"}}</script>
+</head><body><p>{title}</p></body></html>"#
+    );
+    std::fs::write(dir.join(page), html).unwrap();
+}
+
 pub fn speech_video(dir: &Path) -> PathBuf {
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
                 three seconds whether they will keep watching. So your opening must promise something valuable. \
@@ -220,6 +241,21 @@ pub async fn follow_sse(app: &App, token: &str, project: &str) -> Vec<(String, u
             .bearer_auth(token),
     )
     .await
+}
+
+/// [`follow_sse`], asserting that the project completed.
+pub async fn follow_to_completion(
+    app: &App,
+    token: &str,
+    project: &str,
+) -> Vec<(String, u64, Value)> {
+    let events = follow_sse(app, token, project).await;
+    assert_eq!(
+        events.last().map(|e| e.0.as_str()),
+        Some("completed"),
+        "{events:?}"
+    );
+    events
 }
 
 /// [`follow_sse`] for a request built by the caller (other credentials).

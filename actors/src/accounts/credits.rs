@@ -148,6 +148,12 @@ pub struct CreditBalance {
     pub renews_at: String,
 }
 
+/// What an unlimited plan (enterprise) shows as its credits and its cycle's
+/// total: a round number any client can print as it is (more minutes of
+/// video than a 30-day cycle has), never reduced by use; `unlimited: true`
+/// says the credits are not counted.
+pub const UNLIMITED_CREDITS_SHOWN: u64 = 100_000;
+
 /// The credit state of one account being changed, with the ledger entries to
 /// append; written by [`Book::write`] into the operation's batch.
 pub(crate) struct Book {
@@ -161,7 +167,7 @@ pub(crate) struct Book {
 impl Book {
     pub(crate) fn available(&self) -> u64 {
         if self.unlimited {
-            return 0;
+            return UNLIMITED_CREDITS_SHOWN;
         }
         let state = &self.state;
         state
@@ -218,7 +224,7 @@ impl Book {
             plan: self.plan,
             credits: self.available(),
             total_credits: if self.unlimited {
-                0
+                UNLIMITED_CREDITS_SHOWN
             } else {
                 self.state.cycle_total
             },

@@ -63,9 +63,13 @@ pub use billing::{
 pub use clock::{date_of, iso8601, now_ms, parse_utc, system_clock, Clock, DAY_MS};
 pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
+    UNLIMITED_CREDITS_SHOWN,
 };
 pub use error::{AccountError, Result};
-pub use model::{Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo};
+pub use model::{
+    Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo, FORCED_WATERMARK_MIN_OPACITY,
+    FORCED_WATERMARK_MIN_SIZE,
+};
 pub use notifications::{Notification, NotificationKind, MAX_NOTIFICATIONS};
 pub use ratelimit::SignInLimits;
 pub use templates::{TemplateInput, TemplateView, MAX_TEMPLATES};

@@ -81,15 +81,25 @@ impl PlanLimits {
         self.monthly_credits.is_none()
     }
 
-    /// `style` as it must be rendered on this plan: the watermark switched
-    /// on where the plan forces it (contract 4.5 rule 4).
+    /// `style` as it must be rendered on this plan: where the plan forces
+    /// the watermark (contract 4.5 rule 4) it is switched on and kept
+    /// visible, its opacity and size raised to at least
+    /// [`FORCED_WATERMARK_MIN_OPACITY`] and [`FORCED_WATERMARK_MIN_SIZE`]
+    /// (clamped, as template values are; its colours are fixed).
     pub fn enforce(&self, mut style: CaptionStyle) -> CaptionStyle {
         if self.watermark_forced {
             style.watermark_enabled = true;
+            style.watermark_opacity = style.watermark_opacity.max(FORCED_WATERMARK_MIN_OPACITY);
+            style.watermark_size = style.watermark_size.max(FORCED_WATERMARK_MIN_SIZE);
         }
         style
     }
 }
+
+/// Least opacity (0–1) of a watermark a plan forces.
+pub const FORCED_WATERMARK_MIN_OPACITY: f64 = 0.5;
+/// Least size (% of the frame's width) of a watermark a plan forces.
+pub const FORCED_WATERMARK_MIN_SIZE: f64 = 12.0;
 
 /// The limits of every plan. The defaults are DESIGN.md's, with sizes in
 /// binary units (500 MB = 500 MiB).
@@ -288,6 +298,18 @@ mod tests {
         assert_eq!(table.enterprise.upload_max_bytes, 10 * GIB);
         let forced = table.free.enforce(CaptionStyle::default());
         assert!(forced.watermark_enabled);
+        let hidden = CaptionStyle {
+            watermark_opacity: 0.0,
+            watermark_size: 1.0,
+            ..CaptionStyle::default()
+        };
+        let forced = table.free.enforce(hidden.clone());
+        assert_eq!(
+            (forced.watermark_opacity, forced.watermark_size),
+            (FORCED_WATERMARK_MIN_OPACITY, FORCED_WATERMARK_MIN_SIZE)
+        );
+        let kept = table.pro.enforce(hidden.clone());
+        assert_eq!((kept.watermark_opacity, kept.watermark_size), (0.0, 1.0));
         assert!(!table.pro.enforce(CaptionStyle::default()).watermark_enabled);
     }
 }

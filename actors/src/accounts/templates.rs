@@ -44,27 +44,12 @@ impl StoredTemplate {
     }
 
     fn view(&self, is_default: bool) -> TemplateView {
-        let style = &self.style;
         TemplateView {
             id: self.id.clone(),
             name: self.name.clone(),
             description: self.description.clone(),
             is_default,
-            font_family: style.font_family.clone(),
-            font_size: style.font_size,
-            font_color: style.font_color.clone(),
-            highlight_color: style.highlight_color.clone(),
-            stroke_color: style.stroke_color.clone(),
-            stroke_width: style.stroke_width,
-            background: style.background,
-            background_color: style.background_color.clone(),
-            animation: style.animation.clone(),
-            position_y: style.position_y,
-            font_stack: style.font_stack.clone(),
-            watermark_enabled: style.watermark_enabled,
-            watermark_opacity: style.watermark_opacity,
-            watermark_position: style.watermark_position.clone(),
-            watermark_size: style.watermark_size,
+            style: self.style.clone(),
             created_at: iso8601(self.created_at),
             updated_at: iso8601(self.updated_at),
         }
@@ -79,21 +64,9 @@ pub struct TemplateView {
     pub name: String,
     pub description: String,
     pub is_default: bool,
-    pub font_family: String,
-    pub font_size: f64,
-    pub font_color: String,
-    pub highlight_color: String,
-    pub stroke_color: String,
-    pub stroke_width: f64,
-    pub background: bool,
-    pub background_color: Option<String>,
-    pub animation: String,
-    pub position_y: f64,
-    pub font_stack: String,
-    pub watermark_enabled: bool,
-    pub watermark_opacity: f64,
-    pub watermark_position: String,
-    pub watermark_size: f64,
+    /// The style fields, in range.
+    #[serde(flatten)]
+    pub style: CaptionStyle,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -306,8 +279,9 @@ impl Accounts {
     }
 
     /// The caption style a project's `captionTemplate` names: empty or
-    /// `default` for the user's default template, an id of one of the user's
-    /// templates, a built-in preset name, or a JSON object whose omitted
+    /// `default` for the user's default template, an id or the name of one
+    /// of the user's templates (a saved name wins over a built-in preset of
+    /// the same name), a built-in preset name, or a JSON object whose omitted
     /// fields inherit the user's default template. The result is clamped; the
     /// plan's watermark rule is applied later ([`super::PlanLimits::enforce`]).
     pub fn resolve_template(&self, user_id: &str, spec: &str) -> Result<CaptionStyle> {
@@ -326,12 +300,28 @@ impl Accounts {
         if is_template_id(spec) {
             return Ok(self.template(user_id, spec)?.style.clamped());
         }
+        if let Some(saved) = self.template_named(user_id, spec)? {
+            return Ok(saved.style.clamped());
+        }
         CaptionStyle::preset(spec).ok_or_else(|| {
             AccountError::InvalidInput(format!(
-                "captionTemplate: not a template id, a preset ({}) or a JSON object",
+                "captionTemplate: not a template id, the name of one of your templates, \
+                 a preset ({}) or a JSON object",
                 PRESETS.join(", ")
             ))
         })
+    }
+
+    /// The user's template called `name` (case-insensitive, surrounding
+    /// spaces ignored); with several of that name, the oldest.
+    fn template_named(&self, user_id: &str, name: &str) -> Result<Option<StoredTemplate>> {
+        let name = name.trim();
+        Ok(self
+            .scan::<StoredTemplate>(TEMPLATES, &user_prefix(user_id))?
+            .into_iter()
+            .map(|(_, template)| template)
+            .filter(|t| t.name.trim().eq_ignore_ascii_case(name))
+            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id))))
     }
 
     /// One of the user's templates; another user's is not found.

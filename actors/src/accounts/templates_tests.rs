@@ -41,12 +41,12 @@ fn creation_inherits_the_default_template_and_clamps() {
         )
         .expect("create");
     assert_eq!(created.name, "Big");
-    assert_eq!(created.font_size, 90.0, "inherited from the default");
-    assert_eq!(created.font_color, "#112233", "inherited, normalised");
-    assert_eq!(created.background_color.as_deref(), Some("#000000"));
-    assert_eq!(created.stroke_width, 20.0, "clamped");
-    assert_eq!(created.animation, "pop", "unknown value falls back");
-    assert_eq!(created.watermark_position, "top-left");
+    assert_eq!(created.style.font_size, 90.0, "inherited from the default");
+    assert_eq!(created.style.font_color, "#112233", "inherited, normalised");
+    assert_eq!(created.style.background_color.as_deref(), Some("#000000"));
+    assert_eq!(created.style.stroke_width, 20.0, "clamped");
+    assert_eq!(created.style.animation, "pop", "unknown value falls back");
+    assert_eq!(created.style.watermark_position, "top-left");
     assert!(!created.is_default);
     assert_eq!(created.created_at, "2026-11-21T23:50:06.123Z");
     assert!(created.id != "ignored");
@@ -103,17 +103,17 @@ fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
             &input(r#"{"positionY": -5, "description": "d"}"#),
         )
         .expect("update");
-    assert_eq!(updated.position_y, 0.0);
+    assert_eq!(updated.style.position_y, 0.0);
     assert_eq!(updated.name, "A");
     assert_eq!(updated.description, "d");
-    assert_eq!(updated.background_color.as_deref(), Some("#FF000080"));
+    assert_eq!(updated.style.background_color.as_deref(), Some("#FF000080"));
     assert_eq!(updated.created_at, t.created_at);
     assert_eq!(updated.updated_at, "2026-11-21T23:50:07.123Z");
     let cleared = fx
         .accounts
         .update_template(user, &t.id, &input(r#"{"backgroundColor": null}"#))
         .expect("clear");
-    assert_eq!(cleared.background_color, None);
+    assert_eq!(cleared.style.background_color, None);
     assert_eq!(fx.accounts.get_template(user, &t.id).expect("get"), cleared);
 }
 

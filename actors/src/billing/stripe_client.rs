@@ -1,12 +1,13 @@
 //! The calls billing makes to Stripe, through the `async-stripe` client:
-//! customers, Checkout Sessions (subscription mode) and Billing Portal
-//! Sessions. Only what billing needs comes back out, as plain values.
+//! customers, Checkout Sessions (subscription mode), Billing Portal
+//! Sessions and cancelling a subscription at the end of its period. Only what billing needs comes back out, as plain values.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use stripe::{Client, ClientBuilder, IdempotencyKey, RequestStrategy, StripeError, StripeRequest};
 use stripe_billing::billing_portal_session::CreateBillingPortalSession;
+use stripe_billing::subscription::UpdateSubscription;
 use stripe_checkout::checkout_session::{
     CreateCheckoutSession, CreateCheckoutSessionLineItems, CreateCheckoutSessionSubscriptionData,
     RetrieveCheckoutSession,
@@ -179,6 +180,40 @@ impl StripeApi {
             .send(&self.client)
             .await?;
         Ok(session.url)
+    }
+}
+
+/// What billing reads from a subscription Stripe returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriptionSnapshot {
+    pub id: String,
+    /// `active`, `past_due`, `canceled`, ...
+    pub status: String,
+    pub cancel_at_period_end: bool,
+    /// When the subscription ends (unix seconds): its `cancel_at`, else the
+    /// end of its items' current period.
+    pub ends_at: Option<i64>,
+}
+
+impl StripeApi {
+    /// Sets `cancel_at_period_end` on the subscription: it stays active
+    /// until the end of the paid period, then Stripe ends it (and sends
+    /// `customer.subscription.deleted`).
+    pub async fn cancel_at_period_end(
+        &self,
+        subscription_id: &str,
+    ) -> CallResult<SubscriptionSnapshot> {
+        let sub = UpdateSubscription::new(subscription_id)
+            .cancel_at_period_end(true)
+            .send(&self.client)
+            .await?;
+        let period_end = sub.items.data.iter().map(|i| i.current_period_end).max();
+        Ok(SubscriptionSnapshot {
+            id: sub.id.as_str().to_string(),
+            status: sub.status.as_str().to_string(),
+            cancel_at_period_end: sub.cancel_at_period_end,
+            ends_at: sub.cancel_at.or(period_end),
+        })
     }
 }
 

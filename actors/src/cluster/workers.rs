@@ -27,7 +27,7 @@ use super::Cluster;
 use crate::project::stages::{Progress, Stage, StageError};
 use crate::service::mailbox::Tracked;
 use crate::service::project_actor::ProjectMsg;
-use crate::service::projects::{ClipRecord, ProjectRecord};
+use crate::service::projects::ProjectRecord;
 use crate::service::work::{self, CaptionResult};
 use crate::service::Services;
 
@@ -86,7 +86,7 @@ pub enum StageReport {
     },
     Done {
         job: String,
-        result: Result<Option<Vec<ClipRecord>>, StageError>,
+        result: Result<Option<CaptionResult>, StageError>,
     },
 }
 
@@ -237,10 +237,7 @@ pub(super) fn report(run: &str, r: StageReport) -> bool {
 
 /// The result must arrive: the reply group may still be propagating (the
 /// job can overtake the group update), so it is retried for a while.
-pub(super) async fn report_done(
-    job: &StageJob,
-    result: Result<Option<Vec<ClipRecord>>, StageError>,
-) {
+pub(super) async fn report_done(job: &StageJob, result: Result<Option<CaptionResult>, StageError>) {
     let r = StageReport::Done {
         job: job.job.clone(),
         result,
@@ -272,7 +269,7 @@ pub(super) async fn run_job(
     services: &Arc<Services>,
     job: &StageJob,
     cancel: CancellationToken,
-) -> Result<Option<Vec<ClipRecord>>, StageError> {
+) -> Result<Option<CaptionResult>, StageError> {
     let dir = scratch_dir(services, &job.job);
     let result = async {
         fetch_inputs(services, &job.project.id, job.stage, &dir).await?;
@@ -298,7 +295,7 @@ pub(super) async fn run_job(
         )
         .await?;
         store_outputs(services, &job.project.id, job.stage, &dir).await?;
-        Ok(out.map(|c| c.clips))
+        Ok(out)
     }
     .await;
     let _ = tokio::fs::remove_dir_all(&dir).await;
@@ -508,7 +505,6 @@ impl Actor for RemoteStage {
                     }
                     StageReport::Done { result, .. } => {
                         st.done = true;
-                        let result = result.map(|o| o.map(|clips| CaptionResult { clips }));
                         let _ = st.args.parent.send(ProjectMsg::StageDone(stage, result));
                         myself.stop(None);
                     }

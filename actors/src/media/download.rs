@@ -8,25 +8,88 @@ use tokio_util::sync::CancellationToken;
 use super::process::{last_error_line, run_with_lines};
 use crate::project::stages::{Progress, StageError};
 
-/// Turns yt-dlp's error text into the reason a user needs.
-pub fn explain_ytdlp_error(stderr: &str) -> StageError {
+/// What a failed yt-dlp run means.
+#[derive(Debug, PartialEq)]
+enum Failure {
+    /// The video cannot be used; the reason is for the user.
+    Refused(String),
+    /// The platform could not be reached (network, DNS, TLS, its 5xx or 429).
+    Network(String),
+    /// The platform did not answer in time.
+    TimedOut(String),
+    /// Anything else yt-dlp reported.
+    Other(String),
+}
+
+fn classify(stderr: &str) -> Failure {
     let line = last_error_line(stderr);
     let lower = stderr.to_ascii_lowercase();
-    let msg = if lower.contains("private video") || lower.contains("this video is private") {
-        "the video is private".to_string()
-    } else if lower.contains("sign in to confirm your age")
-        || lower.contains("age-restricted")
-        || lower.contains("age restricted")
-    {
-        "the video is age-restricted".to_string()
-    } else if lower.contains("unsupported url") {
-        "the URL is not a supported video page".to_string()
-    } else if lower.contains("video unavailable") || lower.contains("http error 404") {
-        "the video is unavailable (removed or never existed)".to_string()
+    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
+    if has(&["private video", "this video is private"]) {
+        Failure::Refused("the video is private".into())
+    } else if has(&[
+        "sign in to confirm your age",
+        "age-restricted",
+        "age restricted",
+    ]) {
+        Failure::Refused("the video is age-restricted".into())
+    } else if has(&["unsupported url"]) {
+        Failure::Refused("the URL is not a supported video page".into())
+    } else if has(&["video unavailable", "http error 404", "http error 410"]) {
+        Failure::Refused("the video is unavailable (removed or never existed)".into())
+    } else if has(&["timed out", "timeout"]) {
+        Failure::TimedOut(line)
+    } else if has(&[
+        "urlopen error",
+        "connection refused",
+        "connection reset",
+        "connection aborted",
+        "remote end closed",
+        "name or service not known",
+        "temporary failure in name resolution",
+        "nodename nor servname",
+        "network is unreachable",
+        "no route to host",
+        "ssl:",
+        "certificate verify failed",
+        "http error 5",
+        "http error 429",
+    ]) {
+        Failure::Network(line)
     } else {
-        return StageError::tool("yt-dlp", line);
-    };
-    StageError::InvalidInput(msg)
+        Failure::Other(line)
+    }
+}
+
+/// Turns yt-dlp's error text into the reason a user needs: an unusable
+/// video is [`StageError::InvalidInput`], anything else a (retried) tool
+/// failure.
+pub fn explain_ytdlp_error(stderr: &str) -> StageError {
+    match classify(stderr) {
+        Failure::Refused(reason) => StageError::InvalidInput(reason),
+        Failure::Network(line) | Failure::TimedOut(line) | Failure::Other(line) => {
+            StageError::tool("yt-dlp", line)
+        }
+    }
+}
+
+/// Why the metadata of a URL could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    /// The video cannot be used: private, age-restricted, not found, not a
+    /// video page, a live stream. The message is for the user.
+    #[error("{0}")]
+    Refused(String),
+    /// yt-dlp could not reach the platform (network, DNS, TLS, the
+    /// platform's 5xx or 429).
+    #[error("the video platform could not be reached ({0}); try again later")]
+    Unreachable(String),
+    /// The platform, or yt-dlp, did not answer in time.
+    #[error("the video platform did not answer in time ({0}); try again later")]
+    TimedOut(String),
+    /// yt-dlp could not be run or answered something unreadable.
+    #[error("the video metadata could not be read ({0}); try again later")]
+    Failed(String),
 }
 
 /// Downloads `url` into `dir` as `source.<ext>` and returns its path.
@@ -118,6 +181,33 @@ mod tests {
             StageError::Tool { .. }
         ));
     }
+
+    #[test]
+    fn network_failures_and_timeouts_are_told_apart() {
+        let refused = "ERROR: [generic] Unable to download webpage: <urlopen error [Errno 111] Connection refused> (caused by URLError(ConnectionRefusedError(111, 'Connection refused')))";
+        assert!(matches!(classify(refused), Failure::Network(_)));
+        let dns = "ERROR: [generic] Unable to download webpage: <urlopen error [Errno -2] Name or service not known>";
+        assert!(matches!(classify(dns), Failure::Network(_)));
+        let down =
+            "ERROR: [youtube] abc: Unable to download webpage: HTTP Error 503: Service Unavailable";
+        assert!(matches!(classify(down), Failure::Network(_)));
+        let slow = "ERROR: [generic] Unable to download webpage: The read operation timed out";
+        assert!(matches!(classify(slow), Failure::TimedOut(_)));
+        let gone = "ERROR: [generic] Unable to download webpage: HTTP Error 404: Not Found";
+        assert!(matches!(classify(gone), Failure::Refused(_)));
+        assert!(matches!(classify("ERROR: boom"), Failure::Other(_)));
+    }
+
+    #[test]
+    fn metadata_languages_become_codes() {
+        assert_eq!(language_code("en-US").as_deref(), Some("en"));
+        assert_eq!(language_code(" DE ").as_deref(), Some("de"));
+        assert_eq!(language_code("pt_BR").as_deref(), Some("pt"));
+        assert_eq!(language_code("haw").as_deref(), Some("haw"));
+        for none in ["und", "", "x", "english", "e1", "zxx"] {
+            assert_eq!(language_code(none), None, "{none}");
+        }
+    }
 }
 
 /// What `POST /meta` returns about a video URL.
@@ -161,41 +251,63 @@ pub fn is_supported_url(url: &str, extra_hosts: &[String]) -> bool {
             .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(&authority))
 }
 
-/// Metadata from yt-dlp's JSON dump, without downloading the video.
-pub async fn metadata(url: &str, cancel: &CancellationToken) -> Result<VideoMeta, StageError> {
+/// The language code to give transcription for a source's metadata
+/// language: its primary subtag in lower case (`en-US` → `en`); `None` for
+/// the "no/unknown language" codes (`und`, `zxx`, `mul`, `mis`) and
+/// anything that is not 2–3 ASCII letters.
+pub fn language_code(raw: &str) -> Option<String> {
+    let primary = raw.trim().split(['-', '_']).next()?.to_ascii_lowercase();
+    let letters =
+        (2..=3).contains(&primary.len()) && primary.bytes().all(|b| b.is_ascii_lowercase());
+    (letters && !matches!(primary.as_str(), "und" | "zxx" | "mul" | "mis")).then_some(primary)
+}
+
+/// Metadata from yt-dlp's JSON dump, without downloading the video; gives
+/// up after `timeout`.
+pub async fn metadata(
+    url: &str,
+    timeout: std::time::Duration,
+    cancel: &CancellationToken,
+) -> Result<VideoMeta, MetaError> {
+    let socket_timeout = timeout.as_secs().clamp(1, 30).to_string();
     let args: Vec<String> = [
         "-J",
         "--no-playlist",
         "--skip-download",
         "--no-warnings",
+        "--socket-timeout",
+        &socket_timeout,
         "--",
         url,
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(90),
-        super::process::run("yt-dlp", &args, cancel),
-    )
-    .await
-    .map_err(|_| StageError::tool("yt-dlp", "timed out reading the video's metadata"))??;
+    let out = tokio::time::timeout(timeout, super::process::run("yt-dlp", &args, cancel))
+        .await
+        .map_err(|_| MetaError::TimedOut(format!("no answer within {} s", timeout.as_secs())))?
+        .map_err(|e| MetaError::Failed(e.to_string()))?;
     if !out.status.success() {
-        return Err(explain_ytdlp_error(&out.stderr));
+        return Err(match classify(&out.stderr) {
+            Failure::Refused(reason) => MetaError::Refused(reason),
+            Failure::Network(line) => MetaError::Unreachable(line),
+            Failure::TimedOut(line) => MetaError::TimedOut(line),
+            Failure::Other(line) => {
+                MetaError::Refused(format!("the video is unavailable: yt-dlp failed: {line}"))
+            }
+        });
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| StageError::tool("yt-dlp", format!("unexpected output: {e}")))?;
+        .map_err(|e| MetaError::Failed(format!("unexpected yt-dlp output: {e}")))?;
     if v.get("age_limit").and_then(|a| a.as_u64()).unwrap_or(0) >= 18 {
-        return Err(StageError::InvalidInput(
-            "the video is age-restricted".into(),
-        ));
+        return Err(MetaError::Refused("the video is age-restricted".into()));
     }
     if v.get("availability").and_then(|a| a.as_str()) == Some("private") {
-        return Err(StageError::InvalidInput("the video is private".into()));
+        return Err(MetaError::Refused("the video is private".into()));
     }
     let duration_sec = v.get("duration").and_then(|d| d.as_f64()).unwrap_or(0.0);
     if duration_sec <= 0.0 && v.get("is_live").and_then(|l| l.as_bool()) == Some(true) {
-        return Err(StageError::InvalidInput(
+        return Err(MetaError::Refused(
             "live streams cannot be clipped until they end".into(),
         ));
     }

@@ -8,6 +8,7 @@ pub mod download;
 pub mod face;
 pub mod ffprobe;
 pub mod fonts;
+pub mod frame;
 pub mod process;
 pub mod scenes;
 pub mod vad;

@@ -154,6 +154,19 @@ impl WhisperModel {
         self.multilingual
     }
 
+    /// Whether transcription can be asked for `language` (an ISO code such
+    /// as "en"): a multilingual model must have its token; an English-only
+    /// model takes only "en".
+    pub fn knows_language(&self, language: &str) -> bool {
+        if self.multilingual {
+            self.tokenizer
+                .token_to_id(&format!("<|{language}|>"))
+                .is_some()
+        } else {
+            language == "en"
+        }
+    }
+
     /// Log-mel features of one window (≤ 30 s of 16 kHz samples, zero-padded
     /// to 30 s), laid out `[n_mels][WINDOW_FRAMES]`, normalised as Whisper does.
     pub fn features(&self, samples: &[f32]) -> Vec<f32> {

@@ -524,8 +524,21 @@ impl Publishing {
     /// `DELETE /clips/scheduled/:id`: cancels a pending post.
     pub async fn cancel(self: &Arc<Self>, user_id: &str, id: &str) -> Result<()> {
         self.get(user_id, id).await?;
+        self.remove_if_pending(id)
+            .await?
+            .ok_or(PublishError::NotFound("scheduled post"))?
+            .map_err(not_pending)
+    }
+
+    /// Removes the post and its timer if it is still pending (under its
+    /// lock, so it cannot start publishing meanwhile); `None` if it does not
+    /// exist, `Err(status)` if it is no longer pending.
+    pub(crate) async fn remove_if_pending(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<Option<std::result::Result<(), PostStatus>>> {
         let (this, pid) = (self.clone(), id.to_string());
-        let p = self
+        let removed = self
             .services
             .blocking(move |kv| {
                 let _g = this.post_locks[stripe(&pid)]
@@ -540,11 +553,12 @@ impl Publishing {
                 kv.apply(posts::delete_ops(&p))?;
                 Ok(Some(Ok(p)))
             })
-            .await?
-            .ok_or(PublishError::NotFound("scheduled post"))?
-            .map_err(not_pending)?;
-        self.timers.disarm(p.scheduled_at, &p.id);
-        Ok(())
+            .await?;
+        Ok(removed.map(|r| {
+            r.map(|p| {
+                self.timers.disarm(p.scheduled_at, &p.id);
+            })
+        }))
     }
 
     /// Fails a pending post with `reason` (e.g. its account was disconnected).

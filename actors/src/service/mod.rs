@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod project_actor;
 pub mod projects;
 pub mod supervision;
+pub mod uploads;
 pub mod user_actor;
 pub mod work;
 
@@ -369,7 +370,8 @@ impl Services {
         self.metrics.project_finished("cancelled", 0.0);
     }
 
-    /// Deletes a project's records, events, clips and media.
+    /// Deletes a project's records, events, clips and media, and its upload
+    /// when no other project uses it (see [`uploads`]).
     pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let order = projects::order_key(project);
@@ -410,6 +412,7 @@ impl Services {
             .await
             .map_err(|e| e.to_string())?;
         self.remove_work(&project.id).await;
+        self.release_upload(project).await?;
         Ok(())
     }
 

@@ -333,7 +333,8 @@ impl ProjectActor {
         }
         match result {
             Ok(output) => {
-                if let Some(CaptionResult { clips }) = output {
+                if let Some(CaptionResult { clips, language }) = output {
+                    state.project.language = Some(language);
                     state.services.store_clips(&mut state.project, clips).await;
                 }
                 state.project.finished.push(stage);

@@ -109,6 +109,94 @@ pub struct ProjectRecord {
     pub updated_at: i64,
     /// Id of the last event written for this project.
     pub last_event: u64,
+    /// The spoken language: the source's (from its metadata) until
+    /// transcription ran, then the one it used (given or detected).
+    pub language: Option<String>,
+}
+
+/// A project as stored before `language` existed (read, never written):
+/// its fields in order, as two tuples (serde's tuples stop at 16; bincode
+/// encodes nested tuples exactly like one sequence).
+type ProjectRecordV1 = (
+    (
+        String,
+        String,
+        String,
+        Source,
+        String,
+        f64,
+        String,
+        String,
+        CaptionStyle,
+        bool,
+    ),
+    (
+        ProjectState,
+        [u8; 4],
+        Option<String>,
+        u64,
+        u32,
+        Vec<Stage>,
+        i64,
+        i64,
+        u64,
+    ),
+);
+
+/// Decodes a stored project, upgrading a record of the first version.
+pub fn decode_project(bytes: &[u8]) -> Result<ProjectRecord> {
+    let err = match kv::decode::<ProjectRecord>(bytes) {
+        Ok(p) => return Ok(p),
+        Err(e) => e,
+    };
+    let Ok((head, tail)) = kv::decode::<ProjectRecordV1>(bytes) else {
+        return Err(err);
+    };
+    let (
+        id,
+        user_id,
+        title,
+        source,
+        thumbnail,
+        duration_sec,
+        preset,
+        caption_template,
+        style,
+        skip_cuts,
+    ) = head;
+    let (
+        state,
+        step_progress,
+        error,
+        reserved_credits,
+        clip_count,
+        finished,
+        created_at,
+        updated_at,
+        last_event,
+    ) = tail;
+    Ok(ProjectRecord {
+        id,
+        user_id,
+        title,
+        source,
+        thumbnail,
+        duration_sec,
+        preset,
+        caption_template,
+        style,
+        skip_cuts,
+        state,
+        step_progress,
+        error,
+        reserved_credits,
+        clip_count,
+        finished,
+        created_at,
+        updated_at,
+        last_event,
+        language: None,
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -208,7 +296,7 @@ pub fn ensure_order_index(kv: &dyn KvStore) -> Result<usize> {
     }
     let mut ops = Vec::new();
     for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
-        let p: ProjectRecord = kv::decode(&v)?;
+        let p = decode_project(&v)?;
         ops.push(KvOp::Put {
             tree: PROJECT_ORDER.into(),
             key: order_key(&p),
@@ -244,7 +332,9 @@ pub fn load_project(
     user_id: &str,
     project_id: &str,
 ) -> Result<Option<ProjectRecord>> {
-    kv::get_value(kv, PROJECTS, &project_key(user_id, project_id))
+    kv.get(PROJECTS, &project_key(user_id, project_id))?
+        .map(|v| decode_project(&v))
+        .transpose()
 }
 
 /// A user's projects, newest first.
@@ -252,7 +342,7 @@ pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecor
     let mut out: Vec<ProjectRecord> = kv
         .scan_prefix(PROJECTS, format!("{user_id}/").as_bytes())?
         .into_iter()
-        .map(|(_, v)| kv::decode(&v))
+        .map(|(_, v)| decode_project(&v))
         .collect::<Result<_>>()?;
     out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
     Ok(out)
@@ -269,7 +359,7 @@ pub fn load_clips(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>>
 pub fn unfinished_projects(kv: &dyn KvStore) -> Result<Vec<ProjectRecord>> {
     let mut out = Vec::new();
     for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
-        let p: ProjectRecord = kv::decode(&v)?;
+        let p = decode_project(&v)?;
         if !p.state.is_terminal() {
             out.push(p);
         }
@@ -291,13 +381,6 @@ pub fn overall_percent(p: &[u8; 4]) -> u8 {
     (done / 100.0).round().clamp(0.0, 100.0) as u8
 }
 
-pub fn source_url(p: &ProjectRecord) -> String {
-    match &p.source {
-        Source::Url(u) => u.clone(),
-        Source::Upload(k) => format!("upload://{k}"),
-    }
-}
-
 pub fn duration_display(secs: f64) -> String {
     display_duration(secs)
 }
@@ -311,6 +394,44 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_795_391_406_123), "2026-11-22T23:50:06.123Z");
         assert_eq!(date_of(951_782_400_000), "2000-02-29");
+    }
+
+    #[test]
+    fn first_version_records_are_upgraded_on_read() {
+        let style = CaptionStyle::default();
+        let v1: ProjectRecordV1 = (
+            (
+                "p1".into(),
+                "u1".into(),
+                "Talk".into(),
+                Source::Upload("uploads/x/talk.mp4".into()),
+                String::new(),
+                12.5,
+                "auto".into(),
+                "default".into(),
+                style.clone(),
+                false,
+            ),
+            (
+                ProjectState::Completed,
+                [100; 4],
+                None,
+                1,
+                2,
+                vec![Stage::Download],
+                10,
+                20,
+                7,
+            ),
+        );
+        let p = decode_project(&kv::encode(&v1).unwrap()).expect("upgraded");
+        assert_eq!((p.id.as_str(), p.clip_count, p.last_event), ("p1", 2, 7));
+        assert_eq!((&p.style, &p.language), (&style, &None));
+        let mut current = p.clone();
+        current.language = Some("de".into());
+        let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
+        assert_eq!(again, current);
+        assert!(decode_project(b"garbage").is_err());
     }
 
     #[test]

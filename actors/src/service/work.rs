@@ -47,9 +47,13 @@ pub(crate) fn source_path(dir: &Path) -> Option<PathBuf> {
         })
 }
 
-/// What a finished caption stage hands back to the project actor.
+/// What a finished caption stage hands back to the project actor (also
+/// over the cluster, from a worker).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CaptionResult {
     pub clips: Vec<ClipRecord>,
+    /// The language transcription used (given or detected).
+    pub language: String,
 }
 
 /// Runs one stage of `project` in its work folder.
@@ -91,11 +95,13 @@ pub async fn run_stage_in(
                 .await
                 .map_err(|e| StageError::Model(e.to_string()))?;
             let span = project.duration_sec.min(media.duration);
+            // The source's language when the model knows it; else detected.
+            let language = project.language.clone().filter(|l| model.knows_language(l));
             let out = transcribe::run(
                 &src,
                 model,
                 TranscribeOptions {
-                    language: None,
+                    language,
                     start: 0.0,
                     duration: Some(span),
                     expected_secs: span,
@@ -266,5 +272,8 @@ async fn caption_stage(
         .await
         .map_err(|e| StageError::Io(format!("storing the source description: {e}")))?;
     ctx.progress.done();
-    Ok(CaptionResult { clips })
+    Ok(CaptionResult {
+        clips,
+        language: transcript.language.clone(),
+    })
 }

@@ -9,4 +9,5 @@
 
 pub mod kv;
 pub mod kv_postgres;
+pub mod links;
 pub mod objects;

@@ -196,7 +196,7 @@ fn now_unix() -> u64 {
 
 /// Characters escaped in the key part of a local media URL: everything but
 /// RFC 3986 unreserved characters and the `/` separator.
-const KEY_IN_URL: &AsciiSet = &NON_ALPHANUMERIC
+pub(crate) const KEY_IN_URL: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')

@@ -17,7 +17,8 @@ use crate::captions::template::CaptionStyle;
 use crate::media::face::{self, SAMPLE_FPS};
 use crate::media::ffprobe::MediaInfo;
 use crate::media::fonts;
-use crate::media::process::{last_error_line, progress_seconds, run, run_with_lines};
+use crate::media::frame;
+use crate::media::process::{last_error_line, progress_seconds, run_with_lines};
 use crate::transcript::{display_duration, Transcript, Word};
 
 /// How the picture is fitted into the vertical frame.
@@ -333,34 +334,15 @@ async fn render_clip(
     let thumbnail = opts.out_dir.join(format!("clip-{index}.jpg"));
     cleanup.0.push(thumbnail.clone());
     let at = (duration * 0.3).min(duration - 0.1).max(0.0);
-    let args: Vec<String> = vec![
-        "-nostdin",
-        "-y",
-        "-v",
-        "error",
-        "-ss",
-        &format!("{at:.3}"),
-        "-i",
-        &final_video.to_string_lossy(),
-        "-frames:v",
-        "1",
-        "-q:v",
-        "3",
-        &thumbnail.to_string_lossy(),
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    let thumb = run("ffmpeg", &args, &ctx.cancel).await?;
-    if !thumb.status.success() || !thumbnail.is_file() {
-        return Err(StageError::tool(
-            "ffmpeg",
-            format!(
-                "thumbnail of clip {index}: {}",
-                last_error_line(&thumb.stderr)
-            ),
-        ));
-    }
+    frame::grab(
+        &final_video,
+        at,
+        &thumbnail,
+        None,
+        &format!("thumbnail of clip {index}"),
+        &ctx.cancel,
+    )
+    .await?;
 
     let mut cues = cues_from_words(&words);
     for c in &mut cues {

@@ -1,0 +1,84 @@
+//! Selecting the free plan with a paid subscription: the subscription is
+//! cancelled at the end of its paid period through the real Stripe client
+//! (against the local Stripe of `tests/fake_stripe`), and the plan changes
+//! when Stripe's webhook says the subscription ended.
+
+#![recursion_limit = "256"]
+
+use serde_json::{json, Value};
+
+mod common;
+mod fake_stripe;
+use fake_stripe::*;
+
+async fn select_free(app: &common::App, token: &str) -> (u16, Value) {
+    app.post("/api/credits/select-plan", token, json!({"plan": "free"}))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selecting_free_cancels_the_subscription_at_period_end() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let Subscribed {
+        token,
+        session,
+        customer,
+        subscription: sub,
+        ..
+    } = subscribe(&app, &stripe, "ana@example.com", "creator", "monthly").await;
+    let (s, v) = app
+        .get(&format!("/api/stripe/checkout/{session}"), &token)
+        .await;
+    assert_eq!((s, v["activated"].clone()), (200, json!(true)), "{v}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
+    let sub_path = format!("/v1/subscriptions/{sub}");
+
+    // Stripe refusing the change: 503, nothing changes.
+    let held = stripe.state().subscriptions.remove(&sub).unwrap();
+    let (s, v) = select_free(&app, &token).await;
+    assert_error(s, &v, 503, "payment_provider_error");
+    assert_eq!(app.credits(&token).await.0, "creator");
+    stripe.state().subscriptions.insert(sub.clone(), held);
+
+    let (s, v) = select_free(&app, &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["plan"], "creator", "paid until the period ends: {v}");
+    assert_eq!(v["changesAt"], "2100-01-01T00:00:00.000Z", "{v}");
+    let calls = stripe.seen(&sub_path);
+    assert_eq!(calls.len(), 2, "the refused call and this one");
+    assert_eq!(calls[1].method, "POST");
+    assert_eq!(calls[1].form["cancel_at_period_end"], "true");
+    assert_eq!(
+        stripe.state().subscriptions[&sub]["cancel_at_period_end"],
+        true
+    );
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
+
+    // Asking again changes nothing at Stripe.
+    let (s, v) = select_free(&app, &token).await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
+    assert_eq!(stripe.seen(&sub_path).len(), 2);
+
+    // The period ends: Stripe deletes the subscription and says so.
+    let ended = event(
+        "evt_sub_ended",
+        "customer.subscription.deleted",
+        subscription(
+            &sub,
+            &customer,
+            price("creator", "monthly"),
+            "canceled",
+            true,
+        ),
+    );
+    let (s, v) = app.webhook(&ended).await;
+    assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
+    assert_eq!(app.credits(&token).await, ("free".into(), 60, 60));
+
+    // With no subscription left, free is immediate.
+    let (s, v) = select_free(&app, &token).await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("free")), "{v}");
+    assert_eq!(v["changesAt"], Value::Null);
+    assert_eq!(stripe.seen(&sub_path).len(), 2);
+}
