@@ -456,7 +456,7 @@ async fn restart_rearms_timers_and_fires_overdue_posts() {
     let (s, _) = app
         .delete(&format!("/api/clips/scheduled/{cancelled}"), t)
         .await;
-    assert_eq!(s, 204);
+    assert_eq!(s, 200);
     assert_eq!(
         schedule_actors(&app, &[later.clone()]).await,
         [later.clone()]
