@@ -149,7 +149,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         model_dir: p
             .model_dir
             .clone()
-            .unwrap_or_else(crate::cli::default_model_dir),
+            .unwrap_or_else(crate::config::default_model_dir),
         model: ModelOptions {
             threads: p.threads,
             compute_type: p.compute_type.clone(),

@@ -64,6 +64,7 @@ pub struct UploadRecord {
     pub size: u64,
     pub duration_sec: f64,
 }
+clipforge_actors::record!(UploadRecord, "upload", 1);
 
 pub const UPLOADS: &str = "uploads";
 

@@ -25,7 +25,11 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         eprintln!("error: CLIPFORGE_FAULTS: {e}");
         return ExitCode::from(2);
     }
-    let mut config = match Config::load(Some(&args.config)) {
+    let mut flags = Vec::new();
+    if let Some(d) = &args.data_dir {
+        flags.push(("node.data_dir", d.display().to_string().into()));
+    }
+    let mut config = match Config::load(Some(&args.config), &flags) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: configuration: {e}");
@@ -33,9 +37,6 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         }
     };
     crate::telemetry::init(&config.node.log_format);
-    if let Some(d) = args.data_dir {
-        config.node.data_dir = d;
-    }
     if let Some(p) = args.port {
         let host = config
             .node

@@ -110,6 +110,7 @@ pub struct ProjectRecord {
     /// Id of the last event written for this project.
     pub last_event: u64,
 }
+crate::record!(ProjectRecord, "project", 1);
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SegmentRecord {
@@ -136,6 +137,7 @@ pub struct ClipRecord {
     pub segments: Vec<SegmentRecord>,
     pub created_at: i64,
 }
+crate::record!(ClipRecord, "clip", 1);
 
 pub fn project_key(user_id: &str, project_id: &str) -> Vec<u8> {
     format!("{user_id}/{project_id}").into_bytes()
