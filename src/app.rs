@@ -31,6 +31,7 @@ use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
 use crate::api::{AppState, State};
 use crate::config::Config;
+use crate::error_body::error_response;
 
 pub type Apis = (
     AuthApi,
@@ -399,15 +400,6 @@ async fn media(
             "bad range or conditional headers",
         ),
     }
-}
-
-pub(crate) use crate::admin::{admin_ok, admin_refused};
-
-pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    Response::builder()
-        .status(status)
-        .content_type("application/json; charset=utf-8")
-        .body(serde_json::json!({ "error": code, "message": message }).to_string())
 }
 
 /// Routes with logging, metrics and the uniform error body for errors that

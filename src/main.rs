@@ -14,6 +14,7 @@ mod cluster;
 mod config;
 mod connlimit;
 mod console;
+mod error_body;
 mod middleware;
 mod publishing;
 mod ratelimit;

@@ -77,7 +77,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     let tree = state.services.tree.clone();
     let state_guard = state.guard.clone();
     let connections_per_ip = state.config.limits.connections_per_ip;
-    let endpoint = match crate::cluster::endpoint(state).await {
+    let endpoint = match crate::cluster::endpoint(&state, crate::app::routes(state.clone())).await {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e:#}");
