@@ -7,7 +7,7 @@ use ractor::ActorCell;
 use serde_json::{json, Value};
 
 use crate::api::State;
-use crate::app::error_response;
+use crate::error_body::error_response;
 
 fn age_secs(started: std::time::Duration) -> f64 {
     (started.as_secs_f64() * 1000.0).round() / 1000.0

@@ -30,6 +30,7 @@ use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
 use crate::api::{AppState, State};
 use crate::config::Config;
+use crate::error_body::error_response;
 
 pub type Apis = (
     AuthApi,
@@ -150,7 +151,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         model_dir: p
             .model_dir
             .clone()
-            .unwrap_or_else(crate::cli::default_model_dir),
+            .unwrap_or_else(crate::config::default_model_dir),
         model: ModelOptions {
             threads: p.threads,
             compute_type: p.compute_type.clone(),
@@ -338,15 +339,6 @@ fn metrics(state: Data<&State>) -> Response {
     Response::builder()
         .content_type("text/plain; version=0.0.4")
         .body(s.metrics.render(&gauges))
-}
-
-pub(crate) use crate::admin::{admin_ok, admin_refused};
-
-pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    Response::builder()
-        .status(status)
-        .content_type("application/json; charset=utf-8")
-        .body(serde_json::json!({ "error": code, "message": message }).to_string())
 }
 
 /// Routes with logging, metrics and the uniform error body for errors that

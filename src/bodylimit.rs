@@ -163,7 +163,7 @@ pub fn too_large(limit: u64) -> Response {
     } else {
         format!("{} KB", limit.div_ceil(1024))
     };
-    let mut resp = crate::app::error_response(
+    let mut resp = crate::error_body::error_response(
         StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
         &format!("the request body is larger than this route accepts ({text})"),

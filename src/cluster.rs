@@ -51,8 +51,8 @@ pub async fn start(
 /// Nodes, roles, state, load and last heartbeat age, as this node sees them.
 #[handler]
 pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
-    if !crate::app::admin_ok(&state, req) {
-        return crate::app::admin_refused();
+    if !crate::admin::admin_ok(&state, req) {
+        return crate::admin::admin_refused();
     }
     let snapshot = match &state.cluster {
         Some(c) => c.snapshot(),
@@ -98,12 +98,13 @@ impl Endpoint for Shared {
     }
 }
 
-/// Builds the node's endpoint, and when clustered starts the relay that
-/// serves requests forwarded by other nodes through it.
-pub async fn endpoint(state: State) -> anyhow::Result<Shared> {
+/// The node's endpoint around `routes` (the app's routes, given by `serve`),
+/// and when clustered the relay that serves requests forwarded by other
+/// nodes through it.
+pub async fn endpoint(state: &State, routes: impl Endpoint + 'static) -> anyhow::Result<Shared> {
     let cluster = state.cluster.clone();
     let guard = state.guard.clone();
-    let ep: SharedEndpoint = Arc::new(crate::app::routes(state).map_to_response().boxed());
+    let ep: SharedEndpoint = Arc::new(routes.map_to_response().boxed());
     let _ = ENDPOINT.set(ep.clone());
     if let Some(c) = cluster {
         c.start_relay(relay_handler()).await?;
@@ -227,7 +228,7 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     };
     let unavailable = |why: String| {
         tracing::warn!(%owner, error = %why, "cannot route a request");
-        crate::app::error_response(
+        crate::error_body::error_response(
             poem::http::StatusCode::SERVICE_UNAVAILABLE,
             "node_unavailable",
             "the node that keeps this account is unavailable; try again shortly",
@@ -240,7 +241,7 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     let body = match req.take_body().into_vec().await {
         Ok(b) => b,
         Err(e) => {
-            return Some(crate::app::error_response(
+            return Some(crate::error_body::error_response(
                 poem::http::StatusCode::BAD_REQUEST,
                 "bad_request",
                 &format!("cannot read the request body: {e}"),
@@ -300,7 +301,7 @@ fn wire_request(req: &Request) -> WireRequest {
 async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
     let wire = wire_request(req);
     let Some(ep) = ENDPOINT.get().cloned() else {
-        return crate::app::admin_refused();
+        return crate::admin::admin_refused();
     };
     let mut local = Request::builder()
         .method(poem::http::Method::GET)

@@ -1,18 +1,26 @@
-//! One typed configuration, layered: built-in defaults, then `cluster.toml`
-//! (or `--config FILE`), then `CLIPFORGE_*` environment variables, then
-//! command-line flags. Secrets are wrapped so they never print.
+//! One typed configuration, layered with figment: built-in defaults (the
+//! `Default` impls), then `cluster.toml` (or `--config FILE`), then
+//! `CLIPFORGE_*` environment variables ([`env`]: one name per setting, the
+//! same for every command), then command-line flags. Secrets are wrapped so
+//! they never print.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use clipforge_actors::accounts::{PlanLimits, PlanTable};
+use figment::providers::{Format, Toml};
+use figment::value::Value;
+use figment::Figment;
 use serde::Deserialize;
 
 mod cluster;
+pub mod env;
 mod publish;
 mod security;
+mod serde_env;
 mod storage;
 pub use cluster::ClusterConfig;
+pub use env::EnvVars;
 pub use publish::PublishConfig;
 pub use security::{IpNet, LimitsConfig, SecurityConfig};
 pub use storage::StorageConfig;
@@ -23,9 +31,6 @@ pub use storage::StorageConfig;
 pub struct Secret(String);
 
 impl Secret {
-    pub fn new(s: impl Into<String>) -> Self {
-        Self(s.into())
-    }
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -63,6 +68,7 @@ pub struct NodeConfig {
     /// HTTP listen address; port 0 picks a free port.
     pub http_addr: String,
     /// Base URL clients use (for signed media links); defaults to the bound address.
+    #[serde(deserialize_with = "serde_env::opt")]
     pub public_url: Option<String>,
     pub data_dir: PathBuf,
     /// Log lines: "auto" (text on a terminal, JSON otherwise), "text" or "json".
@@ -72,7 +78,10 @@ pub struct NodeConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PipelineConfig {
+    /// Whisper model directory (default: [`default_model_dir`]).
+    #[serde(deserialize_with = "serde_env::opt")]
     pub model_dir: Option<PathBuf>,
+    /// CPU threads for speech recognition (0 = all cores).
     pub threads: usize,
     pub compute_type: String,
     pub beam_size: usize,
@@ -99,6 +108,7 @@ pub struct AuthConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SourcesConfig {
     /// Hosts accepted as sources besides YouTube and Vimeo (e.g. a test server).
+    #[serde(deserialize_with = "serde_env::list")]
     pub extra_hosts: Vec<String>,
     /// Longest wait for a URL's metadata (yt-dlp) before answering 503.
     pub meta_timeout_secs: u64,
@@ -165,6 +175,7 @@ pub struct BillingConfig {
     /// Where the customer portal returns the user (default: `cancel_url`).
     pub portal_return_url: String,
     /// Stripe API base URL (default: Stripe's own).
+    #[serde(deserialize_with = "serde_env::opt")]
     pub stripe_api_base: Option<String>,
     /// Largest accepted age of a webhook signature.
     pub webhook_tolerance_secs: u64,
@@ -197,15 +208,6 @@ impl PlansConfig {
         self.pro.apply(&mut t.pro);
         self.enterprise.apply(&mut t.enterprise);
         t
-    }
-
-    fn get_mut(&mut self, plan: &str) -> &mut PlanOverride {
-        match plan {
-            "FREE" => &mut self.free,
-            "CREATOR" => &mut self.creator,
-            "PRO" => &mut self.pro,
-            _ => &mut self.enterprise,
-        }
     }
 }
 
@@ -295,167 +297,54 @@ impl Default for SourcesConfig {
     }
 }
 
-/// `CLIPFORGE_<SECTION>_<FIELD>` for every field, e.g. `CLIPFORGE_NODE_HTTP_ADDR`.
-fn apply_env(cfg: &mut Config, get: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
-    fn parse<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("{name}: cannot parse {v:?}"))
-    }
-    macro_rules! env_field {
-        ($name:literal, $target:expr, str) => {
-            if let Some(v) = get($name) {
-                $target = v;
-            }
-        };
-        ($name:literal, $target:expr, opt) => {
-            if let Some(v) = get($name) {
-                $target = (!v.is_empty()).then(|| v.into());
-            }
-        };
-        ($name:literal, $target:expr, secret) => {
-            if let Some(v) = get($name) {
-                $target = Secret::new(v);
-            }
-        };
-        ($name:literal, $target:expr, path) => {
-            if let Some(v) = get($name) {
-                $target = PathBuf::from(v);
-            }
-        };
-        ($name:literal, $target:expr, num) => {
-            if let Some(v) = get($name) {
-                $target = parse($name, v)?;
-            }
-        };
-    }
-    env_field!("CLIPFORGE_NODE_NAME", cfg.node.name, str);
-    env_field!("CLIPFORGE_NODE_HTTP_ADDR", cfg.node.http_addr, str);
-    env_field!("CLIPFORGE_NODE_PUBLIC_URL", cfg.node.public_url, opt);
-    env_field!("CLIPFORGE_NODE_DATA_DIR", cfg.node.data_dir, path);
-    env_field!("CLIPFORGE_NODE_LOG_FORMAT", cfg.node.log_format, str);
-    storage::apply_env(&mut cfg.storage, get)?;
-    env_field!("CLIPFORGE_PIPELINE_MODEL_DIR", cfg.pipeline.model_dir, opt);
-    env_field!("CLIPFORGE_MODEL_DIR", cfg.pipeline.model_dir, opt);
-    env_field!("CLIPFORGE_PIPELINE_THREADS", cfg.pipeline.threads, num);
-    env_field!(
-        "CLIPFORGE_PIPELINE_COMPUTE_TYPE",
-        cfg.pipeline.compute_type,
-        str
-    );
-    env_field!("CLIPFORGE_PIPELINE_BEAM_SIZE", cfg.pipeline.beam_size, num);
-    env_field!(
-        "CLIPFORGE_PIPELINE_BATCH_SIZE",
-        cfg.pipeline.batch_size,
-        num
-    );
-    env_field!("CLIPFORGE_PIPELINE_WORKERS", cfg.pipeline.workers, num);
-    env_field!(
-        "CLIPFORGE_PIPELINE_STAGE_RETRIES",
-        cfg.pipeline.stage_retries,
-        num
-    );
-    env_field!(
-        "CLIPFORGE_PIPELINE_X264_PRESET",
-        cfg.pipeline.x264_preset,
-        str
-    );
-    env_field!("CLIPFORGE_PIPELINE_IDLE_SECS", cfg.pipeline.idle_secs, num);
-    env_field!("CLIPFORGE_AUTH_ADMIN_TOKEN", cfg.auth.admin_token, secret);
-    env_field!("CLIPFORGE_AUTH_MEDIA_SECRET", cfg.auth.media_secret, secret);
-    for plan in ["FREE", "CREATOR", "PRO", "ENTERPRISE"] {
-        let o = cfg.plans.get_mut(plan);
-        let num = |field: &str| -> Result<Option<u64>, String> {
-            let name = format!("CLIPFORGE_PLANS_{plan}_{field}");
-            get(&name).map(|v| parse(&name, v)).transpose()
-        };
-        if let Some(v) = num("UPLOAD_MAX_MB")? {
-            o.upload_max_mb = Some(v);
-        }
-        if let Some(v) = num("STORAGE_MB")? {
-            o.storage_mb = Some(v);
-        }
-        if let Some(v) = num("MONTHLY_CREDITS")? {
-            o.monthly_credits = Some(v);
-        }
-        if let Some(v) = num("WELCOME_BONUS")? {
-            o.welcome_bonus = Some(v);
-        }
-        let name = format!("CLIPFORGE_PLANS_{plan}_WATERMARK_FORCED");
-        if let Some(v) = get(&name) {
-            o.watermark_forced = Some(parse(&name, v)?);
-        }
-    }
-    let b = &mut cfg.billing;
-    env_field!(
-        "CLIPFORGE_BILLING_STRIPE_SECRET_KEY",
-        b.stripe_secret_key,
-        secret
-    );
-    env_field!("CLIPFORGE_BILLING_WEBHOOK_SECRET", b.webhook_secret, secret);
-    env_field!(
-        "CLIPFORGE_BILLING_PRICE_CREATOR_MONTHLY",
-        b.price_creator_monthly,
-        str
-    );
-    env_field!(
-        "CLIPFORGE_BILLING_PRICE_CREATOR_YEARLY",
-        b.price_creator_yearly,
-        str
-    );
-    env_field!(
-        "CLIPFORGE_BILLING_PRICE_PRO_MONTHLY",
-        b.price_pro_monthly,
-        str
-    );
-    env_field!(
-        "CLIPFORGE_BILLING_PRICE_PRO_YEARLY",
-        b.price_pro_yearly,
-        str
-    );
-    env_field!("CLIPFORGE_BILLING_SUCCESS_URL", b.success_url, str);
-    env_field!("CLIPFORGE_BILLING_CANCEL_URL", b.cancel_url, str);
-    env_field!(
-        "CLIPFORGE_BILLING_PORTAL_RETURN_URL",
-        b.portal_return_url,
-        str
-    );
-    env_field!("CLIPFORGE_BILLING_STRIPE_API_BASE", b.stripe_api_base, opt);
-    env_field!(
-        "CLIPFORGE_BILLING_WEBHOOK_TOLERANCE_SECS",
-        b.webhook_tolerance_secs,
-        num
-    );
-    env_field!(
-        "CLIPFORGE_SOURCES_META_TIMEOUT_SECS",
-        cfg.sources.meta_timeout_secs,
-        num
-    );
-    if let Some(v) = get("CLIPFORGE_SOURCES_EXTRA_HOSTS") {
-        cfg.sources.extra_hosts = v
-            .split(',')
-            .map(|h| h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .collect();
-    }
-    publish::apply_env(&mut cfg.publish, get)?;
-    cluster::apply_env(&mut cfg.cluster, get)?;
-    security::apply_env(&mut cfg.security, &mut cfg.limits, get)?;
-    Ok(())
+/// `$CLIPFORGE_CACHE_DIR/models/whisper-base` (default
+/// `~/.cache/clipforge/...`), where `make setup` installs the model.
+pub fn default_model_dir() -> PathBuf {
+    let cache = std::env::var_os("CLIPFORGE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            home.join(".cache").join("clipforge")
+        });
+    cache.join("models").join("whisper-base")
 }
 
 impl Config {
-    /// Defaults, then `file` (when it exists), then the environment.
-    pub fn load(file: Option<&Path>) -> Result<Self, String> {
-        let mut cfg = match file {
-            Some(path) if path.exists() => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            _ => Config::default(),
-        };
-        apply_env(&mut cfg, &|k| std::env::var(k).ok())?;
+    /// Defaults, then `file` (when it exists), then the process's
+    /// environment, then `flags` (key path → value, e.g.
+    /// `("node.data_dir", "/srv/data")`).
+    pub fn load(file: Option<&Path>, flags: &[(&str, Value)]) -> Result<Self, String> {
+        Self::layered(file, EnvVars::from_process(), flags)
+    }
+
+    /// [`Config::load`] with the environment given.
+    pub fn layered(
+        file: Option<&Path>,
+        env: EnvVars,
+        flags: &[(&str, Value)],
+    ) -> Result<Self, String> {
+        Self::extract(Self::figment(file, env, flags))
+    }
+
+    /// The layers, merged in order (each overrides the one before).
+    pub fn figment(file: Option<&Path>, env: EnvVars, flags: &[(&str, Value)]) -> Figment {
+        let mut f = Figment::new();
+        if let Some(path) = file.filter(|p| p.exists()) {
+            f = f.merge(Toml::file_exact(path));
+        }
+        f = f.merge(env);
+        for (key, value) in flags {
+            f = f.merge((*key, value.clone()));
+        }
+        f
+    }
+
+    /// The typed config from merged layers: numbers and booleans are also
+    /// read from strings (environment values), then checked.
+    pub fn extract(f: Figment) -> Result<Self, String> {
+        let cfg: Config = f.extract_lossy().map_err(|e| e.to_string())?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -477,29 +366,59 @@ impl Config {
     }
 }
 
+/// The config from `env` alone, not validated (tests of one section's checks).
+#[cfg(test)]
+pub(crate) fn unchecked(env: &[(&str, &str)]) -> Config {
+    Config::figment(None, env.to_vec().into(), &[])
+        .extract_lossy()
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+
+    fn layers(
+        toml: &str,
+        env: Vec<(&str, &str)>,
+        flags: &[(&str, Value)],
+    ) -> Result<Config, String> {
+        let mut f = Figment::from(Toml::string(toml)).merge(EnvVars::from(env));
+        for (k, v) in flags {
+            f = f.merge((*k, v.clone()));
+        }
+        Config::extract(f)
+    }
 
     #[test]
-    fn file_then_env_override_and_secrets_stay_hidden() {
-        let mut cfg: Config = toml::from_str(
-            "[node]\nhttp_addr = \"127.0.0.1:9000\"\n[auth]\nadmin_token = \"s3cr3t\"\n[pipeline]\nworkers = 3\n",
+    fn defaults_then_file_then_env_then_flags_and_secrets_stay_hidden() {
+        let cfg = layers(
+            "[node]\nhttp_addr = \"127.0.0.1:9000\"\nname = \"from-file\"\n[auth]\nadmin_token = \"s3cr3t\"\n[pipeline]\nworkers = 3\nthreads = 3\n",
+            vec![
+                ("CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB", "3"),
+                ("CLIPFORGE_PLANS_PRO_MONTHLY_CREDITS", "7"),
+                ("CLIPFORGE_PIPELINE_WORKERS", "2"),
+                ("CLIPFORGE_NODE_NAME", "4711"),
+                ("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1, localhost"),
+                ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", "sk_test_hidden"),
+                ("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", "price_py"),
+                ("CLIPFORGE_CLUSTER_TLS", "false"),
+                // Not settings: left alone.
+                ("CLIPFORGE_FAULTS", "account-panic:once"),
+                ("CLIPFORGE_CACHE_DIR", "/tmp"),
+                ("HOME", "/root"),
+            ],
+            &[("pipeline.threads", 5.into())],
         )
         .unwrap();
-        let env: HashMap<&str, &str> = [
-            ("CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB", "3"),
-            ("CLIPFORGE_PLANS_PRO_MONTHLY_CREDITS", "7"),
-            ("CLIPFORGE_PIPELINE_WORKERS", "2"),
-            ("CLIPFORGE_SOURCES_EXTRA_HOSTS", "127.0.0.1, localhost"),
-            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", "sk_test_hidden"),
-            ("CLIPFORGE_BILLING_PRICE_PRO_YEARLY", "price_py"),
-        ]
-        .into();
-        apply_env(&mut cfg, &|k| env.get(k).map(|v| v.to_string())).unwrap();
-        assert_eq!(cfg.node.http_addr, "127.0.0.1:9000");
+        assert_eq!(cfg.node.http_addr, "127.0.0.1:9000", "file over defaults");
+        assert_eq!(
+            cfg.node.name, "4711",
+            "env over file, a number kept as text"
+        );
         assert_eq!(cfg.pipeline.workers, 2);
+        assert_eq!(cfg.pipeline.threads, 5, "flags over everything");
+        assert_eq!(cfg.pipeline.beam_size, 5, "defaults stay");
         assert_eq!(cfg.sources.extra_hosts, ["127.0.0.1", "localhost"]);
         assert!(!format!("{cfg:?}").contains("s3cr3t"));
         assert_eq!(cfg.auth.admin_token.expose(), "s3cr3t");
@@ -519,12 +438,48 @@ mod tests {
     }
 
     #[test]
+    fn one_name_per_setting_older_cli_names_still_read() {
+        let cfg = layers(
+            "",
+            vec![
+                ("CLIPFORGE_THREADS", "3"),
+                ("CLIPFORGE_BEAM_SIZE", "2"),
+                ("CLIPFORGE_PIPELINE_BEAM_SIZE", "1"),
+                ("CLIPFORGE_MODEL_DIR", "/models/x"),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.pipeline.threads, 3);
+        assert_eq!(cfg.pipeline.beam_size, 1, "the canonical name wins");
+        assert_eq!(cfg.pipeline.model_dir, Some(PathBuf::from("/models/x")));
+        // An empty value clears an optional setting the file gave.
+        let cfg = layers(
+            "[node]\npublic_url = \"https://a.example\"\n",
+            vec![("CLIPFORGE_NODE_PUBLIC_URL", "")],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.node.public_url, None);
+    }
+
+    #[test]
     fn bad_values_are_refused() {
-        let mut cfg = Config::default();
-        let env: HashMap<&str, &str> = [("CLIPFORGE_PIPELINE_WORKERS", "many")].into();
-        assert!(apply_env(&mut cfg, &|k| env.get(k).map(|v| v.to_string())).is_err());
-        assert!(toml::from_str::<Config>("[node]\nbogus = 1\n").is_err());
-        cfg.storage.backend = "ftp".into();
-        assert!(cfg.validate().is_err());
+        let err = layers("", vec![("CLIPFORGE_PIPELINE_WORKERS", "many")], &[]).unwrap_err();
+        assert!(err.contains("CLIPFORGE_PIPELINE_WORKERS"), "{err}");
+        let err = layers("", vec![("CLIPFORGE_NODE_HTTP_ADR", "x")], &[]).unwrap_err();
+        assert!(err.contains("http_adr"), "a misspelt setting: {err}");
+        assert!(layers("[node]\nbogus = 1\n", vec![], &[]).is_err());
+        assert!(layers("", vec![("CLIPFORGE_STORAGE_BACKEND", "ftp")], &[]).is_err());
+        let err = layers(
+            "",
+            vec![
+                ("CLIPFORGE_AUTH_ADMIN_TOKEN", "t0ps3cret"),
+                ("CLIPFORGE_PIPELINE_WORKERS", "0"),
+            ],
+            &[],
+        )
+        .unwrap_err();
+        assert!(!err.contains("t0ps3cret"), "{err}");
     }
 }

@@ -14,6 +14,7 @@ mod cluster;
 mod config;
 mod connlimit;
 mod console;
+mod error_body;
 mod media;
 mod middleware;
 mod publishing;

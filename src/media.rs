@@ -11,7 +11,7 @@ use poem::web::{Data, Path as PPath, Query};
 use poem::{handler, FromRequest, IntoResponse, Request, Response};
 
 use crate::api::State;
-use crate::app::error_response;
+use crate::error_body::error_response;
 
 #[derive(serde::Deserialize)]
 pub struct Signed {

@@ -42,7 +42,7 @@ fn upload_limit(st: &State, account: Option<&Account>) -> Option<u64> {
 }
 
 fn upload_too_large(limit: u64) -> Response {
-    let mut resp = crate::app::error_response(
+    let mut resp = crate::error_body::error_response(
         poem::http::StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
         &format!(

@@ -128,7 +128,7 @@ pub fn retry_secs(wait: Duration) -> u64 {
 /// 429 with `Retry-After` and the uniform error body.
 pub fn too_many(wait: Duration, what: &str) -> Response {
     let secs = retry_secs(wait);
-    let mut resp = crate::app::error_response(
+    let mut resp = crate::error_body::error_response(
         StatusCode::TOO_MANY_REQUESTS,
         "rate_limited",
         &format!("too many {what}; try again in {secs} s"),

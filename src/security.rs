@@ -113,7 +113,7 @@ impl Guard {
         }
         let origin = req.header("origin")?;
         if !self.cors_allowed(origin) {
-            return Some(crate::app::error_response(
+            return Some(crate::error_body::error_response(
                 StatusCode::FORBIDDEN,
                 "cors_origin_not_allowed",
                 "this origin may not call the API from a browser",

@@ -419,7 +419,9 @@ fn parse_ms(s: &str) -> i64 {
 #[tokio::test]
 async fn restart_rearms_timers_and_fires_overdue_posts() {
     let p = Platforms::start();
-    let app = app_with(&p);
+    let mut env = p.env();
+    env.push(("CLIPFORGE_AUTH_ADMIN_TOKEN".into(), "admin-secret".into()));
+    let app = spawn_app_in(template().copy(), env);
     let t = &template().token;
     app.connect(t, "youtube", &p).await;
     let soon = schedule(&app, t, "youtube", "Overdue", 2).await["id"]
@@ -427,6 +429,10 @@ async fn restart_rearms_timers_and_fires_overdue_posts() {
         .unwrap()
         .to_string();
     let later = schedule(&app, t, "youtube", "Tomorrow", 86_400).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cancelled = schedule(&app, t, "youtube", "Cancelled", 86_400).await["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -442,6 +448,19 @@ async fn restart_rearms_timers_and_fires_overdue_posts() {
     assert_eq!(v["platformPostId"], "yt-video-1");
     let (_, v) = app.get(&format!("/api/clips/scheduled/{later}"), t).await;
     assert_eq!(v["status"], "pending");
+    // Every pending post got its own supervised actor back at the restart;
+    // a cancelled one's actor stops.
+    let mut want = vec![cancelled.clone(), later.clone()];
+    want.sort();
+    assert_eq!(schedule_actors(&app, &want).await, want);
+    let (s, _) = app
+        .delete(&format!("/api/clips/scheduled/{cancelled}"), t)
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        schedule_actors(&app, &[later.clone()]).await,
+        [later.clone()]
+    );
     // A re-armed timer moves with a PATCH.
     let (s, v) = app
         .patch(
@@ -501,4 +520,33 @@ async fn deleting_a_project_cancels_its_pending_posts() {
         p.published("tiktok")
     );
     assert_eq!(p.hits("tt_creator") + p.hits("tt_init"), 0);
+}
+
+/// The posts with a live schedule actor, sorted, from `/admin/actors`
+/// (each under the `scheduler` supervisor). An actor stops a moment after
+/// its post is finished or cancelled: polled until `want` (sorted) or a
+/// deadline.
+async fn schedule_actors(app: &App, want: &[String]) -> Vec<String> {
+    let mut last = Vec::new();
+    for _ in 0..100 {
+        let (s, v) = app.get("/admin/actors", "admin-secret").await;
+        assert_eq!(s, 200, "{v}");
+        let mut ids: Vec<String> = v["actors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "schedule")
+            .map(|a| {
+                assert_eq!(a["supervisor"], "supervisor:scheduler", "{a}");
+                a["id"].as_str().unwrap().to_string()
+            })
+            .collect();
+        ids.sort();
+        if ids == want {
+            return ids;
+        }
+        last = ids;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    last
 }

@@ -17,7 +17,8 @@
 //!  │              failures in 10 s escalate. Each ProjectActor supervises
 //!  │              its StageActor itself: a failed stage is retried
 //!  │              `stage_retries` times with backoff, then the project fails
-//!  └─ scheduler   Supervisor: one-for-one over ScheduleActors. A failed
+//!  └─ scheduler   Supervisor: one-for-one over ScheduleActors, one per
+//!                 unfinished post, each holding its timer. A failed
 //!                 schedule actor is restarted and fired again (a post that
 //!                 started publishing first asks the platform about its
 //!                 handle, so nothing is published twice), at most 3 times
@@ -27,7 +28,7 @@
 //!
 //! A branch supervisor that is restarted by `node` starts with no children:
 //! its [`Children::started`] brings back what must run (unfinished projects
-//! are resumed from the store, due posts re-armed; account actors come back
+//! are resumed from the store, unfinished posts re-armed; account actors come back
 //! on their next request). Entity actors are spawned linked to their
 //! branch's current cell ([`Branch::cell`]) by the registries that own them.
 

@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 
 use super::formats::{Frequency, PaidPlan, Plan, Text, Uri, WebhookResult};
 use super::{account, ApiError, ApiResult, Auth, ErrorBody, State};
-use crate::app::{admin_ok, error_response};
+use crate::admin::admin_ok;
+use crate::error_body::error_response;
 
 #[derive(Tags)]
 enum Tag {

@@ -55,9 +55,6 @@ pub struct ClipArgs {
     /// Force the watermark on (as the free plan does).
     #[arg(long)]
     pub watermark: bool,
-    /// libx264 preset for the clips.
-    #[arg(long, default_value = "veryfast")]
-    pub x264_preset: String,
     /// OpenAI-compatible endpoint for the optional re-ranker (e.g. http://127.0.0.1:8000/v1).
     #[arg(long, env = "CLIPFORGE_RERANK_URL")]
     pub rerank_url: Option<String>,
@@ -220,12 +217,19 @@ pub async fn run(args: ClipArgs) -> ExitCode {
             return usage_error("--duration must be a positive number of seconds");
         }
     }
-    let model_opts = ModelOptions {
-        threads: args.model.threads,
-        compute_type: args.model.compute_type.clone(),
-        beam_size: args.model.beam_size,
+    let pipeline = match args.model.pipeline() {
+        Ok(p) => p,
+        Err(e) => return usage_error(format!("configuration: {e}")),
     };
-    let dir = args.model.dir();
+    let model_opts = ModelOptions {
+        threads: pipeline.threads,
+        compute_type: pipeline.compute_type.clone(),
+        beam_size: pipeline.beam_size,
+    };
+    let dir = pipeline
+        .model_dir
+        .clone()
+        .unwrap_or_else(crate::config::default_model_dir);
     let model =
         match tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &model_opts)).await {
             Ok(Ok(m)) => Arc::new(m),
@@ -242,7 +246,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     caption.width = width;
     caption.height = height;
     caption.reframe = reframe;
-    caption.x264_preset = args.x264_preset.clone();
+    caption.x264_preset = pipeline.x264_preset.clone();
     caption.replay_dir = args.replay_dir.clone();
     let opts = PipelineOptions {
         out_dir: args.out.clone(),
@@ -253,7 +257,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
         language: args.language.clone(),
         style,
         caption: Some(caption),
-        batch_size: args.model.batch_size,
+        batch_size: pipeline.batch_size,
         rerank: args.rerank_url.clone().map(|base_url| RerankConfig {
             base_url,
             api_key: args.rerank_api_key.clone(),

@@ -25,7 +25,11 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         eprintln!("error: CLIPFORGE_FAULTS: {e}");
         return ExitCode::from(2);
     }
-    let mut config = match Config::load(Some(&args.config)) {
+    let mut flags = Vec::new();
+    if let Some(d) = &args.data_dir {
+        flags.push(("node.data_dir", d.display().to_string().into()));
+    }
+    let mut config = match Config::load(Some(&args.config), &flags) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: configuration: {e}");
@@ -33,9 +37,6 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         }
     };
     crate::telemetry::init(&config.node.log_format);
-    if let Some(d) = args.data_dir {
-        config.node.data_dir = d;
-    }
     if let Some(p) = args.port {
         let host = config
             .node
@@ -76,7 +77,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     let tree = state.services.tree.clone();
     let state_guard = state.guard.clone();
     let connections_per_ip = state.config.limits.connections_per_ip;
-    let endpoint = match crate::cluster::endpoint(state).await {
+    let endpoint = match crate::cluster::endpoint(&state, crate::app::routes(state.clone())).await {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e:#}");

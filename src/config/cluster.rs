@@ -21,12 +21,15 @@ pub struct ClusterConfig {
     pub listen_addr: String,
     /// Host other nodes reach this one at (default: the listen IP, or the
     /// machine's host name when listening on every interface).
+    #[serde(deserialize_with = "super::serde_env::opt")]
     pub advertise_host: Option<String>,
     /// Shared secret; peers with another cookie are refused.
     pub cookie: Secret,
     /// `host:port` cluster addresses to join; their peers are joined too.
+    #[serde(deserialize_with = "super::serde_env::list")]
     pub seeds: Vec<String>,
     /// Any of "api", "data", "worker".
+    #[serde(deserialize_with = "super::serde_env::list")]
     pub roles: Vec<String>,
     pub heartbeat_ms: u64,
     /// A peer silent this long is marked down.
@@ -61,71 +64,6 @@ impl Default for ClusterConfig {
             shared_local_storage: false,
         }
     }
-}
-
-fn list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-pub(super) fn apply_env(
-    c: &mut ClusterConfig,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
-    fn parse<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("{name}: cannot parse {v:?}"))
-    }
-    if let Some(v) = get("CLIPFORGE_CLUSTER_LISTEN_ADDR") {
-        c.listen_addr = v;
-    }
-    if let Some(v) = get("CLIPFORGE_CLUSTER_ADVERTISE_HOST") {
-        c.advertise_host = (!v.is_empty()).then_some(v);
-    }
-    if let Some(v) = get("CLIPFORGE_CLUSTER_COOKIE") {
-        c.cookie = Secret::new(v);
-    }
-    if let Some(v) = get("CLIPFORGE_CLUSTER_SEEDS") {
-        c.seeds = list(&v);
-    }
-    if let Some(v) = get("CLIPFORGE_CLUSTER_ROLES") {
-        c.roles = list(&v);
-    }
-    for (name, field) in [
-        ("CLIPFORGE_CLUSTER_TLS_CERT", &mut c.tls_cert),
-        ("CLIPFORGE_CLUSTER_TLS_KEY", &mut c.tls_key),
-        ("CLIPFORGE_CLUSTER_TLS_CA", &mut c.tls_ca),
-    ] {
-        if let Some(v) = get(name) {
-            *field = v;
-        }
-    }
-    for (name, field) in [
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", &mut c.heartbeat_ms),
-        (
-            "CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS",
-            &mut c.heartbeat_timeout_ms,
-        ),
-    ] {
-        if let Some(v) = get(name) {
-            *field = parse(name, v)?;
-        }
-    }
-    for (name, field) in [
-        ("CLIPFORGE_CLUSTER_TLS", &mut c.tls),
-        (
-            "CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE",
-            &mut c.shared_local_storage,
-        ),
-    ] {
-        if let Some(v) = get(name) {
-            *field = parse(name, v)?;
-        }
-    }
-    Ok(())
 }
 
 impl ClusterConfig {
@@ -232,15 +170,11 @@ impl ClusterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     const COOKIE: &str = "0123456789abcdef0123456789abcdef";
 
     fn with_env(pairs: &[(&str, &str)]) -> ClusterConfig {
-        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
-        let mut c = ClusterConfig::default();
-        apply_env(&mut c, &|k| env.get(k).map(|v| v.to_string())).unwrap();
-        c
+        crate::config::unchecked(pairs).cluster
     }
 
     #[test]

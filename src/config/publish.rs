@@ -16,6 +16,7 @@ pub struct PublishConfig {
     /// the data dir when empty.
     pub token_key: Secret,
     /// Base of OAuth redirect URIs (default: the node's public URL).
+    #[serde(deserialize_with = "super::serde_env::opt")]
     pub redirect_base: Option<String>,
     pub max_attempts: u32,
     pub backoff_base_ms: u64,
@@ -123,77 +124,22 @@ impl PublishConfig {
     }
 }
 
-pub fn apply_env(
-    c: &mut PublishConfig,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
-    fn num<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("{name}: cannot parse {v:?}"))
-    }
-    let var = |suffix: &str| get(&format!("CLIPFORGE_PUBLISH_{suffix}"));
-    if let Some(v) = var("TOKEN_KEY") {
-        c.token_key = Secret::new(v);
-    }
-    if let Some(v) = var("REDIRECT_BASE") {
-        c.redirect_base = (!v.is_empty()).then_some(v);
-    }
-    macro_rules! nums {
-        ($($name:literal => $field:ident),*) => {
-            $(if let Some(v) = var($name) { c.$field = num($name, v)?; })*
-        };
-    }
-    nums!("MAX_ATTEMPTS" => max_attempts, "BACKOFF_BASE_MS" => backoff_base_ms, "BACKOFF_MAX_MS" => backoff_max_ms,
-        "REQUEST_TIMEOUT_SECS" => request_timeout_secs, "CONCURRENCY" => concurrency, "PAST_GRACE_SECS" => past_grace_secs,
-        "POLL_INTERVAL_MS" => poll_interval_ms, "POLL_LIMIT" => poll_limit, "TIKTOK_CHUNK_BYTES" => tiktok_chunk_bytes,
-        "REFRESH_MARGIN_SECS" => refresh_margin_secs);
-    if let Some(v) = var("YOUTUBE_PRIVACY") {
-        c.youtube_privacy = v;
-    }
-    if let Some(v) = var("INSTAGRAM_API_VERSION") {
-        c.instagram_api_version = v;
-    }
-    for (name, p) in [
-        ("YOUTUBE", &mut c.youtube),
-        ("TIKTOK", &mut c.tiktok),
-        ("INSTAGRAM", &mut c.instagram),
-    ] {
-        let field = |f: &str| get(&format!("CLIPFORGE_PUBLISH_{name}_{f}"));
-        if let Some(v) = field("CLIENT_ID") {
-            p.client_id = v;
-        }
-        if let Some(v) = field("CLIENT_SECRET") {
-            p.client_secret = Secret::new(v);
-        }
-        for (f, target) in [
-            ("AUTH_URL", &mut p.auth_url),
-            ("TOKEN_URL", &mut p.token_url),
-            ("API_URL", &mut p.api_url),
-            ("UPLOAD_URL", &mut p.upload_url),
-        ] {
-            if let Some(v) = field(f) {
-                *target = v;
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn env_and_defaults() {
-        let mut c = PublishConfig::default();
-        let env = |k: &str| match k {
-            "CLIPFORGE_PUBLISH_TIKTOK_CLIENT_SECRET" => Some("tt-secret".to_string()),
-            "CLIPFORGE_PUBLISH_TIKTOK_API_URL" => Some("http://127.0.0.1:9".to_string()),
-            "CLIPFORGE_PUBLISH_MAX_ATTEMPTS" => Some("3".to_string()),
-            _ => None,
-        };
-        apply_env(&mut c, &env).unwrap();
+        let env = vec![
+            ("CLIPFORGE_PUBLISH_TIKTOK_CLIENT_SECRET", "tt-secret"),
+            ("CLIPFORGE_PUBLISH_TIKTOK_API_URL", "http://127.0.0.1:9"),
+            ("CLIPFORGE_PUBLISH_MAX_ATTEMPTS", "3"),
+            ("CLIPFORGE_PUBLISH_YOUTUBE_PRIVACY", "unlisted"),
+        ];
+        let c = crate::config::Config::layered(None, env.into(), &[])
+            .unwrap()
+            .publish;
+        assert_eq!(c.youtube_privacy, "unlisted");
         assert!(!format!("{c:?}").contains("tt-secret"));
         let s = c.settings("http://host", Duration::from_secs(60));
         assert_eq!(s.max_attempts, 3);

@@ -12,9 +12,11 @@ use serde::Deserialize;
 pub struct SecurityConfig {
     /// Direct peers (IPs or CIDRs) whose `X-Forwarded-For` is believed;
     /// from anyone else the header is ignored.
+    #[serde(deserialize_with = "super::serde_env::list")]
     pub trusted_proxies: Vec<String>,
     /// Origins (`https://app.example.com`) allowed to call the API from a
     /// browser with credentials; no wildcard.
+    #[serde(deserialize_with = "super::serde_env::list")]
     pub cors_origins: Vec<String>,
 }
 
@@ -145,71 +147,6 @@ impl SecurityConfig {
     }
 }
 
-fn list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-pub(super) fn apply_env(
-    sec: &mut SecurityConfig,
-    lim: &mut LimitsConfig,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
-    if let Some(v) = get("CLIPFORGE_SECURITY_TRUSTED_PROXIES") {
-        sec.trusted_proxies = list(&v);
-    }
-    if let Some(v) = get("CLIPFORGE_SECURITY_CORS_ORIGINS") {
-        sec.cors_origins = list(&v);
-    }
-    fn num<T: std::str::FromStr>(
-        get: &dyn Fn(&str) -> Option<String>,
-        field: &str,
-        target: &mut T,
-    ) -> Result<(), String> {
-        let name = format!("CLIPFORGE_LIMITS_{field}");
-        if let Some(v) = get(&name) {
-            *target = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("{name}: cannot parse {v:?}"))?;
-        }
-        Ok(())
-    }
-    num(get, "JSON_BODY_KB", &mut lim.json_body_kb)?;
-    num(get, "CONNECTIONS_PER_IP", &mut lim.connections_per_ip)?;
-    num(get, "SSE_PER_ACCOUNT", &mut lim.sse_per_account)?;
-    num(get, "SIGN_UP_PER_IP", &mut lim.sign_up_per_ip)?;
-    num(get, "SIGN_IN_PER_IP", &mut lim.sign_in_per_ip)?;
-    num(get, "META_PER_IP", &mut lim.meta_per_ip)?;
-    num(get, "META_PER_ACCOUNT", &mut lim.meta_per_account)?;
-    num(get, "CREATE_PROJECT_PER_IP", &mut lim.create_project_per_ip)?;
-    num(
-        get,
-        "CREATE_PROJECT_PER_ACCOUNT",
-        &mut lim.create_project_per_account,
-    )?;
-    num(get, "UPLOAD_PER_IP", &mut lim.upload_per_ip)?;
-    num(get, "UPLOAD_PER_ACCOUNT", &mut lim.upload_per_account)?;
-    num(
-        get,
-        "SIGN_IN_FAILURES_PER_EMAIL",
-        &mut lim.sign_in_failures_per_email,
-    )?;
-    num(
-        get,
-        "SIGN_IN_FAILURES_PER_IP",
-        &mut lim.sign_in_failures_per_ip,
-    )?;
-    num(
-        get,
-        "SIGN_IN_FAILURE_WINDOW_SECS",
-        &mut lim.sign_in_failure_window_secs,
-    )?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,8 +169,9 @@ mod tests {
 
     #[test]
     fn the_shipped_cluster_toml_has_the_defaults_and_env_overrides() {
-        let mut cfg: crate::config::Config =
-            toml::from_str(include_str!("../../cluster.toml")).unwrap();
+        use crate::config::Config;
+        let file = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/cluster.toml"));
+        let cfg = Config::layered(Some(file), Vec::<(&str, &str)>::new().into(), &[]).unwrap();
         let d = LimitsConfig::default();
         assert_eq!(cfg.limits.json_body_kb, d.json_body_kb);
         assert_eq!(cfg.limits.sign_in_per_ip, d.sign_in_per_ip);
@@ -242,16 +180,19 @@ mod tests {
             cfg.limits.sign_in_failure_window_secs,
             d.sign_in_failure_window_secs
         );
-        let env = |k: &str| match k {
-            "CLIPFORGE_LIMITS_SIGN_IN_PER_IP" => Some("7".to_string()),
-            "CLIPFORGE_SECURITY_TRUSTED_PROXIES" => Some("10.0.0.0/8, 127.0.0.1".to_string()),
-            _ => None,
-        };
-        apply_env(&mut cfg.security, &mut cfg.limits, &env).unwrap();
+        let env = vec![
+            ("CLIPFORGE_LIMITS_SIGN_IN_PER_IP", "7"),
+            (
+                "CLIPFORGE_SECURITY_TRUSTED_PROXIES",
+                "10.0.0.0/8, 127.0.0.1",
+            ),
+        ];
+        let cfg = Config::layered(Some(file), env.into(), &[]).unwrap();
         assert_eq!(cfg.limits.sign_in_per_ip, 7);
         assert_eq!(cfg.security.proxies().unwrap().len(), 2);
-        let bad = |k: &str| (k == "CLIPFORGE_LIMITS_JSON_BODY_KB").then(|| "lots".to_string());
-        assert!(apply_env(&mut cfg.security, &mut cfg.limits, &bad).is_err());
+        let bad = vec![("CLIPFORGE_LIMITS_JSON_BODY_KB", "lots")];
+        let err = Config::layered(Some(file), bad.into(), &[]).unwrap_err();
+        assert!(err.contains("CLIPFORGE_LIMITS_JSON_BODY_KB"), "{err}");
     }
 
     #[test]

@@ -22,9 +22,11 @@ pub struct StorageConfig {
     /// Media: "local" or "s3".
     pub backend: String,
     /// Local object storage root (default: `<data_dir>/media`).
+    #[serde(deserialize_with = "super::serde_env::opt")]
     pub local_dir: Option<PathBuf>,
     pub s3_bucket: String,
     pub s3_region: String,
+    #[serde(deserialize_with = "super::serde_env::opt")]
     pub s3_endpoint: Option<String>,
     pub s3_access_key_id: String,
     pub s3_secret_access_key: Secret,
@@ -51,60 +53,6 @@ impl Default for StorageConfig {
             db_cache_mb: 128,
         }
     }
-}
-
-pub(super) fn apply_env(
-    s: &mut StorageConfig,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
-    fn parse<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("{name}: cannot parse {v:?}"))
-    }
-    for (name, field) in [
-        ("CLIPFORGE_STORAGE_KV", &mut s.kv),
-        ("CLIPFORGE_STORAGE_BACKEND", &mut s.backend),
-        ("CLIPFORGE_STORAGE_S3_BUCKET", &mut s.s3_bucket),
-        ("CLIPFORGE_STORAGE_S3_REGION", &mut s.s3_region),
-        (
-            "CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID",
-            &mut s.s3_access_key_id,
-        ),
-    ] {
-        if let Some(v) = get(name) {
-            *field = v;
-        }
-    }
-    for (name, field) in [
-        ("CLIPFORGE_STORAGE_POSTGRES_URL", &mut s.postgres_url),
-        (
-            "CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY",
-            &mut s.s3_secret_access_key,
-        ),
-    ] {
-        if let Some(v) = get(name) {
-            *field = Secret::new(v);
-        }
-    }
-    if let Some(v) = get("CLIPFORGE_STORAGE_LOCAL_DIR") {
-        s.local_dir = (!v.is_empty()).then(|| v.into());
-    }
-    if let Some(v) = get("CLIPFORGE_STORAGE_S3_ENDPOINT") {
-        s.s3_endpoint = (!v.is_empty()).then_some(v);
-    }
-    for (name, field) in [
-        ("CLIPFORGE_STORAGE_URL_TTL_SECS", &mut s.url_ttl_secs),
-        ("CLIPFORGE_STORAGE_DB_CACHE_MB", &mut s.db_cache_mb),
-    ] {
-        if let Some(v) = get(name) {
-            *field = parse(name, v)?;
-        }
-    }
-    if let Some(v) = get("CLIPFORGE_STORAGE_POSTGRES_POOL_SIZE") {
-        s.postgres_pool_size = parse("CLIPFORGE_STORAGE_POSTGRES_POOL_SIZE", v)?;
-    }
-    Ok(())
 }
 
 impl StorageConfig {
@@ -140,13 +88,9 @@ impl StorageConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn with_env(pairs: &[(&str, &str)]) -> StorageConfig {
-        let env: HashMap<&str, &str> = pairs.iter().copied().collect();
-        let mut s = StorageConfig::default();
-        apply_env(&mut s, &|k| env.get(k).map(|v| v.to_string())).unwrap();
-        s
+        crate::config::unchecked(pairs).storage
     }
 
     #[test]

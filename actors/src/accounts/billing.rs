@@ -80,6 +80,7 @@ pub struct BillingRecord {
     /// Whether a checkout was ever paid (the customer portal needs one).
     pub ever_paid: bool,
 }
+crate::record!(BillingRecord, "billing", 1);
 
 /// A checkout session the account opened, stored under the session id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +91,7 @@ pub struct CheckoutRecord {
     pub created_at: i64,
     pub activated_at: Option<i64>,
 }
+crate::record!(CheckoutRecord, "checkout", 1);
 
 /// A paid checkout: what activation needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,6 +131,7 @@ struct EventRecord {
     user_id: String,
     at: i64,
 }
+crate::record!(EventRecord, "stripe event", 1);
 
 impl Accounts {
     /// The account's billing state (empty before any checkout).
@@ -153,7 +156,11 @@ impl Accounts {
         record.customer_id = Some(customer_id.to_string());
         let mut batch = Batch::new();
         batch.put(BILLING, user_id.as_bytes(), &record)?;
-        batch.put(STRIPE_CUSTOMERS, customer_id.as_bytes(), user_id)?;
+        batch.put(
+            STRIPE_CUSTOMERS,
+            customer_id.as_bytes(),
+            &user_id.to_string(),
+        )?;
         self.commit(batch)?;
         Ok(customer_id.to_string())
     }
@@ -223,7 +230,7 @@ impl Accounts {
             self.entitle(batch, account, activation.plan, now)?;
             batch.put(BILLING, user_id.as_bytes(), &record)?;
             let customer = activation.customer_id.as_bytes();
-            batch.put(STRIPE_CUSTOMERS, customer, user_id)?;
+            batch.put(STRIPE_CUSTOMERS, customer, &user_id.to_string())?;
             if let Some(checkout) = checkout.as_mut() {
                 checkout.activated_at = Some(now);
                 batch.put(CHECKOUTS, activation.session_id.as_bytes(), &*checkout)?;

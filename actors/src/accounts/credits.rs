@@ -74,6 +74,7 @@ pub(crate) struct LedgerEntry {
     pub balance_after: u64,
     pub at: i64,
 }
+crate::record!(LedgerEntry, "ledger entry", 1);
 
 /// A ledger entry as the API shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -114,6 +115,7 @@ pub(crate) struct CreditState {
     /// Number of ledger entries; the next one's sequence number.
     pub ledger_len: u64,
 }
+crate::record!(CreditState, "credit state", 1);
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum ReservationState {
@@ -131,6 +133,7 @@ pub(crate) struct Reservation {
     pub created_at: i64,
     pub settled_at: Option<i64>,
 }
+crate::record!(Reservation, "reservation", 1);
 
 /// The credit balance (contract 2.6) with the cycle's dates.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

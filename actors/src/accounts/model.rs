@@ -179,6 +179,7 @@ pub(crate) struct StoredAccount {
     pub created_at: i64,
     pub updated_at: i64,
 }
+crate::record!(StoredAccount, "account", 1);
 
 /// An account, without its secrets.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -247,6 +248,7 @@ pub(crate) struct StoredSession {
     pub created_at: i64,
     pub expires_at: i64,
 }
+crate::record!(StoredSession, "session", 1);
 
 /// The session object of `GET /api/auth/get-session` (never the token).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -53,6 +53,7 @@ struct StoredNotification {
     read: bool,
     created_at: i64,
 }
+crate::record!(StoredNotification, "notification", 1);
 
 impl StoredNotification {
     fn view(&self) -> Notification {

@@ -1,12 +1,9 @@
 //! Tree names, key layout and typed reads and batches over the store.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
 use super::error::{AccountError, Result};
 use super::model::StoredAccount;
 use super::Accounts;
-use crate::storage::kv::{decode, encode, get_value, KvOp, KvStore, StorageError};
+use crate::storage::kv::{decode, encode, get_value, KvOp, KvStore, Record, StorageError};
 
 pub(crate) const USERS: &str = "accounts.users";
 pub(crate) const EMAILS: &str = "accounts.emails";
@@ -46,7 +43,7 @@ impl Batch {
         Self::default()
     }
 
-    pub(crate) fn put<T: Serialize + ?Sized>(
+    pub(crate) fn put<T: Record>(
         &mut self,
         tree: &str,
         key: impl Into<Vec<u8>>,
@@ -81,16 +78,12 @@ impl Batch {
 
 impl Accounts {
     /// A typed value, if stored.
-    pub(crate) fn read<T: DeserializeOwned>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
+    pub(crate) fn read<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
         Ok(get_value(&*self.kv, tree, key)?)
     }
 
     /// The decoded values under `prefix`, in key order.
-    pub(crate) fn scan<T: DeserializeOwned>(
-        &self,
-        tree: &str,
-        prefix: &[u8],
-    ) -> Result<Vec<(Vec<u8>, T)>> {
+    pub(crate) fn scan<T: Record>(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, T)>> {
         self.kv
             .scan_prefix(tree, prefix)?
             .into_iter()

@@ -29,6 +29,7 @@ pub(crate) struct StoredTemplate {
     pub created_at: i64,
     pub updated_at: i64,
 }
+crate::record!(StoredTemplate, "caption template", 1);
 
 impl StoredTemplate {
     /// The template every account starts with.

@@ -1,19 +1,19 @@
-//! [`Publishing`]: the node's scheduling engine. It owns the timer wheel, the
-//! live `ScheduleActor`s, the upload slots, and the operations the API calls
-//! (schedule, bulk schedule, list, change, cancel).
+//! [`Publishing`]: the node's scheduling engine. It owns the live
+//! `ScheduleActor`s (one per unfinished post, each holding its timer), the
+//! upload slots, and the operations the API calls (schedule, bulk schedule,
+//! list, change, cancel).
 
-use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ractor::{Actor, ActorRef};
+use ractor::ActorRef;
 use tokio::sync::Semaphore;
 
 use super::crypto::TokenCipher;
 use super::posts::{self, PostRecord, PostStatus, Progress};
-use super::schedule_actor::{ScheduleActor, ScheduleMsg};
-use super::timer::Timers;
+use super::schedule_actor::ScheduleMsg;
+use super::schedules::Live;
 use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
 use crate::accounts::now_ms;
 use crate::service::projects::{self as records, ClipRecord};
@@ -29,9 +29,8 @@ pub struct Publishing {
     pub settings: PublishSettings,
     pub(crate) http: reqwest::Client,
     pub(crate) cipher: TokenCipher,
-    pub timers: Arc<Timers>,
     pub(crate) slots: Semaphore,
-    live: Mutex<HashMap<String, ActorRef<ScheduleMsg>>>,
+    pub(crate) live: Live,
     post_locks: Box<[Mutex<()>]>,
     token_locks: Box<[tokio::sync::Mutex<()>]>,
 }
@@ -58,8 +57,9 @@ pub struct BulkRequest<'a> {
 }
 
 impl Publishing {
-    /// Creates the engine, re-arms every durable timer and starts the timer
-    /// task (posts whose time passed while the node was down fire at once).
+    /// Creates the engine, starts the `scheduler` branch and re-arms every
+    /// unfinished post: one `ScheduleActor` each, holding its timer (posts
+    /// whose time passed while the node was down fire at once).
     pub async fn start(
         services: Arc<Services>,
         settings: PublishSettings,
@@ -77,20 +77,12 @@ impl Publishing {
             settings,
             http,
             cipher,
-            timers: Arc::new(Timers::default()),
-            live: Mutex::new(HashMap::new()),
+            live: Live::default(),
             post_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         });
-        let entries = this.services.blocking(posts::due_entries).await?;
-        tracing::info!(timers = entries.len(), "scheduled posts re-armed");
-        this.timers.arm_all(entries);
         super::supervision::start(&this).await;
-        let p = this.clone();
-        tokio::spawn(this.timers.clone().run(move |id, _due| {
-            let p = p.clone();
-            tokio::spawn(async move { p.activate(&id).await });
-        }));
+        this.rearm_all().await?;
         let p = this.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -106,63 +98,40 @@ impl Publishing {
         Ok(this)
     }
 
-    /// Starts (or wakes) the post's actor.
-    pub async fn activate(self: &Arc<Self>, id: &str) {
-        let existing = self.live_map().get(id).cloned();
-        if let Some(actor) = existing {
-            if actor.send_message(ScheduleMsg::Fire).is_ok() {
-                return;
-            }
-            self.live_map().remove(id);
-        }
-        let args = (self.clone(), id.to_string());
-        let spawned = match self.services.tree.scheduler.cell() {
-            Some(sup) => Actor::spawn_linked(None, ScheduleActor, args, sup).await,
-            None => Actor::spawn(None, ScheduleActor, args).await,
-        };
-        match spawned {
-            Ok((actor, _)) => {
-                self.live_map().insert(id.to_string(), actor.clone());
-                let _ = actor.send_message(ScheduleMsg::Fire);
-            }
-            Err(e) => tracing::error!(post_id = id, error = %e, "cannot start a schedule actor"),
-        }
+    /// Arms the post's timer for `at` (ms): re-arms its actor, or starts
+    /// one under the `scheduler` branch.
+    pub async fn arm(self: &Arc<Self>, id: &str, at: i64) {
+        let sup = self.services.tree.scheduler.cell();
+        self.live.arm(self.clone(), sup, id, at).await;
     }
 
-    pub(crate) fn forget(&self, id: &str) {
-        self.live_map().remove(id);
-    }
-
-    /// Forgets the post's actor if it is still `actor` (a failed one).
-    pub(crate) fn forget_actor(&self, id: &str, actor: ractor::ActorId) {
-        let mut live = self.live_map();
-        if live.get(id).is_some_and(|a| a.get_id() == actor) {
-            live.remove(id);
+    /// Starts an actor for every unfinished post in the `posts_due` index.
+    pub(crate) async fn rearm_all(self: &Arc<Self>) -> Result<()> {
+        let entries = self.services.blocking(posts::due_entries).await?;
+        for (at, id) in &entries {
+            self.arm(id, *at).await;
         }
+        tracing::info!(posts = entries.len(), "scheduled posts re-armed");
+        Ok(())
     }
 
     /// The post whose live actor is `actor`.
     pub(crate) fn post_of(&self, actor: ractor::ActorId) -> Option<String> {
-        self.live_map()
-            .iter()
-            .find(|(_, a)| a.get_id() == actor)
-            .map(|(id, _)| id.clone())
+        self.live.post_of(actor)
+    }
+
+    /// Forgets the post's actor if it is still `actor` (a failed one).
+    pub(crate) fn forget_actor(&self, id: &str, actor: ractor::ActorId) {
+        self.live.forget(id, actor);
     }
 
     /// Every live schedule actor (post id, actor), for the admin view.
     pub fn live_posts(&self) -> Vec<(String, ActorRef<ScheduleMsg>)> {
-        self.live_map()
-            .iter()
-            .map(|(id, a)| (id.clone(), a.clone()))
-            .collect()
+        self.live.list()
     }
 
     pub fn live_actors(&self) -> usize {
-        self.live_map().len()
-    }
-
-    fn live_map(&self) -> MutexGuard<'_, HashMap<String, ActorRef<ScheduleMsg>>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+        self.live.len()
     }
 
     pub(crate) async fn token_lock(
@@ -330,22 +299,22 @@ impl Publishing {
         }
     }
 
-    /// Stores new posts in one atomic write, then arms their timers.
-    pub async fn insert_posts(&self, records: Vec<PostRecord>) -> Result<()> {
+    /// Stores new posts in one atomic write, then starts their actors.
+    pub async fn insert_posts(self: &Arc<Self>, records: Vec<PostRecord>) -> Result<()> {
         let mut ops = Vec::new();
         for r in &records {
             ops.extend(posts::insert_ops(r)?);
         }
         self.services.blocking(move |kv| kv.apply(ops)).await?;
         for r in &records {
-            self.timers.arm(r.scheduled_at, &r.id);
+            self.arm(&r.id, r.scheduled_at).await;
         }
         Ok(())
     }
 
     /// `POST /clips/:clipId/schedule`.
     pub async fn schedule(
-        &self,
+        self: &Arc<Self>,
         user_id: &str,
         clip_id: &str,
         req: NewPost<'_>,
@@ -370,7 +339,7 @@ impl Publishing {
     /// i at `scheduledAt + i × intervalHours`, one post per provider; all or
     /// nothing.
     pub async fn bulk_schedule(
-        &self,
+        self: &Arc<Self>,
         user_id: &str,
         project_id: &str,
         req: BulkRequest<'_>,
@@ -515,8 +484,7 @@ impl Publishing {
             .ok_or(PublishError::NotFound("scheduled post"))
             .and_then(|(rec, r)| r.map(|old| (rec, old)).map_err(not_pending))?;
         if updated.scheduled_at != old_at {
-            self.timers.disarm(old_at, id);
-            self.timers.arm(updated.scheduled_at, id);
+            self.arm(id, updated.scheduled_at).await;
         }
         Ok(updated)
     }
@@ -556,7 +524,7 @@ impl Publishing {
             .await?;
         Ok(removed.map(|r| {
             r.map(|p| {
-                self.timers.disarm(p.scheduled_at, &p.id);
+                self.live.stop(&p.id);
             })
         }))
     }
@@ -577,7 +545,7 @@ impl Publishing {
             .await?;
         match r {
             Some((rec, true)) => {
-                self.timers.disarm(rec.scheduled_at, &rec.id);
+                self.live.stop(&rec.id);
                 Ok(true)
             }
             _ => Ok(false),

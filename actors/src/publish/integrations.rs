@@ -33,6 +33,7 @@ pub struct IntegrationRecord {
     pub connected_at: i64,
     pub refreshed_at: i64,
 }
+crate::record!(IntegrationRecord, "integration", 1);
 
 impl IntegrationRecord {
     /// Usable now, or can be made usable by a refresh.
@@ -66,6 +67,7 @@ pub struct OAuthState {
     pub verifier: Option<String>,
     pub created_at: i64,
 }
+crate::record!(OAuthState, "oauth state", 1);
 
 pub fn key(user_id: &str, p: Provider) -> Vec<u8> {
     format!("{user_id}/{}", p.as_str()).into_bytes()

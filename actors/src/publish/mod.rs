@@ -2,10 +2,10 @@
 //!
 //! - [`posts`]: scheduled-post records and their durable indexes in the KV
 //!   store (`posts`, `posts_by_user`, `posts_due`).
-//! - [`timer`]: the in-memory timer wheel, re-armed from `posts_due` at start.
-//! - [`crate::publish::schedule_actor`]: one `ScheduleActor` per post,
-//!   activated when the post is due; runs `pending → publishing →
-//!   published | failed`.
+//! - [`schedule_actor`]: one `ScheduleActor` per unfinished post, holding
+//!   the post's timer; runs `pending → publishing → published | failed`
+//!   ([`run`]). [`schedules`] is the registry of the live ones, re-armed
+//!   from `posts_due` at start.
 //! - [`integrations`] and [`oauth`]: OAuth 2.0 connections per platform,
 //!   tokens encrypted at rest ([`crypto`]) and refreshed before they expire.
 //! - [`youtube`], [`tiktok`], [`instagram`]: each platform's upload flow.
@@ -29,9 +29,9 @@ pub mod oauth;
 pub mod posts;
 pub mod run;
 pub mod schedule_actor;
+pub mod schedules;
 pub mod supervision;
 pub mod tiktok;
-pub mod timer;
 pub mod youtube;
 
 pub use engine::Publishing;

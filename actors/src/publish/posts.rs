@@ -84,6 +84,7 @@ pub struct PostRecord {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
 }
+crate::record!(PostRecord, "post", 1);
 
 impl PostRecord {
     /// The contract's ScheduledPost, plus `updatedAt`, `attempts`, `error`,

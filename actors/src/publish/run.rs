@@ -7,22 +7,25 @@ use std::time::Duration;
 
 use super::http::{backoff, PubError, PubResult};
 use super::posts::{PostRecord, PostStatus};
+use super::schedule_actor::{Step, Steps};
 use super::{instagram, tiktok, youtube, Provider, Publishing};
 use crate::accounts::now_ms;
 use crate::service::projects::ClipRecord;
 
-/// What the actor does next.
-#[derive(Debug, PartialEq)]
-pub enum Step {
-    /// Finished (or nothing to do): the actor stops.
-    Done,
-    /// A transient failure: run again after the delay.
-    RetryIn(Duration),
+#[async_trait::async_trait]
+impl Steps for Publishing {
+    async fn fire(self: Arc<Self>, post_id: &str) -> Step {
+        self.step(post_id).await
+    }
+
+    fn stopped(&self, post_id: &str, actor: ractor::ActorId) {
+        self.live.forget(post_id, actor);
+    }
 }
 
 enum Begin {
     Run,
-    NotDue,
+    NotDue(i64),
     Finished,
 }
 
@@ -31,7 +34,7 @@ impl Publishing {
         let now = now_ms();
         let begun = self
             .update_post(id, move |p| match p.status {
-                PostStatus::Pending if p.scheduled_at > now + 5 => Begin::NotDue,
+                PostStatus::Pending if p.scheduled_at > now + 5 => Begin::NotDue(p.scheduled_at),
                 PostStatus::Pending => {
                     p.status = PostStatus::Publishing;
                     p.started_at = Some(now);
@@ -44,8 +47,8 @@ impl Publishing {
             .await;
         let mut post = match begun {
             Ok(Some((p, Begin::Run))) => p,
-            // Moved later by a PATCH (its timer is armed) or already done.
-            Ok(Some((_, Begin::NotDue | Begin::Finished))) | Ok(None) => return Step::Done,
+            Ok(Some((_, Begin::NotDue(at)))) => return Step::NotBefore(at),
+            Ok(Some((_, Begin::Finished))) | Ok(None) => return Step::Done,
             Err(e) => {
                 tracing::error!(post_id = id, error = %e, "cannot start a publication");
                 return Step::RetryIn(self.settings.backoff_base);

@@ -6,7 +6,6 @@ use std::sync::{Arc, Weak};
 use ractor::ActorCell;
 
 use super::engine::Publishing;
-use super::posts;
 use crate::supervisor::{policy, Children};
 
 /// Starts the `scheduler` branch under the node supervisor (when the tree
@@ -30,12 +29,13 @@ impl Children for ScheduleChildren {
         self.0.upgrade()?.post_of(cell.get_id())
     }
 
-    /// A new actor fires the post again: a post found `publishing` asks the
-    /// platform about its handle first, so it is never published twice.
+    /// A new actor fires at once: a post still pending and not yet due is
+    /// re-armed for its time; one found `publishing` asks the platform about
+    /// its handle first, so it is never published twice.
     async fn restart(&self, id: &str, failed: &ActorCell, _sup: ActorCell) -> Result<(), String> {
         let p = self.0.upgrade().ok_or("the node is stopping")?;
         p.forget_actor(id, failed.get_id());
-        p.activate(id).await;
+        p.arm(id, crate::accounts::now_ms()).await;
         Ok(())
     }
 
@@ -53,13 +53,14 @@ impl Children for ScheduleChildren {
     }
 
     async fn started(&self, _sup: ActorCell, generation: u32) {
-        // After a branch restart no schedule actor is left: re-arm every
-        // unfinished post from the store (due ones fire at once).
+        // After a branch restart no schedule actor is left (they stopped
+        // with their supervisor): re-arm every unfinished post from the
+        // store (due ones fire at once). The first start is
+        // `Publishing::start`'s.
         if generation > 1 {
             if let Some(p) = self.0.upgrade() {
-                match p.services.blocking(posts::due_entries).await {
-                    Ok(entries) => p.timers.arm_all(entries),
-                    Err(e) => tracing::error!(error = %e, "cannot re-arm posts"),
+                if let Err(e) = p.rearm_all().await {
+                    tracing::error!(error = %e, "cannot re-arm posts");
                 }
             }
         }

@@ -20,6 +20,7 @@ pub struct ProjectEvent {
     /// JSON text.
     pub data: String,
 }
+crate::record!(ProjectEvent, "project event", 1);
 
 impl ProjectEvent {
     pub fn is_terminal(&self) -> bool {

@@ -143,60 +143,72 @@ type ProjectRecordV1 = (
     ),
 );
 
-/// Decodes a stored project, upgrading a record of the first version.
+/// Decodes a stored project (of any version this build reads).
 pub fn decode_project(bytes: &[u8]) -> Result<ProjectRecord> {
-    let err = match kv::decode::<ProjectRecord>(bytes) {
-        Ok(p) => return Ok(p),
-        Err(e) => e,
-    };
-    let Ok((head, tail)) = kv::decode::<ProjectRecordV1>(bytes) else {
-        return Err(err);
-    };
-    let (
-        id,
-        user_id,
-        title,
-        source,
-        thumbnail,
-        duration_sec,
-        preset,
-        caption_template,
-        style,
-        skip_cuts,
-    ) = head;
-    let (
-        state,
-        step_progress,
-        error,
-        reserved_credits,
-        clip_count,
-        finished,
-        created_at,
-        updated_at,
-        last_event,
-    ) = tail;
-    Ok(ProjectRecord {
-        id,
-        user_id,
-        title,
-        source,
-        thumbnail,
-        duration_sec,
-        preset,
-        caption_template,
-        style,
-        skip_cuts,
-        state,
-        step_progress,
-        error,
-        reserved_credits,
-        clip_count,
-        finished,
-        created_at,
-        updated_at,
-        last_event,
-        language: None,
-    })
+    kv::decode::<ProjectRecord>(bytes)
+}
+
+/// Version 2 added `language`; version 1 (stored before it, also the
+/// unversioned layout) is read as a `language` of `None`.
+impl crate::storage::record::Record for ProjectRecord {
+    const KIND: &'static str = "project";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        if version != 1 {
+            return Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            });
+        }
+        let (head, tail): ProjectRecordV1 = crate::storage::record::decode_payload(payload)?;
+        let (
+            id,
+            user_id,
+            title,
+            source,
+            thumbnail,
+            duration_sec,
+            preset,
+            caption_template,
+            style,
+            skip_cuts,
+        ) = head;
+        let (
+            state,
+            step_progress,
+            error,
+            reserved_credits,
+            clip_count,
+            finished,
+            created_at,
+            updated_at,
+            last_event,
+        ) = tail;
+        Ok(ProjectRecord {
+            id,
+            user_id,
+            title,
+            source,
+            thumbnail,
+            duration_sec,
+            preset,
+            caption_template,
+            style,
+            skip_cuts,
+            state,
+            step_progress,
+            error,
+            reserved_credits,
+            clip_count,
+            finished,
+            created_at,
+            updated_at,
+            last_event,
+            language: None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -224,6 +236,7 @@ pub struct ClipRecord {
     pub segments: Vec<SegmentRecord>,
     pub created_at: i64,
 }
+crate::record!(ClipRecord, "clip", 1);
 
 pub fn project_key(user_id: &str, project_id: &str) -> Vec<u8> {
     format!("{user_id}/{project_id}").into_bytes()
@@ -424,7 +437,9 @@ mod tests {
                 7,
             ),
         );
-        let p = decode_project(&kv::encode(&v1).unwrap()).expect("upgraded");
+        // A version-1 value: the bincode payload without a header.
+        let v1 = bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap();
+        let p = decode_project(&v1).expect("upgraded");
         assert_eq!((p.id.as_str(), p.clip_count, p.last_event), ("p1", 2, 7));
         assert_eq!((&p.style, &p.language), (&style, &None));
         let mut current = p.clone();

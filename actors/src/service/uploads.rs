@@ -21,6 +21,7 @@ pub struct UploadRecord {
     pub size: u64,
     pub duration_sec: f64,
 }
+crate::record!(UploadRecord, "upload", 1);
 
 /// Key of the JPEG frame of the upload `key` (stored next to it).
 pub fn frame_key(key: &str) -> String {

@@ -3,7 +3,8 @@
 //! Values are bytes in named trees (namespaces). [`SledStore`] keeps them in
 //! a sled 0.34 database on disk; [`MemoryStore`] keeps them in memory for
 //! tests of code that needs a store. Typed values go through [`put_value`] /
-//! [`get_value`], which encode with bincode 2 in its serde mode.
+//! [`get_value`], which encode with bincode 2 in its serde mode behind a
+//! schema-version header ([`Record`], `storage/record.rs`).
 //!
 //! [`kv_conformance`] is the behaviour every implementation must show; the
 //! unit tests run it against both stores and other crates may run it against
@@ -14,52 +15,9 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+pub use super::error::{Result, StorageError};
+pub use super::record::{decode, decode_payload, encode, Record};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
-
-/// Errors of the storage layer, shared by the key-value and object stores.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    /// A file-system operation failed.
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Stored data could not be read back: a damaged database or a value
-    /// that does not decode as the requested type.
-    #[error("corrupt data: {0}")]
-    Corrupt(String),
-    /// A value could not be encoded for storage.
-    #[error("could not encode value: {0}")]
-    Encode(String),
-    /// The backend (sled, S3) reported an error.
-    #[error("storage backend error: {0}")]
-    Backend(String),
-    /// An object key or prefix that the stores do not accept.
-    #[error("invalid key {key:?}: {reason}")]
-    InvalidKey { key: String, reason: &'static str },
-    /// The object does not exist.
-    #[error("object not found: {0}")]
-    NotFound(String),
-    /// The store was configured with unusable settings.
-    #[error("invalid storage configuration: {0}")]
-    Config(String),
-}
-
-impl StorageError {
-    /// An [`StorageError::Io`] saying what was being done.
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        StorageError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-}
-
-pub type Result<T> = std::result::Result<T, StorageError>;
 
 /// One write of a batch given to [`KvStore::apply`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -438,61 +396,13 @@ impl KvStore for MemoryStore {
     }
 }
 
-fn bincode_config() -> bincode::config::Configuration {
-    bincode::config::standard()
-}
-
-/// Encodes `value` with bincode 2 (standard configuration, serde mode).
-///
-/// Stored types must be plain structs and enums: bincode is not
-/// self-describing, so `#[serde(skip_serializing_if)]`, `#[serde(flatten)]`,
-/// untagged or internally tagged enums and `serde_json::Value` do not round
-/// trip. Changing a stored type's fields changes its encoding; old values
-/// then fail to decode with [`StorageError::Corrupt`].
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    bincode::serde::encode_to_vec(value, bincode_config()).map_err(|e| {
-        StorageError::Encode(format!("bincode, as {}: {e}", std::any::type_name::<T>()))
-    })
-}
-
-/// Decodes a value written by [`encode`]. Bytes left over after the value
-/// count as corruption.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    let (value, used) =
-        bincode::serde::decode_from_slice(bytes, bincode_config()).map_err(|e| {
-            StorageError::Corrupt(format!(
-                "decoding {} bytes as {}: {e}",
-                bytes.len(),
-                std::any::type_name::<T>()
-            ))
-        })?;
-    if used != bytes.len() {
-        return Err(StorageError::Corrupt(format!(
-            "decoding {} bytes as {}: {} trailing bytes",
-            bytes.len(),
-            std::any::type_name::<T>(),
-            bytes.len() - used
-        )));
-    }
-    Ok(value)
-}
-
 /// Stores `value` encoded with [`encode`] (see there for the types allowed).
-pub fn put_value<T: Serialize + ?Sized>(
-    kv: &dyn KvStore,
-    tree: &str,
-    key: &[u8],
-    value: &T,
-) -> Result<()> {
+pub fn put_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8], value: &T) -> Result<()> {
     kv.put(tree, key, &encode(value)?)
 }
 
 /// Reads a value stored by [`put_value`].
-pub fn get_value<T: DeserializeOwned>(
-    kv: &dyn KvStore,
-    tree: &str,
-    key: &[u8],
-) -> Result<Option<T>> {
+pub fn get_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8]) -> Result<Option<T>> {
     let Some(bytes) = kv.get(tree, key)? else {
         return Ok(None);
     };

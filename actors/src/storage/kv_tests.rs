@@ -1,7 +1,7 @@
 //! Tests of `kv`.
 
 use super::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::process::Command;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,7 @@ struct Job {
     tags: Vec<String>,
     score: Option<f64>,
 }
+crate::record!(State, "test state", 1; Job, "test job", 1);
 
 #[test]
 fn memory_store_conforms() {
@@ -137,15 +138,17 @@ fn typed_values_round_trip() {
 #[test]
 fn undecodable_values_are_corrupt() {
     let kv = MemoryStore::new();
-    kv.put("jobs", b"bad", &[0xff, 0xff, 0xff]).expect("put");
+    // A version-1 header, then bytes that are no `Job`.
+    kv.put("jobs", b"bad", &[0xff, 0, 1, 0xff, 0xff])
+        .expect("put");
     let err = get_value::<Job>(&kv, "jobs", b"bad").expect_err("garbage must not decode");
     assert!(
         matches!(err, StorageError::Corrupt(ref m) if m.contains("\"bad\"")),
         "{err}"
     );
 
-    let mut bytes = encode(&7u32).expect("encode");
+    let mut bytes = encode(&7u64).expect("encode");
     bytes.push(0);
-    let err = decode::<u32>(&bytes).expect_err("trailing bytes");
+    let err = decode::<u64>(&bytes).expect_err("trailing bytes");
     assert!(matches!(err, StorageError::Corrupt(_)), "{err}");
 }

@@ -7,7 +7,9 @@
 //! and a conformance suite that every backend must pass. Both report
 //! [`kv::StorageError`].
 
+pub mod error;
 pub mod kv;
 pub mod kv_postgres;
 pub mod links;
 pub mod objects;
+pub mod record;
