@@ -11,4 +11,7 @@ pub mod fonts;
 pub mod process;
 pub mod scenes;
 pub mod vad;
+pub mod voicing;
 pub mod whisper;
+pub mod whisper_guards;
+mod whisper_words;

@@ -1,11 +1,13 @@
 //! Speech windows for Whisper: the stream is cut into windows of at most 30 s
 //! at quiet points, and long silences (≥ 2 s) are dropped, so no word is cut
 //! in half at a window edge and no time is spent decoding silence. Each
-//! window keeps its offset in the source, so word times map back exactly.
+//! window keeps its offset in the source, so word times map back exactly,
+//! and carries its voicing (`media::voicing`): whether it holds speech at
+//! all, and where inside it there is no voice.
 
+use super::voicing::{self, Voicing, FRAME};
 use super::whisper::{SAMPLE_RATE, WINDOW_SAMPLES};
 
-const FRAME: usize = SAMPLE_RATE / 50; // 20 ms
 const WINDOW_FRAMES: usize = WINDOW_SAMPLES / FRAME;
 /// A silence this long is dropped instead of transcribed.
 const DROP_SILENCE_FRAMES: usize = 100; // 2 s
@@ -21,6 +23,8 @@ const LOOKAHEAD: usize = 2 * SAMPLE_RATE;
 pub struct Window {
     pub offset: f64,
     pub samples: Vec<f32>,
+    /// Syllables and voiceless stretches (times from `offset`).
+    pub voicing: Voicing,
 }
 
 impl Window {
@@ -119,9 +123,11 @@ impl SpeechWindows {
         let end = end.clamp(start + 1, frames.len());
         let from = start * FRAME;
         let to = (end * FRAME).min(self.buf.len());
+        let samples = self.buf[from..to].to_vec();
         out.push(Window {
             offset: (self.buf_start + from as u64) as f64 / SAMPLE_RATE as f64,
-            samples: self.buf[from..to].to_vec(),
+            voicing: voicing::analyse(&samples, &frames[start..end], threshold),
+            samples,
         });
         self.consume(end);
         true

@@ -1,6 +1,8 @@
 //! Transcribe: 16 kHz mono PCM streamed from ffmpeg, cut into speech windows
 //! (≤ 30 s, silences dropped), recognised by Whisper in batches, with word
-//! timestamps mapped back onto the source's timeline.
+//! timestamps mapped back onto the source's timeline. Windows without
+//! syllables are not decoded, words in a window's voiceless stretches are
+//! dropped, and repetition loops are cut (see `media::whisper_guards`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +10,9 @@ use std::sync::Arc;
 use super::{StageCtx, StageError};
 use crate::media::audio::PcmStream;
 use crate::media::vad::{SpeechWindows, Window};
+use crate::media::voicing::Voicing;
 use crate::media::whisper::{WhisperModel, SAMPLE_RATE};
+use crate::media::whisper_guards::cut_loops_by;
 use crate::transcript::{Transcript, Word};
 
 #[derive(Clone, Debug)]
@@ -167,6 +171,15 @@ fn recognise(
         }
         if audio.is_none() {
             match rx.recv() {
+                // No syllable (noise, breaths, a held tone): nothing to
+                // decode, and nothing for Whisper to hallucinate on.
+                Ok(w) if !w.voicing.is_speech() => {
+                    tracing::debug!(
+                        offset = w.offset,
+                        secs = w.duration(),
+                        "window without speech skipped"
+                    );
+                }
                 Ok(w) => pending.push(w),
                 // The reader finished: every window has been received.
                 Err(_) => match reader.take() {
@@ -196,7 +209,8 @@ fn recognise(
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
                 let base = opts.start + w.offset;
-                words.extend(r.words.into_iter().map(|mut word| {
+                let voiced = in_voice(r.words, &w.voicing);
+                words.extend(voiced.into_iter().map(|mut word| {
                     word.start += base;
                     word.end += base;
                     word
@@ -207,6 +221,12 @@ fn recognise(
         }
     }
     let (read, loudness_db) = audio.unwrap_or_default();
+    // Each window's loops were cut; a loop can still run across windows.
+    if cut_loops_by(&mut words, |a, b| {
+        normalized(&a.text) == normalized(&b.text)
+    }) {
+        tracing::debug!("a repetition loop across windows was cut");
+    }
     let mut transcript = Transcript {
         language: language.unwrap_or_else(|| "en".into()),
         duration: read as f64 / SAMPLE_RATE as f64,
@@ -219,6 +239,35 @@ fn recognise(
         loudness_db,
         model_secs,
     })
+}
+
+/// Words not in a window's voiceless stretches: a word whose middle lies
+/// more than 0.2 s inside one is dropped (alignment can place a real word a
+/// little into a pause; a word well inside one was not spoken).
+fn in_voice(words: Vec<Word>, voicing: &Voicing) -> Vec<Word> {
+    const MARGIN: f64 = 0.2;
+    words
+        .into_iter()
+        .filter(|w| {
+            let mid = (w.start + w.end) / 2.0;
+            let silent = voicing
+                .silences
+                .iter()
+                .any(|&(a, b)| a + MARGIN < mid && mid < b - MARGIN);
+            if silent {
+                tracing::debug!(word = %w.text, start = w.start, "word in silence dropped");
+            }
+            !silent
+        })
+        .collect()
+}
+
+/// A word's letters and digits, lower-cased (how loops are compared).
+fn normalized(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// Word times never go backwards and every word has end ≥ start.
