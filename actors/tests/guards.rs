@@ -237,16 +237,38 @@ async fn a_word_repeated_with_pauses_does_not_loop() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stuttered_reading_does_not_loop() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "So, or, or, or, the the the first thing, or, or, or you could \
-                say the, the, the second thing is that we, we, we never \
-                stop, or, or, or, or start again. And then, and then, and then \
-                we go on with the reading, or, or, or not.";
+    let text = "So, and, and, and the the the first thing, and, and, and \
+                you could say the, the, the second thing is that we, we, we \
+                never stop, and, and, and start again. And then, and then, \
+                and then we go on with the reading, I, I, I think.";
     let wav = speech16(dir.path(), "stutter", text);
     let words = transcribe(&wav).await;
     assert_no_loop(&words, "stutter");
     let said = join_words(&words);
     let wer = common::wer(text, &said);
     assert!(wer <= 0.4, "word error rate {wer:.2}: {said}");
+}
+
+/// The issue's case: "or," stuttered, which Whisper turns into a loop of
+/// "R, R, R, …" at every temperature. The loop is cut and the words after
+/// it are kept (the looping window is decoded again in halves).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_or_stutter_is_cut_and_the_words_after_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "So, or, or, or, or, or, the the the first thing, or, or, or, \
+                or, or, or, or you could say that we never stop. Or, or, or, \
+                or, or start again.";
+    let wav = speech16(dir.path(), "or", text);
+    let words = transcribe(&wav).await;
+    assert_no_loop(&words, "or stutter");
+    let said: Vec<String> = words.iter().map(|w| norm(&w.text)).collect();
+    for kept in ["never", "stop", "start", "again"] {
+        assert!(
+            said.iter().any(|w| w == kept),
+            "{kept:?} lost: {}",
+            join_words(&words)
+        );
+    }
 }
 
 /// Without the VAD's help (a chord handed straight to the model), the

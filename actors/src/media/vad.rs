@@ -134,6 +134,22 @@ impl SpeechWindows {
     }
 }
 
+/// The sample at which to split `samples` in two for a second look: the
+/// middle of the quietest 100 ms between 35 % and 65 % of its length.
+pub fn quiet_middle(samples: &[f32]) -> usize {
+    const SPAN: usize = 5; // frames: 100 ms
+    let frames: Vec<f32> = samples.chunks(FRAME).map(frame_db).collect();
+    let (from, to) = (frames.len() * 35 / 100, frames.len() * 65 / 100);
+    let best = (from..to.saturating_sub(SPAN).max(from + 1))
+        .filter(|&i| i + SPAN <= frames.len())
+        .min_by(|&a, &b| {
+            let sum = |i: usize| frames[i..i + SPAN].iter().sum::<f32>();
+            sum(a).total_cmp(&sum(b))
+        })
+        .unwrap_or(frames.len() / 2);
+    ((best + SPAN / 2) * FRAME).clamp(1, samples.len().saturating_sub(1).max(1))
+}
+
 /// Silence is 30 dB under the loud part of the buffer, between −70 and −45
 /// dBFS (so a buffer of codec noise alone is silence, not speech).
 fn silence_threshold(frames: &[f32]) -> f32 {
@@ -259,6 +275,13 @@ mod tests {
         assert!((25.0..=25.5).contains(&cut), "cut at {cut}");
         let total: f64 = w.iter().map(Window::duration).sum();
         assert!((total - 45.5).abs() < 0.1, "{total}");
+    }
+
+    #[test]
+    fn the_quiet_middle_is_the_gap_near_the_middle() {
+        let s = [tone(4.0), silence(0.3), tone(5.7), silence(0.3), tone(3.0)].concat();
+        let cut = quiet_middle(&s) as f64 / SAMPLE_RATE as f64;
+        assert!((4.0..4.3).contains(&cut), "cut at {cut}");
     }
 
     #[test]

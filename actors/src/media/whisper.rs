@@ -99,6 +99,9 @@ pub struct WindowResult {
     pub compression_ratio: f64,
     /// The temperature the kept decoding was made at (0 = beam search).
     pub temperature: f32,
+    /// The kept decoding held a repetition loop (cut from `words`): every
+    /// temperature looped.
+    pub looped: bool,
 }
 
 impl WhisperModel {
@@ -506,6 +509,7 @@ impl WhisperModel {
                 avg_logprob: a.avg_logprob,
                 compression_ratio: a.compression_ratio,
                 temperature: a.temperature,
+                looped: a.looped,
             });
         }
         Ok((language, out))

@@ -2,14 +2,15 @@
 //! (≤ 30 s, silences dropped), recognised by Whisper in batches, with word
 //! timestamps mapped back onto the source's timeline. Windows without
 //! syllables are not decoded, words in a window's voiceless stretches are
-//! dropped, and repetition loops are cut (see `media::whisper_guards`).
+//! dropped, a window that loops at every temperature is decoded again in
+//! halves, and repetition loops are cut (see `media::whisper_guards`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::{StageCtx, StageError};
 use crate::media::audio::PcmStream;
-use crate::media::vad::{SpeechWindows, Window};
+use crate::media::vad::{quiet_middle, SpeechWindows, Window};
 use crate::media::voicing::Voicing;
 use crate::media::whisper::{WhisperModel, SAMPLE_RATE};
 use crate::media::whisper_guards::cut_loops_by;
@@ -209,7 +210,22 @@ fn recognise(
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
                 let base = opts.start + w.offset;
-                let voiced = in_voice(r.words, &w.voicing);
+                let lang = language.as_deref().unwrap_or("en");
+                let decoded = if r.looped {
+                    match in_halves(model, &w.samples, lang, SPLIT_DEPTH) {
+                        Ok(words) => words,
+                        Err(e) => {
+                            drop(rx);
+                            if let Some(r) = reader.take() {
+                                let _ = join(r);
+                            }
+                            return Err(StageError::Model(format!("{e:#}")));
+                        }
+                    }
+                } else {
+                    r.words
+                };
+                let voiced = in_voice(decoded, &w.voicing);
                 words.extend(voiced.into_iter().map(|mut word| {
                     word.start += base;
                     word.end += base;
@@ -239,6 +255,51 @@ fn recognise(
         loudness_db,
         model_secs,
     })
+}
+
+/// How many times a looping window is halved at most.
+const SPLIT_DEPTH: u32 = 2;
+/// Halves shorter than this are not split again.
+const MIN_SPLIT_SECS: f64 = 4.0;
+
+/// A window whose decoding looped at every temperature is decoded again in
+/// two halves, split at its quietest point near the middle (with less
+/// context Whisper rarely keeps looping); a half that still loops is split
+/// again, `depth` times at most. Words have times from `samples`' start.
+fn in_halves(
+    model: &WhisperModel,
+    samples: &[f32],
+    language: &str,
+    depth: u32,
+) -> anyhow::Result<Vec<Word>> {
+    let cut = quiet_middle(samples);
+    let halves = [&samples[..cut], &samples[cut..]];
+    tracing::debug!(
+        secs = samples.len() as f64 / SAMPLE_RATE as f64,
+        depth,
+        "looping window decoded again in halves"
+    );
+    let (_, results) = model.transcribe_batch(&halves, Some(language))?;
+    let mut out = Vec::new();
+    for (k, (half, r)) in halves.iter().zip(results).enumerate() {
+        let base = if k == 0 {
+            0.0
+        } else {
+            cut as f64 / SAMPLE_RATE as f64
+        };
+        let splittable = half.len() as f64 >= 2.0 * MIN_SPLIT_SECS * SAMPLE_RATE as f64;
+        let words = if r.looped && depth > 1 && splittable {
+            in_halves(model, half, language, depth - 1)?
+        } else {
+            r.words
+        };
+        out.extend(words.into_iter().map(|mut w| {
+            w.start += base;
+            w.end += base;
+            w
+        }));
+    }
+    Ok(out)
 }
 
 /// Words not in a window's voiceless stretches: a word whose middle lies
