@@ -12,4 +12,7 @@ pub mod frame;
 pub mod process;
 pub mod scenes;
 pub mod vad;
+pub mod voicing;
 pub mod whisper;
+pub mod whisper_guards;
+mod whisper_words;

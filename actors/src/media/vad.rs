@@ -1,11 +1,13 @@
 //! Speech windows for Whisper: the stream is cut into windows of at most 30 s
 //! at quiet points, and long silences (≥ 2 s) are dropped, so no word is cut
 //! in half at a window edge and no time is spent decoding silence. Each
-//! window keeps its offset in the source, so word times map back exactly.
+//! window keeps its offset in the source, so word times map back exactly,
+//! and carries its voicing (`media::voicing`): whether it holds speech at
+//! all, and where inside it there is no voice.
 
+use super::voicing::{self, Voicing, FRAME};
 use super::whisper::{SAMPLE_RATE, WINDOW_SAMPLES};
 
-const FRAME: usize = SAMPLE_RATE / 50; // 20 ms
 const WINDOW_FRAMES: usize = WINDOW_SAMPLES / FRAME;
 /// A silence this long is dropped instead of transcribed.
 const DROP_SILENCE_FRAMES: usize = 100; // 2 s
@@ -21,6 +23,8 @@ const LOOKAHEAD: usize = 2 * SAMPLE_RATE;
 pub struct Window {
     pub offset: f64,
     pub samples: Vec<f32>,
+    /// Syllables and voiceless stretches (times from `offset`).
+    pub voicing: Voicing,
 }
 
 impl Window {
@@ -119,13 +123,31 @@ impl SpeechWindows {
         let end = end.clamp(start + 1, frames.len());
         let from = start * FRAME;
         let to = (end * FRAME).min(self.buf.len());
+        let samples = self.buf[from..to].to_vec();
         out.push(Window {
             offset: (self.buf_start + from as u64) as f64 / SAMPLE_RATE as f64,
-            samples: self.buf[from..to].to_vec(),
+            voicing: voicing::analyse(&samples, &frames[start..end], threshold),
+            samples,
         });
         self.consume(end);
         true
     }
+}
+
+/// The sample at which to split `samples` in two for a second look: the
+/// middle of the quietest 100 ms between 35 % and 65 % of its length.
+pub fn quiet_middle(samples: &[f32]) -> usize {
+    const SPAN: usize = 5; // frames: 100 ms
+    let frames: Vec<f32> = samples.chunks(FRAME).map(frame_db).collect();
+    let (from, to) = (frames.len() * 35 / 100, frames.len() * 65 / 100);
+    let best = (from..to.saturating_sub(SPAN).max(from + 1))
+        .filter(|&i| i + SPAN <= frames.len())
+        .min_by(|&a, &b| {
+            let sum = |i: usize| frames[i..i + SPAN].iter().sum::<f32>();
+            sum(a).total_cmp(&sum(b))
+        })
+        .unwrap_or(frames.len() / 2);
+    ((best + SPAN / 2) * FRAME).clamp(1, samples.len().saturating_sub(1).max(1))
 }
 
 /// Silence is 30 dB under the loud part of the buffer, between −70 and −45
@@ -253,6 +275,14 @@ mod tests {
         assert!((25.0..=25.5).contains(&cut), "cut at {cut}");
         let total: f64 = w.iter().map(Window::duration).sum();
         assert!((total - 45.5).abs() < 0.1, "{total}");
+    }
+
+    #[test]
+    fn the_quiet_middle_is_the_gap_near_the_middle() {
+        // Gaps at 3.0 s (before 35 % of 12 s) and at 7.0 s (inside).
+        let s = [tone(3.0), silence(0.3), tone(3.7), silence(0.3), tone(4.7)].concat();
+        let cut = quiet_middle(&s) as f64 / SAMPLE_RATE as f64;
+        assert!((7.0..7.3).contains(&cut), "cut at {cut}");
     }
 
     #[test]

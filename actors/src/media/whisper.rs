@@ -18,6 +18,8 @@ use ct2rs::Tokenizer as _;
 use rustfft::{num_complex::Complex, Fft, FftPlanner};
 
 use super::ct2_backend::{copy_f32, select_mkl_layers};
+use super::whisper_guards::{avg_logprob, best_attempt, cut_loops, Attempt, BEST_OF, TEMPERATURES};
+use super::whisper_words::words_from_alignment;
 use crate::transcript::Word;
 
 pub const SAMPLE_RATE: usize = 16_000;
@@ -27,8 +29,9 @@ pub const HOP: usize = 160;
 pub const WINDOW_SAMPLES: usize = 30 * SAMPLE_RATE;
 /// Mel frames in one window.
 pub const WINDOW_FRAMES: usize = WINDOW_SAMPLES / HOP;
-/// Encoder output frames per second (the alignment resolution).
-const TOKENS_PER_SECOND: f64 = 50.0;
+
+/// Seed of CTranslate2's sampling (see `WhisperModel::load`).
+const SAMPLING_SEED: u32 = 20_241_124;
 
 /// Windows per encoder call (see `WhisperModel::encode`).
 const ENCODE_CHUNK: usize = 2;
@@ -89,7 +92,16 @@ pub struct WhisperModel {
 #[derive(Clone, Debug, Default)]
 pub struct WindowResult {
     pub words: Vec<Word>,
+    /// Probability of the no-speech token at the first decoding step.
     pub no_speech_prob: f32,
+    /// Of the kept decoding (see `whisper_guards`).
+    pub avg_logprob: f64,
+    pub compression_ratio: f64,
+    /// The temperature the kept decoding was made at (0 = beam search).
+    pub temperature: f32,
+    /// The kept decoding held a repetition loop (cut from `words`): every
+    /// temperature looped.
+    pub looped: bool,
 }
 
 impl WhisperModel {
@@ -103,6 +115,10 @@ impl WhisperModel {
             );
         }
         select_mkl_layers();
+        // Sampling (temperature fallback) draws from CTranslate2's generator,
+        // one per decoding thread, seeded on first use: with a fixed seed
+        // the same input gives the same transcript.
+        sys::set_random_seed(SAMPLING_SEED);
         let config = Config {
             device: Device::CPU,
             compute_type: compute_type(&opts.compute_type)?,
@@ -319,6 +335,118 @@ impl WhisperModel {
         Ok((StorageView::new(&shape, joined, Device::CPU)?, language))
     }
 
+    /// Decodes every window of `encoded` (`batch` windows) with the
+    /// decoding guards of `whisper_guards`: beam search first, then only the
+    /// windows that need it are decoded again, together, at each next
+    /// temperature (sampling `BEST_OF` candidates), until none needs it. A
+    /// window's loops are cut from the decoding finally kept.
+    fn decode_with_guards(
+        &self,
+        encoded: &StorageView<'_>,
+        batch: usize,
+        prompt: &[String],
+    ) -> Result<Vec<Attempt>> {
+        let beam = WhisperOptions {
+            beam_size: self.beam_size,
+            return_scores: true,
+            return_no_speech_prob: true,
+            ..WhisperOptions::default()
+        };
+        let first = self
+            .model
+            .generate(encoded, &vec![prompt.to_vec(); batch], &beam)?;
+        let mut attempts: Vec<Vec<Attempt>> = first
+            .iter()
+            .map(|g| Ok(vec![self.attempt(g, TEMPERATURES[0])?]))
+            .collect::<Result<_>>()?;
+        let mut failing: Vec<usize> = (0..batch)
+            .filter(|&i| attempts[i][0].needs_fallback())
+            .collect();
+        let mut rows = Vec::new();
+        for &temperature in &TEMPERATURES[1..] {
+            if failing.is_empty() {
+                break;
+            }
+            tracing::debug!(
+                windows = ?failing,
+                temperature,
+                "whisper guards: decoding again"
+            );
+            if rows.is_empty() {
+                rows = vec![0f32; encoded.size() as usize];
+                copy_f32(encoded, &mut rows)?;
+            }
+            let per_window = rows.len() / batch;
+            let mut picked: Vec<f32> = Vec::with_capacity(failing.len() * per_window);
+            for &i in &failing {
+                picked.extend_from_slice(&rows[i * per_window..(i + 1) * per_window]);
+            }
+            let frames = WINDOW_FRAMES / 2;
+            let shape = [failing.len(), frames, per_window / frames];
+            let view = StorageView::new(&shape, &mut picked, Device::CPU)?;
+            let sampling = WhisperOptions {
+                beam_size: 1,
+                num_hypotheses: BEST_OF,
+                sampling_topk: 0,
+                sampling_temperature: temperature,
+                return_scores: true,
+                return_no_speech_prob: true,
+                ..WhisperOptions::default()
+            };
+            let again =
+                self.model
+                    .generate(&view, &vec![prompt.to_vec(); failing.len()], &sampling)?;
+            for (&i, g) in failing.iter().zip(&again) {
+                attempts[i].push(self.attempt(g, temperature)?);
+            }
+            failing.retain(|&i| attempts[i].last().is_some_and(Attempt::needs_fallback));
+        }
+        attempts
+            .into_iter()
+            .map(|tries| {
+                let last_ok = tries.last().is_some_and(|a| !a.needs_fallback());
+                let mut kept = if last_ok {
+                    tries.into_iter().last()
+                } else {
+                    best_attempt(tries)
+                }
+                .ok_or_else(|| anyhow!("no decoding for a window"))?;
+                if kept.looped {
+                    cut_loops(&mut kept.tokens);
+                }
+                Ok(kept)
+            })
+            .collect()
+    }
+
+    /// A decoding's best hypothesis with what the guards look at.
+    fn attempt(&self, g: &sys::WhisperGenerationResult, temperature: f32) -> Result<Attempt> {
+        let eot = self.eot as usize;
+        let (ids, pieces) = match (g.sequences_ids.first(), g.sequences.first()) {
+            (Some(ids), Some(pieces)) => (ids.as_slice(), pieces.as_slice()),
+            _ => (&[][..], &[][..]),
+        };
+        let mut tokens = Vec::with_capacity(ids.len());
+        let mut text_pieces = Vec::with_capacity(ids.len());
+        for (&id, piece) in ids.iter().zip(pieces) {
+            if id < eot {
+                tokens.push(id);
+                text_pieces.push(piece.clone());
+            }
+        }
+        let text = self.tokenizer.decode(text_pieces)?;
+        let score = g.scores.first().copied().unwrap_or(0.0);
+        // faster-whisper's average is over every returned token.
+        let avg = avg_logprob(score, ids.len());
+        Ok(Attempt::new(
+            tokens,
+            &text,
+            avg,
+            g.no_speech_prob,
+            temperature,
+        ))
+    }
+
     /// Transcribes a batch of windows (each ≤ 30 s) in one decoder pass (the
     /// encoder runs on sub-batches), in `language`, or when `None` in the
     /// language detected from the first sub-batch's encoder output. Returns the language used and, per
@@ -358,26 +486,9 @@ impl WhisperModel {
         };
         let t2 = std::time::Instant::now();
         let (prompt, start_ids) = self.prompt(&language);
-        let options = WhisperOptions {
-            beam_size: self.beam_size,
-            return_scores: true,
-            return_no_speech_prob: true,
-            ..WhisperOptions::default()
-        };
-        let generated = self
-            .model
-            .generate(&encoded, &vec![prompt; batch], &options)?;
+        let chosen = self.decode_with_guards(&encoded, batch, &prompt)?;
         let t3 = std::time::Instant::now();
-        let eot = self.eot as usize;
-        let text_tokens: Vec<Vec<usize>> = generated
-            .iter()
-            .map(|g| {
-                g.sequences_ids
-                    .first()
-                    .map(|ids| ids.iter().copied().filter(|&id| id < eot).collect())
-            })
-            .map(Option::unwrap_or_default)
-            .collect();
+        let text_tokens: Vec<Vec<usize>> = chosen.iter().map(|a| a.tokens.clone()).collect();
         let num_frames: Vec<usize> = windows
             .iter()
             .map(|w| w.len().div_ceil(HOP).clamp(1, WINDOW_FRAMES))
@@ -396,205 +507,24 @@ impl WhisperModel {
         );
 
         let mut out = Vec::with_capacity(batch);
-        for (i, (g, al)) in generated.iter().zip(&alignments).enumerate() {
+        for (i, (a, al)) in chosen.iter().zip(&alignments).enumerate() {
             let content_secs = windows[i].len() as f64 / SAMPLE_RATE as f64;
-            let score = g.scores.first().copied().unwrap_or(0.0);
-            // Whisper's own rule: a window that is probably silence and was
-            // decoded with low confidence carries no words (avoids the
-            // classic hallucinated "Thank you." on music or noise).
-            if g.no_speech_prob > 0.6 && score < -1.0 {
-                out.push(WindowResult {
-                    words: Vec::new(),
-                    no_speech_prob: g.no_speech_prob,
-                });
-                continue;
-            }
-            let words = self.words_from_alignment(&text_tokens[i], al, content_secs)?;
+            // faster-whisper's silence rule (the classic hallucinated
+            // "Thank you." on music or noise carries no words).
+            let words = if a.is_silent() {
+                Vec::new()
+            } else {
+                words_from_alignment(&self.tokenizer, &a.tokens, al, content_secs)?
+            };
             out.push(WindowResult {
                 words,
-                no_speech_prob: g.no_speech_prob,
+                no_speech_prob: a.no_speech_prob,
+                avg_logprob: a.avg_logprob,
+                compression_ratio: a.compression_ratio,
+                temperature: a.temperature,
+                looped: a.looped,
             });
         }
         Ok((language, out))
-    }
-
-    fn words_from_alignment(
-        &self,
-        tokens: &[usize],
-        alignment: &sys::WhisperAlignmentResult,
-        content_secs: f64,
-    ) -> Result<Vec<Word>> {
-        if tokens.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Time at which the alignment path first reaches each text token
-        // (index `tokens.len()` is the end-of-text token).
-        let mut jump = vec![f64::NAN; tokens.len() + 1];
-        for pair in &alignment.alignments {
-            let k = pair.token_x;
-            if k >= 0 && (k as usize) < jump.len() && jump[k as usize].is_nan() {
-                jump[k as usize] = pair.frame_x as f64 / TOKENS_PER_SECOND;
-            }
-        }
-        let mut last = 0.0;
-        for t in &mut jump {
-            if t.is_nan() || *t < last {
-                *t = last;
-            }
-            last = *t;
-        }
-        let probs = &alignment.text_token_probs;
-
-        let pieces: Vec<String> = tokens
-            .iter()
-            .map(|&id| self.tokenizer.id_to_token(id as u32).unwrap_or_default())
-            .collect();
-        let groups = split_words(&pieces);
-        let mut words: Vec<Word> = Vec::with_capacity(groups.len());
-        for range in groups {
-            let text = self.tokenizer.decode(pieces[range.clone()].to_vec())?;
-            let text = text.trim();
-            if text.is_empty() {
-                continue;
-            }
-            let p = &probs[range.start.min(probs.len())..range.end.min(probs.len())];
-            let probability = if p.is_empty() {
-                0.0
-            } else {
-                p.iter().sum::<f32>() / p.len() as f32
-            };
-            words.push(Word {
-                text: text.to_string(),
-                start: jump[range.start].min(content_secs),
-                end: jump[range.end].min(content_secs),
-                probability,
-            });
-        }
-        let mut words = merge_punctuation(words);
-        cap_long_words(&mut words);
-        Ok(words)
-    }
-}
-
-/// Splits byte-level BPE pieces ("Ġhello", ",") into word token ranges: a
-/// piece starting with a space marker begins a new word.
-fn split_words(pieces: &[String]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, p) in pieces.iter().enumerate() {
-        if i > start && (p.starts_with('Ġ') || p.starts_with(' ')) {
-            out.push(start..i);
-            start = i;
-        }
-    }
-    if start < pieces.len() {
-        out.push(start..pieces.len());
-    }
-    out
-}
-
-fn is_punctuation(text: &str) -> bool {
-    !text.is_empty() && text.chars().all(|c| !c.is_alphanumeric())
-}
-
-/// Attaches punctuation-only "words" to their neighbour: opening marks to
-/// the next word, everything else to the previous one (as Whisper does).
-fn merge_punctuation(words: Vec<Word>) -> Vec<Word> {
-    let mut out: Vec<Word> = Vec::with_capacity(words.len());
-    let mut pending_prefix: Option<Word> = None;
-    for mut w in words {
-        if is_punctuation(&w.text) {
-            let opening = w.text.chars().all(|c| "\"'“¿([{-«‘".contains(c));
-            match out.last_mut() {
-                Some(prev) if !opening => {
-                    prev.text.push_str(&w.text);
-                    continue;
-                }
-                _ => {
-                    pending_prefix = Some(w);
-                    continue;
-                }
-            }
-        }
-        if let Some(p) = pending_prefix.take() {
-            w.text = format!("{}{}", p.text, w.text);
-            w.start = w.start.min(p.start);
-        }
-        out.push(w);
-    }
-    if let (Some(p), Some(prev)) = (pending_prefix, out.last_mut()) {
-        prev.text.push_str(&p.text);
-    }
-    out
-}
-
-/// Alignment can stretch a word over a following pause; cap durations at
-/// twice the median word length (at most 1.4 s), like faster-whisper.
-fn cap_long_words(words: &mut [Word]) {
-    let mut durations: Vec<f64> = words
-        .iter()
-        .map(|w| w.end - w.start)
-        .filter(|d| *d > 0.0)
-        .collect();
-    if durations.is_empty() {
-        return;
-    }
-    durations.sort_by(|a, b| a.total_cmp(b));
-    let median = durations[durations.len() / 2].min(0.7);
-    let max = 2.0 * median;
-    for w in words.iter_mut() {
-        if w.end - w.start > max {
-            // A long first word usually starts late: keep its end.
-            w.start = w.start.max(w.end - max);
-        }
-    }
-    for i in 1..words.len() {
-        if words[i].start < words[i - 1].end {
-            words[i].start = words[i - 1].end.min(words[i].end);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(text: &str, start: f64, end: f64) -> Word {
-        Word {
-            text: text.into(),
-            start,
-            end,
-            probability: 0.9,
-        }
-    }
-
-    #[test]
-    fn pieces_split_on_space_marker() {
-        let pieces: Vec<String> = ["ĠHello", ",", "Ġwor", "ld", "!"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(split_words(&pieces), vec![0..2, 2..5]);
-    }
-
-    #[test]
-    fn punctuation_merges_into_neighbours() {
-        let merged = merge_punctuation(vec![
-            w("\"", 0.0, 0.1),
-            w("Hi", 0.1, 0.3),
-            w(",", 0.3, 0.3),
-            w("you", 0.4, 0.6),
-        ]);
-        let texts: Vec<_> = merged.iter().map(|w| w.text.as_str()).collect();
-        assert_eq!(texts, ["\"Hi,", "you"]);
-        assert_eq!(merged[0].start, 0.0);
-    }
-
-    #[test]
-    fn long_words_are_capped() {
-        let mut words = vec![w("a", 0.0, 0.3), w("b", 0.3, 0.6), w("c", 0.6, 5.0)];
-        cap_long_words(&mut words);
-        assert!(words[2].end - words[2].start <= 0.6 + 1e-9);
-        assert_eq!(words[2].end, 5.0);
     }
 }

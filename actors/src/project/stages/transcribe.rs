@@ -1,14 +1,19 @@
 //! Transcribe: 16 kHz mono PCM streamed from ffmpeg, cut into speech windows
 //! (≤ 30 s, silences dropped), recognised by Whisper in batches, with word
-//! timestamps mapped back onto the source's timeline.
+//! timestamps mapped back onto the source's timeline. Windows without
+//! syllables are not decoded, words in a window's voiceless stretches are
+//! dropped, a window that loops at every temperature is decoded again in
+//! halves, and repetition loops are cut (see `media::whisper_guards`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::{StageCtx, StageError};
 use crate::media::audio::PcmStream;
-use crate::media::vad::{SpeechWindows, Window};
+use crate::media::vad::{quiet_middle, SpeechWindows, Window};
+use crate::media::voicing::Voicing;
 use crate::media::whisper::{WhisperModel, SAMPLE_RATE};
+use crate::media::whisper_guards::cut_loops_by;
 use crate::transcript::{Transcript, Word};
 
 #[derive(Clone, Debug)]
@@ -167,6 +172,15 @@ fn recognise(
         }
         if audio.is_none() {
             match rx.recv() {
+                // No syllable (noise, breaths, a held tone): nothing to
+                // decode, and nothing for Whisper to hallucinate on.
+                Ok(w) if !w.voicing.is_speech() => {
+                    tracing::debug!(
+                        offset = w.offset,
+                        secs = w.duration(),
+                        "window without speech skipped"
+                    );
+                }
                 Ok(w) => pending.push(w),
                 // The reader finished: every window has been received.
                 Err(_) => match reader.take() {
@@ -196,7 +210,23 @@ fn recognise(
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
                 let base = opts.start + w.offset;
-                words.extend(r.words.into_iter().map(|mut word| {
+                let lang = language.as_deref().unwrap_or("en");
+                let decoded = if r.looped {
+                    match in_halves(model, &w.samples, lang, SPLIT_DEPTH) {
+                        Ok(words) => words,
+                        Err(e) => {
+                            drop(rx);
+                            if let Some(r) = reader.take() {
+                                let _ = join(r);
+                            }
+                            return Err(StageError::Model(format!("{e:#}")));
+                        }
+                    }
+                } else {
+                    r.words
+                };
+                let voiced = in_voice(decoded, &w.voicing);
+                words.extend(voiced.into_iter().map(|mut word| {
                     word.start += base;
                     word.end += base;
                     word
@@ -207,6 +237,12 @@ fn recognise(
         }
     }
     let (read, loudness_db) = audio.unwrap_or_default();
+    // Each window's loops were cut; a loop can still run across windows.
+    if cut_loops_by(&mut words, |a, b| {
+        normalized(&a.text) == normalized(&b.text)
+    }) {
+        tracing::debug!("a repetition loop across windows was cut");
+    }
     let mut transcript = Transcript {
         language: language.unwrap_or_else(|| "en".into()),
         duration: read as f64 / SAMPLE_RATE as f64,
@@ -219,6 +255,80 @@ fn recognise(
         loudness_db,
         model_secs,
     })
+}
+
+/// How many times a looping window is halved at most.
+const SPLIT_DEPTH: u32 = 2;
+/// Halves shorter than this are not split again.
+const MIN_SPLIT_SECS: f64 = 4.0;
+
+/// A window whose decoding looped at every temperature is decoded again in
+/// two halves, split at its quietest point near the middle (with less
+/// context Whisper rarely keeps looping); a half that still loops is split
+/// again, `depth` times at most. Words have times from `samples`' start.
+fn in_halves(
+    model: &WhisperModel,
+    samples: &[f32],
+    language: &str,
+    depth: u32,
+) -> anyhow::Result<Vec<Word>> {
+    let cut = quiet_middle(samples);
+    let halves = [&samples[..cut], &samples[cut..]];
+    tracing::debug!(
+        secs = samples.len() as f64 / SAMPLE_RATE as f64,
+        depth,
+        "looping window decoded again in halves"
+    );
+    let (_, results) = model.transcribe_batch(&halves, Some(language))?;
+    let mut out = Vec::new();
+    for (k, (half, r)) in halves.iter().zip(results).enumerate() {
+        let base = if k == 0 {
+            0.0
+        } else {
+            cut as f64 / SAMPLE_RATE as f64
+        };
+        let splittable = half.len() as f64 >= 2.0 * MIN_SPLIT_SECS * SAMPLE_RATE as f64;
+        let words = if r.looped && depth > 1 && splittable {
+            in_halves(model, half, language, depth - 1)?
+        } else {
+            r.words
+        };
+        out.extend(words.into_iter().map(|mut w| {
+            w.start += base;
+            w.end += base;
+            w
+        }));
+    }
+    Ok(out)
+}
+
+/// Words not in a window's voiceless stretches: a word whose middle lies
+/// more than 0.2 s inside one is dropped (alignment can place a real word a
+/// little into a pause; a word well inside one was not spoken).
+fn in_voice(words: Vec<Word>, voicing: &Voicing) -> Vec<Word> {
+    const MARGIN: f64 = 0.2;
+    words
+        .into_iter()
+        .filter(|w| {
+            let mid = (w.start + w.end) / 2.0;
+            let silent = voicing
+                .silences
+                .iter()
+                .any(|&(a, b)| a + MARGIN < mid && mid < b - MARGIN);
+            if silent {
+                tracing::debug!(word = %w.text, start = w.start, "word in silence dropped");
+            }
+            !silent
+        })
+        .collect()
+}
+
+/// A word's letters and digits, lower-cased (how loops are compared).
+fn normalized(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// Word times never go backwards and every word has end ≥ start.
