@@ -324,24 +324,3 @@ pub async fn start_moto() -> Moto {
     }
     Moto(child, endpoint)
 }
-
-/// Serves `dir` on a free 127.0.0.1 port until the test ends; returns the port.
-pub async fn serve_dir(dir: &Path) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let acceptor = poem::listener::TcpAcceptor::from_tokio(listener).unwrap();
-    let files = poem::endpoint::StaticFilesEndpoint::new(dir.to_path_buf());
-    tokio::spawn(poem::Server::new_with_acceptor(acceptor).run(files));
-    port
-}
-
-/// A page that yt-dlp's generic extractor reads through its JSON-LD
-/// VideoObject (title, duration, thumbnail, content URL).
-pub fn video_page(dir: &Path, page: &str, port: u16, video: &str, title: &str, secs: u32) {
-    let html = format!(
-        r#"<html><head><title>{title}</title>
-<script type="application/ld+json">{{"@context":"https://schema.org","@type":"VideoObject","name":"{title}","description":"A talk","thumbnailUrl":"http://127.0.0.1:{port}/thumb.jpg","uploadDate":"2024-01-01","duration":"PT{secs}S","contentUrl":"http://127.0.0.1:{port}/{video}"}}</script>
-</head><body><p>{title}</p></body></html>"#
-    );
-    std::fs::write(dir.join(page), html).unwrap();
-}
