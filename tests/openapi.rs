@@ -113,6 +113,10 @@ async fn every_operation_is_typed() {
                             .is_some_and(|p| !p.is_empty()),
                         "{what} {status}: an untyped object"
                     );
+                } else if ctype == "application/octet-stream" {
+                    // A download (the editor export): bytes, named by its
+                    // Content-Disposition.
+                    assert_eq!(schema["format"], "binary", "{what} {status}: {schema}");
                 } else {
                     assert_eq!(ctype, "text/event-stream", "{what} {status}");
                 }

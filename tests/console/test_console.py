@@ -297,12 +297,9 @@ def main_path(run: Run):
         expect(page).to_have_url(re.compile(r"^https://billing\.stripe\.com/p/session/"))
         page.get_by_role("link", name="Return to Clipforge").click()
         expect(page).to_have_url(BASE + "/credits")
-        # Plan selection: free at once, and Creator again without paying twice.
-        page.get_by_role("button", name="Choose Free").click()
-        expect(page.get_by_text("Your plan is now Free.")).to_be_visible()
-        expect(page.locator(".plan.current h3")).to_have_text("Free")
-        page.get_by_role("button", name="Choose Creator").click()
-        expect(page.get_by_text("Your plan is now Creator.")).to_be_visible()
+        # Choosing Free with a live subscription now cancels it at the period's
+        # end at Stripe (issue 13); the console does not yet show that answer
+        # (changesAt), so this run stops at the portal.
         expect(page).to_have_url(BASE + "/credits")
 
     def profile():
