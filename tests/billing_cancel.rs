@@ -55,10 +55,36 @@ async fn selecting_free_cancels_the_subscription_at_period_end() {
     );
     assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
 
+    // The balance says when the plan becomes free.
+    let (_, balance) = app.get("/api/credits", &token).await;
+    assert_eq!(balance["planEndsAt"], "2100-01-01T00:00:00.000Z", "{balance}");
+
     // Asking again changes nothing at Stripe.
     let (s, v) = select_free(&app, &token).await;
     assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
     assert_eq!(stripe.seen(&sub_path).len(), 2);
+
+    // Choosing Creator again keeps it: the cancellation is withdrawn.
+    let (s, v) = app
+        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .await;
+    assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
+    assert_eq!(v["changesAt"], Value::Null, "{v}");
+    let calls = stripe.seen(&sub_path);
+    assert_eq!(calls.len(), 3, "the withdrawal");
+    assert_eq!(calls[2].form["cancel_at_period_end"], "false");
+    assert_eq!(
+        stripe.state().subscriptions[&sub]["cancel_at_period_end"],
+        false
+    );
+    let (_, balance) = app.get("/api/credits", &token).await;
+    assert_eq!(balance["planEndsAt"], Value::Null, "{balance}");
+    assert_eq!(app.credits(&token).await, ("creator".into(), 360, 360));
+
+    // And free again sets it to end again.
+    let (s, v) = select_free(&app, &token).await;
+    assert_eq!(v["changesAt"], "2100-01-01T00:00:00.000Z", "{s} {v}");
+    assert_eq!(stripe.seen(&sub_path).len(), 4);
 
     // The period ends: Stripe deletes the subscription and says so.
     let ended = event(
@@ -80,5 +106,7 @@ async fn selecting_free_cancels_the_subscription_at_period_end() {
     let (s, v) = select_free(&app, &token).await;
     assert_eq!((s, v["plan"].clone()), (200, json!("free")), "{v}");
     assert_eq!(v["changesAt"], Value::Null);
-    assert_eq!(stripe.seen(&sub_path).len(), 2);
+    assert_eq!(stripe.seen(&sub_path).len(), 4);
+    let (_, balance) = app.get("/api/credits", &token).await;
+    assert_eq!(balance["planEndsAt"], Value::Null, "{balance}");
 }

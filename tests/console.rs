@@ -13,8 +13,8 @@ mod common;
 #[path = "publishing/platforms.rs"]
 mod platforms;
 #[allow(dead_code)]
-#[path = "billing/stripe.rs"]
-mod stripe;
+mod fake_stripe;
+use fake_stripe as stripe;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -225,4 +225,18 @@ async fn console_main_path_in_chromium() {
         .count();
     assert_eq!(paid, 2, "paid checkouts");
     assert_eq!(stripe.seen("/v1/billing_portal/sessions").len(), 2);
+    // Each run chose Free (the subscription set to end at its period's end)
+    // and then kept Creator (withdrawn): both subscriptions renew.
+    let state = stripe.state();
+    let changes: Vec<&str> = state
+        .seen
+        .iter()
+        .filter(|s| s.path.starts_with("/v1/subscriptions/"))
+        .map(|s| s.form["cancel_at_period_end"].as_str())
+        .collect();
+    assert_eq!(changes, ["true", "false", "true", "false"]);
+    assert!(state
+        .subscriptions
+        .values()
+        .all(|s| s["cancel_at_period_end"] == false));
 }

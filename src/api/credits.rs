@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::formats::{DateTime, LedgerEntryType, OkStatus, Plan, Text, Uuid};
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::accounts::CreditBalance;
+use clipforge_actors::billing::Billing;
 
 #[derive(Tags)]
 enum Tag {
@@ -59,6 +60,11 @@ struct Balance {
     storage_used_bytes: u64,
     /// The plan's storage quota in bytes.
     storage_limit_bytes: u64,
+    /// When the paid plan becomes free: its Stripe subscription is set to
+    /// cancel at the end of the paid period (free was selected). `null`
+    /// when nothing is scheduled.
+    #[oai(nullable)]
+    plan_ends_at: Option<DateTime>,
 }
 
 impl Example for Balance {
@@ -73,6 +79,7 @@ impl Example for Balance {
             renews_at: "2026-05-31T18:00:00.000Z".into(),
             storage_used_bytes: 734_003_200,
             storage_limit_bytes: 5_368_709_120,
+            plan_ends_at: None,
         }
     }
 }
@@ -90,6 +97,7 @@ impl Balance {
             renews_at: b.renews_at.into(),
             storage_used_bytes: used,
             storage_limit_bytes: limit,
+            plan_ends_at: None,
         }
     }
 }
@@ -159,8 +167,20 @@ fn ledger_page(p: clipforge_actors::accounts::LedgerPage) -> ApiResult<LedgerPag
     })
 }
 
-fn raw(b: CreditBalance, storage: (u64, u64)) -> ApiResult<RawJson<Balance>> {
-    let body = serde_json::to_vec(&Balance::new(b, storage).to_json())
+/// A plan bought through Stripe.
+fn paid(plan: clipforge_actors::accounts::Plan) -> bool {
+    use clipforge_actors::accounts::Plan;
+    matches!(plan, Plan::Creator | Plan::Pro)
+}
+
+fn raw(
+    b: CreditBalance,
+    storage: (u64, u64),
+    ends: Option<String>,
+) -> ApiResult<RawJson<Balance>> {
+    let mut balance = Balance::new(b, storage);
+    balance.plan_ends_at = ends.map(DateTime::from);
+    let body = serde_json::to_vec(&balance.to_json())
         .map_err(|e| ApiError::internal("encoding", e))?;
     Ok(RawJson::new(body.into()))
 }
@@ -181,8 +201,15 @@ impl CreditsApi {
         // A plain read (sled cache) answers inline, serialized once; a due
         // renewal writes, so it goes through the account's actor like every
         // change.
+        // Only a paid plan with billing on can be set to end.
+        let ends = if state.billing.is_some() && paid(user.plan) {
+            let record = account(Ok(accounts.billing_record(&id)))?;
+            Billing::plan_ends_at(record.subscription.as_ref())
+        } else {
+            None
+        };
         if let Some(b) = account(Ok(accounts.peek_balance_of(user)))? {
-            return raw(b, storage);
+            return raw(b, storage, ends);
         }
         let b = account(
             state
@@ -190,12 +217,14 @@ impl CreditsApi {
                 .with_account(&id.clone(), move |a| a.balance(&id))
                 .await,
         )?;
-        raw(b, storage)
+        raw(b, storage, ends)
     }
 
     /// Switch plan: a paid plan only with an entitlement (else 402); `free`
     /// always, at once, or, with a paid Stripe subscription, at the end of
     /// its paid period (the subscription is cancelled then; `changesAt`).
+    /// Choosing the paid plan of a subscription set to end keeps it (the
+    /// cancellation is withdrawn at Stripe).
     #[oai(path = "/select-plan", method = "post", operation_id = "selectPlan")]
     async fn select_plan(
         &self,
@@ -207,6 +236,16 @@ impl CreditsApi {
             ApiError::bad_request("invalid_plan", "plan: use free, creator, pro or enterprise")
         })?;
         let id = auth.user().account.id.clone();
+        if let Some(billing) = state.billing.as_ref().filter(|_| paid(plan)) {
+            // The paid plan of a subscription set to end: keep it.
+            if billing.keep_plan(&state.services, &id, plan).await? {
+                return Ok(Json(PlanSelected {
+                    status: OkStatus::ok(),
+                    plan: plan.as_str().into(),
+                    changes_at: None,
+                }));
+            }
+        }
         if let (clipforge_actors::accounts::Plan::Free, Some(billing)) = (plan, &state.billing) {
             let chosen = billing.select_free(&state.services, &id).await?;
             return Ok(Json(PlanSelected {

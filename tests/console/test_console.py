@@ -297,9 +297,17 @@ def main_path(run: Run):
         expect(page).to_have_url(re.compile(r"^https://billing\.stripe\.com/p/session/"))
         page.get_by_role("link", name="Return to Clipforge").click()
         expect(page).to_have_url(BASE + "/credits")
-        # Choosing Free with a live subscription now cancels it at the period's
-        # end at Stripe (issue 13); the console does not yet show that answer
-        # (changesAt), so this run stops at the portal.
+        # Free with a live subscription: Creator stays until the period ends
+        # (Stripe cancels it then); keeping Creator withdraws that.
+        page.get_by_role("button", name="Choose Free").click()
+        expect(page.get_by_text(re.compile(r"^Your Creator plan stays until .+; then it becomes Free\.$"))).to_be_visible()
+        expect(page.locator(".plan.current h3")).to_have_text("Creator")
+        expect(page.locator(".plan.current").get_by_text(re.compile(r"^Ends on "))).to_be_visible()
+        run.page_check("credits-ending")
+        page.get_by_role("button", name="Keep Creator").click()
+        expect(page.get_by_text("Your Creator plan renews as before.")).to_be_visible()
+        expect(page.get_by_role("button", name="Keep Creator")).to_have_count(0)
+        expect(page.get_by_role("button", name="Choose Free")).to_be_visible()
         expect(page).to_have_url(BASE + "/credits")
 
     def profile():

@@ -1,22 +1,28 @@
 //! A local server that speaks Stripe's wire format — form-encoded
-//! requests, Stripe-shaped JSON objects and error bodies — for the billing
-//! tests, which drive the real binary (and through it the real
-//! `async-stripe` client) against it; and the helpers those tests share.
-//! Webhooks are signed with Stripe's scheme, computed here independently of
-//! the server's code.
+//! requests, Stripe-shaped JSON objects and error bodies — for the tests
+//! that drive the real binary (and through it the real `async-stripe`
+//! client) against it: billing, billing_cancel and the console. It also
+//! plays Stripe's hosted checkout and portal pages for a browser
+//! ([`pages`]); [`app`] holds the billing tests' helpers (webhooks signed
+//! with Stripe's scheme, computed here independently of the server's
+//! code). One Stripe for every test, so its wire format is kept in one
+//! place.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use hmac::{Hmac, KeyInit, Mac};
 use poem::listener::{Acceptor, Listener, TcpListener};
 use poem::web::{Data, Form, Path as PPath};
 use poem::{get, handler, post, EndpointExt, Request, Response, Route, Server};
 use serde_json::{json, Value};
-use sha2::Sha256;
 
-use super::common::{spawn_app_with, App};
+pub mod app;
+pub mod pages;
+
+#[allow(unused_imports)]
+pub use app::*;
+pub use pages::app_env;
 
 pub const SECRET_KEY: &str = "sk_test_clipforge";
 pub const WEBHOOK_SECRET: &str = "whsec_test_clipforge";
@@ -64,6 +70,8 @@ pub struct StripeState {
     /// The price of each session's line item.
     pub prices: HashMap<String, String>,
     pub next: u32,
+    /// The `return_url` of the last portal session.
+    pub portal_return: String,
 }
 
 #[derive(Clone, Default)]
@@ -279,6 +287,7 @@ pub fn create_portal(
         Ok(f) => f,
         Err(r) => return r,
     };
+    fake.state().portal_return = form.get("return_url").cloned().unwrap_or_default();
     stripe_json(&json!({
         "id": "bps_test_1", "object": "billing_portal.session", "configuration": "bpc_test_1",
         "created": now(), "customer": form.get("customer"), "flow": null, "livemode": false,
@@ -379,6 +388,8 @@ pub async fn start_stripe() -> (FakeStripe, String) {
         .at("/v1/checkout/sessions/:id", get(retrieve_session))
         .at("/v1/billing_portal/sessions", post(create_portal))
         .at("/v1/subscriptions/:id", post(update_subscription))
+        .at("/c/pay/:id", get(pages::checkout_page).post(pages::checkout_pay))
+        .at("/p/session/:id", get(pages::portal_page))
         .data(fake.clone());
     let acceptor = TcpListener::bind("127.0.0.1:0")
         .into_acceptor()
@@ -388,189 +399,3 @@ pub async fn start_stripe() -> (FakeStripe, String) {
     tokio::spawn(Server::new_with_acceptor(acceptor).run(app));
     (fake, format!("http://127.0.0.1:{port}"))
 }
-
-// ---------------------------------------------------------------------------
-// The server under test.
-
-/// Starts the server; with `stripe`, billing is configured to use it.
-pub fn spawn_app(stripe: Option<&str>) -> App {
-    let mut env: Vec<(String, String)> = Vec::new();
-    if let Some(base) = stripe {
-        for (k, v) in [
-            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY),
-            ("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET),
-            ("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL),
-            ("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL),
-            ("CLIPFORGE_BILLING_STRIPE_API_BASE", base),
-        ] {
-            env.push((k.to_string(), v.to_string()));
-        }
-        for (plan, freq, id) in PRICES {
-            let var = format!(
-                "CLIPFORGE_BILLING_PRICE_{}_{}",
-                plan.to_uppercase(),
-                freq.to_uppercase()
-            );
-            env.push((var, id.to_string()));
-        }
-    }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    spawn_app_with(tempfile::tempdir().unwrap(), &env)
-}
-
-impl App {
-    pub async fn sign_up_with_id(&self, email: &str) -> (String, String) {
-        let (s, v) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/auth/sign-up/email",
-                None,
-                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["token"].as_str().unwrap().to_string(),
-            v["user"]["id"].as_str().unwrap().to_string(),
-        )
-    }
-    /// Sends a webhook with the given `Stripe-Signature` header (if any).
-    pub async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .post(format!("{}/api/stripe/webhook", self.base))
-            .header("content-type", "application/json; charset=utf-8")
-            .body(payload.to_string());
-        if let Some(sig) = signature {
-            req = req.header("stripe-signature", sig);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-    /// Sends `event` signed now with the endpoint's secret.
-    pub async fn webhook(&self, event: &Value) -> (u16, Value) {
-        let payload = event.to_string();
-        let sig = signature(&payload, WEBHOOK_SECRET, now());
-        self.webhook_raw(&payload, Some(sig)).await
-    }
-    /// (plan, credits, totalCredits).
-    pub async fn credits(&self, token: &str) -> (String, u64, u64) {
-        let (s, v) = self.get("/api/credits", token).await;
-        assert_eq!(s, 200, "{v}");
-        (
-            v["plan"].as_str().unwrap().to_string(),
-            v["credits"].as_u64().unwrap(),
-            v["totalCredits"].as_u64().unwrap(),
-        )
-    }
-    /// Everything a change could touch: balance, ledger and notifications.
-    pub async fn snapshot(&self, token: &str) -> Value {
-        let (_, credits) = self.get("/api/credits", token).await;
-        let (_, ledger) = self.get("/api/credits/ledger?limit=100", token).await;
-        let (_, notes) = self.get("/api/notifications", token).await;
-        json!({"credits": credits, "ledger": ledger, "notifications": notes})
-    }
-    pub async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
-        self.post(
-            "/api/stripe/checkout",
-            token,
-            json!({"plan": plan, "frequency": frequency}),
-        )
-        .await
-    }
-}
-
-/// `t=…,v1=…`: HMAC-SHA256 of `"{t}.{payload}"` keyed with the secret.
-pub fn signature(payload: &str, secret: &str, t: i64) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{t}.{payload}").as_bytes());
-    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
-}
-
-pub fn assert_error(status: u16, body: &Value, expected: u16, code: &str) {
-    assert_eq!(status, expected, "{body}");
-    assert_eq!(body["error"], code, "{body}");
-    assert!(body["message"].is_string(), "{body}");
-}
-
-pub fn event(id: &str, kind: &str, object: Value) -> Value {
-    json!({
-        "id": id, "object": "event", "api_version": "2026-09-30.endive", "created": now(),
-        "data": {"object": object}, "livemode": false, "pending_webhooks": 1,
-        "request": {"id": null, "idempotency_key": null}, "type": kind
-    })
-}
-
-pub fn subscription(
-    id: &str,
-    customer: &str,
-    price: &str,
-    status: &str,
-    cancel_at_end: bool,
-) -> Value {
-    json!({
-        "id": id, "object": "subscription", "customer": customer, "status": status,
-        "cancel_at_period_end": cancel_at_end, "created": now(), "livemode": false,
-        "items": {"object": "list", "data": [{
-            "id": "si_test_1", "object": "subscription_item",
-            "price": {"id": price, "object": "price", "recurring": {"interval": "month"}},
-            "current_period_start": now(), "current_period_end": now() + 30 * 86400
-        }]},
-        "metadata": {}
-    })
-}
-
-pub fn invoice(customer: &str, sub: &str, period_start: i64, period_end: i64) -> Value {
-    json!({
-        "id": format!("in_test_{period_start}"), "object": "invoice", "customer": customer,
-        "billing_reason": "subscription_cycle", "status": "paid", "amount_paid": 1900,
-        "created": now(), "next_payment_attempt": null,
-        "parent": {"type": "subscription_details",
-                   "subscription_details": {"subscription": sub, "metadata": {}}},
-        "lines": {"object": "list", "data": [{
-            "id": "il_test_1", "object": "line_item",
-            "period": {"start": period_start, "end": period_end}
-        }]}
-    })
-}
-
-/// An account that bought `plan` (paid at the fake, not yet activated).
-pub struct Subscribed {
-    pub token: String,
-    pub session: String,
-    /// The paid Checkout Session.
-    pub paid: Value,
-    pub customer: String,
-    pub subscription: String,
-}
-
-/// Signs up `email`, opens a checkout for `plan` and pays it.
-pub async fn subscribe(
-    app: &App,
-    stripe: &FakeStripe,
-    email: &str,
-    plan: &str,
-    frequency: &str,
-) -> Subscribed {
-    let (token, _) = app.sign_up_with_id(email).await;
-    let session = open_checkout(app, &token, plan, frequency).await;
-    let paid = stripe.pay(&session);
-    Subscribed {
-        token,
-        session,
-        customer: paid["customer"].as_str().unwrap().to_string(),
-        subscription: paid["subscription"].as_str().unwrap().to_string(),
-        paid,
-    }
-}
-
-/// Opens a checkout; returns the session id.
-pub async fn open_checkout(app: &App, token: &str, plan: &str, frequency: &str) -> String {
-    let (s, v) = app.checkout(token, plan, frequency).await;
-    assert_eq!(s, 200, "{v}");
-    let url = v["url"].as_str().unwrap();
-    url.rsplit('/').next().unwrap().to_string()
-}
-
-// ---------------------------------------------------------------------------

@@ -15,19 +15,19 @@
 //!                                      customer.subscription.updated|deleted ──► move / end the plan
 //! POST /credits/select-plan {free} ──► live subscription? cancel_at_period_end at Stripe
 //!                                      (the plan ends with the subscription's deleted event)
+//! POST /credits/select-plan {its paid plan} while ending ──► cancel_at_period_end=false
 //! ```
 
+mod plan_change;
 pub mod stripe_client;
 pub mod webhook;
 
 use std::collections::HashMap;
 
-use crate::accounts::{
-    iso8601, Account, AccountError, Accounts, Activation, BillingFrequency, Plan,
-    SubscriptionUpdate,
-};
+use crate::accounts::{Account, AccountError, Accounts, Activation, BillingFrequency, Plan};
 use crate::service::Services;
 use stripe_client::{NewCheckout, StripeApi, StripeCallError};
+pub use plan_change::FreeSelection;
 pub use webhook::{sign, verify_signature, SignatureError, WebhookOutcome, MAX_WEBHOOK_BYTES};
 
 /// Placeholder Stripe replaces with the session id in the success URL.
@@ -228,16 +228,6 @@ pub struct CheckoutStatus {
     pub plan: Plan,
 }
 
-/// What selecting the free plan did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FreeSelection {
-    /// The account's plan now.
-    pub plan: Plan,
-    /// When the plan becomes free (ISO 8601): the end of the paid period of
-    /// a subscription set to cancel then; `None` when it changed at once.
-    pub changes_at: Option<String>,
-}
-
 /// Billing, configured.
 #[derive(Debug)]
 pub struct Billing {
@@ -407,53 +397,6 @@ impl Billing {
             payment_status: session.payment_status,
             activated,
             plan: account.plan,
-        })
-    }
-
-    /// `select-plan free`: a live subscription not already ending is set to
-    /// cancel at the end of its paid period at Stripe, and the account keeps
-    /// the plan it paid for until Stripe says the subscription ended
-    /// (`customer.subscription.deleted`, or an update to a status that no
-    /// longer entitles). Without a live subscription, or on another plan
-    /// than the subscription's, the account moves to free at once.
-    pub async fn select_free(&self, services: &Services, user_id: &str) -> Result<FreeSelection> {
-        let uid = user_id.to_string();
-        let record = on_account(services, user_id, move |a| a.billing_record(&uid)).await?;
-        if let Some(sub) = record.subscription.filter(|s| s.is_live()) {
-            let mut changes_at = sub.current_period_end;
-            if !sub.cancel_at_period_end {
-                let snap = self.stripe.cancel_at_period_end(&sub.id).await?;
-                tracing::info!(user_id = %user_id, subscription_id = %sub.id, "subscription set to cancel at period end");
-                let update = SubscriptionUpdate {
-                    subscription_id: sub.id.clone(),
-                    plan: sub.plan,
-                    frequency: sub.frequency,
-                    status: snap.status,
-                    cancel_at_period_end: snap.cancel_at_period_end,
-                    current_period_end: snap.ends_at.map(|s| s.saturating_mul(1000)),
-                };
-                changes_at = update.current_period_end;
-                let uid = user_id.to_string();
-                on_account(services, user_id, move |a| {
-                    a.update_subscription(&uid, &update, None)
-                })
-                .await?;
-            }
-            let uid = user_id.to_string();
-            let account = on_account(services, user_id, move |a| a.get_account(&uid)).await?;
-            if account.plan == sub.plan {
-                return Ok(FreeSelection {
-                    plan: account.plan,
-                    changes_at: changes_at.map(iso8601),
-                });
-            }
-        }
-        let uid = user_id.to_string();
-        let balance =
-            on_account(services, user_id, move |a| a.select_plan(&uid, Plan::Free)).await?;
-        Ok(FreeSelection {
-            plan: balance.plan,
-            changes_at: None,
         })
     }
 

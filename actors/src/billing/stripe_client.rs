@@ -196,15 +196,16 @@ pub struct SubscriptionSnapshot {
 }
 
 impl StripeApi {
-    /// Sets `cancel_at_period_end` on the subscription: it stays active
-    /// until the end of the paid period, then Stripe ends it (and sends
-    /// `customer.subscription.deleted`).
-    pub async fn cancel_at_period_end(
+    /// Sets `cancel_at_period_end` on the subscription: with `true` it
+    /// stays active until the end of the paid period, then Stripe ends it
+    /// (and sends `customer.subscription.deleted`); `false` withdraws that.
+    pub async fn set_cancel_at_period_end(
         &self,
         subscription_id: &str,
+        cancel: bool,
     ) -> CallResult<SubscriptionSnapshot> {
         let sub = UpdateSubscription::new(subscription_id)
-            .cancel_at_period_end(true)
+            .cancel_at_period_end(cancel)
             .send(&self.client)
             .await?;
         let period_end = sub.items.data.iter().map(|i| i.current_period_end).max();

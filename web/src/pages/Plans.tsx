@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiFailure, ok } from "../api/client";
 import type { Balance } from "../api/models";
 import { Choice, ErrorBox } from "../components/ui";
-import { t, type Key } from "../i18n";
+import { formatDate, t, type Key } from "../i18n";
 import { navigate } from "../router";
 
 const PLANS = ["free", "creator", "pro", "enterprise"] as const;
@@ -14,6 +14,9 @@ const planName = (p: string) => t(("plan_" + p) as Key);
  * paid plan the account is entitled to switches at once); a creator or pro
  * plan not bought yet opens Stripe's checkout, whose return path
  * (`/credits?session_id=…`) activates it. The portal manages a subscription.
+ * Free with a live subscription takes effect at the end of the paid period
+ * (`changesAt`, then the balance's `planEndsAt`); until then the current
+ * card offers to keep the paid plan (`select-plan` with it again).
  */
 export function Plans({ balance, onChanged }: { balance: Balance | undefined; onChanged: () => void }) {
   const [frequency, setFrequency] = useState<"monthly" | "yearly">("monthly");
@@ -49,12 +52,16 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
       setBusy(false);
     }
   }
+  // The paid plan is set to end (free was chosen): when.
+  const ending = balance?.planEndsAt ?? null;
   const openStripe = async (page: Promise<{ url: string }>) => location.assign((await page).url);
   const choose = (plan: Plan) =>
     act(async () => {
       try {
         const r = await ok(api.POST("/credits/select-plan", { body: { plan } }));
-        setNote(t("planNow", { p: planName(r.plan) }));
+        if (r.changesAt) setNote(t("planEnding", { p: planName(r.plan), d: formatDate(r.changesAt) }));
+        else if (ending && plan === balance?.plan) setNote(t("planKept", { p: planName(r.plan) }));
+        else setNote(t("planNow", { p: planName(r.plan) }));
         onChanged();
       } catch (e) {
         const buy = e instanceof ApiFailure && e.code === "checkout_required" && (plan === "creator" || plan === "pro");
@@ -96,7 +103,19 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
               <h3>{planName(p)}</h3>
               <p class="small">{t(("planDesc_" + p) as Key)}</p>
               {current ? (
-                <p class="badge-soft">{t("currentPlan")}</p>
+                <>
+                  <p class="badge-soft">{t("currentPlan")}</p>
+                  {ending && (
+                    <>
+                      <p class="small">{t("planEndsOn", { d: formatDate(ending) })}</p>
+                      <button type="button" disabled={busy} onClick={() => choose(p)}>
+                        {t("keepPlan", { p: planName(p) })}
+                      </button>
+                    </>
+                  )}
+                </>
+              ) : ending && p === "free" ? (
+                <p class="badge-soft">{t("freeFrom", { d: formatDate(ending) })}</p>
               ) : (
                 <button type="button" class={p === "free" || p === "enterprise" ? "secondary" : undefined} disabled={!balance || busy} onClick={() => choose(p)}>
                   {t("buy", { p: planName(p) })}
