@@ -177,6 +177,14 @@ def main_path(run: Run):
         clip.get_by_text("Transcript").click()
         expect(clip.locator(".transcript li").first).to_be_visible()
         run.page_check("project-clips")
+        # The editor exports: an EDL that names the clip, and the ZIP.
+        with page.expect_download() as d:
+            page.get_by_role("link", name="EDL (CMX3600)").click()
+        edl = open(d.value.path(), encoding="utf-8").read()
+        assert edl.startswith("TITLE:") and "FCM: NON-DROP FRAME" in edl, f"not an EDL: {edl[:200]!r}"
+        with page.expect_download() as d:
+            page.get_by_role("link", name="All files (ZIP)").click()
+        assert open(d.value.path(), "rb").read(2) == b"PK", "not a ZIP"
 
     def template():
         nav(page, "Caption templates")

@@ -135,6 +135,27 @@ export function ProjectPage({ id }: { id: string }) {
           )}
         </section>
       )}
+      {p.state === "completed" && data.clips.length > 0 && (
+        <section class="panel" aria-labelledby="export-h">
+          <h2 id="export-h">{t("export")}</h2>
+          <p class="muted small">{t("exportHint")}</p>
+          <div class="downloads">
+            {EXPORTS.map(([format, label]) => (
+              <a key={format} class="button secondary" href={`/api/projects/${p.id}/export?format=${format}`} download>
+                {t(label)}
+              </a>
+            ))}
+          </div>
+        </section>
+      )}
     </Page>
   );
 }
+
+/** The editor exports of a finished project (`GET /api/projects/:id/export`). */
+const EXPORTS: [string, Key][] = [
+  ["fcpxml", "exportFcpxml"],
+  ["edl", "exportEdl"],
+  ["otio", "exportOtio"],
+  ["zip", "exportZip"],
+];
