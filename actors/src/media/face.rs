@@ -21,7 +21,7 @@ pub const SAMPLE_FPS: f64 = 1.0;
 pub const MOTION_FPS: f64 = 5.0;
 const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 /// Width of the grey frames the detector sees.
-const DETECT_WIDTH: u32 = 480;
+const DETECT_WIDTH: u32 = 640;
 
 /// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
 /// box's width as a share of the frame's width).

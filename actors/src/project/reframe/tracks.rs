@@ -3,8 +3,9 @@
 
 use crate::media::face::{Face, FaceAnalysis};
 
-/// A face linked to the same face in the next sample when its centre moved
-/// less than this (share of the frame) since the track's last position.
+/// A face is linked to a track when its centre moved less than this (share
+/// of the frame) per sample since the track was last seen (a face missed
+/// by the detector for a sample or two keeps its track), up to 3 samples.
 const LINK_DISTANCE: f64 = 0.15;
 
 /// One person over the clip.
@@ -58,8 +59,8 @@ impl Track {
 pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
     let n = analysis.faces.len();
     let mut tracks: Vec<Track> = Vec::new();
-    // Last known position of each track.
-    let mut last: Vec<Face> = Vec::new();
+    // Last known position of each track, and the sample it was seen in.
+    let mut last: Vec<(usize, Face)> = Vec::new();
     for (s, faces) in analysis.faces.iter().enumerate() {
         let mut taken = vec![false; tracks.len()];
         for (i, f) in faces.iter().enumerate() {
@@ -67,7 +68,10 @@ pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
                 .iter()
                 .enumerate()
                 .filter(|(t, _)| !taken[*t])
-                .map(|(t, l)| (t, ((l.cx - f.cx).powi(2) + (l.cy - f.cy).powi(2)).sqrt()))
+                .map(|(t, (seen, l))| {
+                    let d = ((l.cx - f.cx).powi(2) + (l.cy - f.cy).powi(2)).sqrt();
+                    (t, d / (s - seen).clamp(1, 3) as f64)
+                })
                 .filter(|(_, d)| *d < LINK_DISTANCE)
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             let t = match nearest {
@@ -80,13 +84,13 @@ pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
                         presence: 0.0,
                         positions: vec![None; n],
                     });
-                    last.push(*f);
+                    last.push((s, *f));
                     taken.push(false);
                     tracks.len() - 1
                 }
             };
             taken[t] = true;
-            last[t] = *f;
+            last[t] = (s, *f);
             tracks[t].positions[s] = Some((i, *f));
         }
     }
