@@ -328,11 +328,11 @@ mod tests {
         (a, e)
     }
 
-    /// Left talks 0–6 s, right 6–12 s, with a 0.4 s blip of the other side
-    /// at 3 s (a laugh) that must not switch the crop.
+    /// Left talks 0–6 s, right 6–12 s, with a 1 s interjection of the other
+    /// side at 3 s (an "mm-hm, right") that must not switch the crop.
     fn alternating(k: usize) -> Option<usize> {
         let t = k as f64 * STEP;
-        if (3.0..3.4).contains(&t) {
+        if (2.99..3.99).contains(&t) {
             Some(1)
         } else if (5.8..6.0).contains(&t) {
             None
