@@ -18,7 +18,8 @@ THREADS="${BENCH_THREADS:-$(nproc)}"
 MODEL_DIR="${CLIPFORGE_MODEL_DIR:-${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}/models/whisper-base}"
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 
-cargo build --release --locked --bin clipforge >/dev/null
+# BENCH_BUILD=0: use the binary already in $CARGO_TARGET_DIR.
+[ "${BENCH_BUILD:-1}" = 0 ] || cargo build --release --locked --bin clipforge >/dev/null
 python3 -c 'import faster_whisper' 2>/dev/null || python3 -m pip install -q faster-whisper
 
 WORK=$(mktemp -d /tmp/clipforge-bench.XXXXXX)

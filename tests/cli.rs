@@ -80,7 +80,10 @@ fn clip_command_writes_clips_and_reports_progress() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "exit {:?}: {stderr}", res.status);
-    assert!(stderr.contains("clip-1.mp4") && stderr.contains(" fit "), "{stderr}");
+    assert!(
+        stderr.contains("clip-1.mp4") && stderr.contains(" fit "),
+        "{stderr}"
+    );
     for stage in ["download", "transcribe", "cut", "caption"] {
         assert!(
             stderr.contains(&format!("[{stage}] 100%")),
@@ -112,7 +115,11 @@ fn clip_command_writes_clips_and_reports_progress() {
         .arg(out.join("clip-1.mp4"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "1080,1350", "4:5");
+    assert_eq!(
+        String::from_utf8_lossy(&probe.stdout).trim(),
+        "1080,1350",
+        "4:5"
+    );
     // The editor timelines point at the input, and put the clip at 0–5 s.
     let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();
     assert!(fcpxml.contains("src=\"file:///"), "{fcpxml}");
@@ -171,7 +178,10 @@ fn clip_command_explains_bad_input() {
     ] {
         let res = bin().args(["clip", "x.mp4", flag, value]).output().unwrap();
         assert_eq!(res.status.code(), Some(2), "{flag}");
-        assert!(String::from_utf8_lossy(&res.stderr).contains(says), "{flag}");
+        assert!(
+            String::from_utf8_lossy(&res.stderr).contains(says),
+            "{flag}"
+        );
     }
 }
 

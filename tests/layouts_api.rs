@@ -33,9 +33,17 @@ async fn projects_take_a_layout_and_an_aspect_ratio() {
     assert_eq!(s, 200, "{up}");
     let key = up["fileKey"].clone();
 
-    for (field, value) in [("aspectRatio", "3:2"), ("layout", "pip"), ("aspectRatio", "")] {
+    for (field, value) in [
+        ("aspectRatio", "3:2"),
+        ("layout", "pip"),
+        ("aspectRatio", ""),
+    ] {
         let (s, v) = app
-            .post("/api/projects", &token, json!({"fileKey": key, field: value}))
+            .post(
+                "/api/projects",
+                &token,
+                json!({"fileKey": key, field: value}),
+            )
             .await;
         assert_error(s, &v, 400);
         assert_eq!(v["error"], "invalid_field", "{v}");
@@ -77,7 +85,11 @@ async fn projects_take_a_layout_and_an_aspect_ratio() {
 
     // Defaults: auto and 9:16; a clip's own layout is never auto.
     let (s, created) = app
-        .post("/api/projects", &token, json!({"fileKey": key, "skipCuts": true}))
+        .post(
+            "/api/projects",
+            &token,
+            json!({"fileKey": key, "skipCuts": true}),
+        )
         .await;
     assert_eq!(s, 201, "{created}");
     assert_eq!(created["project"]["layout"], "auto");

@@ -24,7 +24,11 @@ const VERTICAL: (u32, u32) = (1080, 1920);
 
 fn photo() -> PathBuf {
     let p = common::cache_dir().join("testdata").join("astronaut.png");
-    assert!(p.is_file(), "{} missing: run `make setup-test`", p.display());
+    assert!(
+        p.is_file(),
+        "{} missing: run `make setup-test`",
+        p.display()
+    );
     p
 }
 
@@ -53,9 +57,21 @@ fn ffmpeg(args: &[&str], out: &Path) {
 /// voice on its own side's channel (faces still); else a mono mix and the
 /// talking photo bobs (its mouth region moves while it talks).
 fn two_people(dir: &Path, stereo: bool) -> PathBuf {
-    let a = common::speech_wav(dir, "a", "Welcome back to the show. Today we talk about rockets and orbits.");
-    let b = common::speech_wav(dir, "b", "Thanks for having me. Orbits are simpler than they look, honestly.");
-    let out = dir.join(if stereo { "two-stereo.mp4" } else { "two-mono.mp4" });
+    let a = common::speech_wav(
+        dir,
+        "a",
+        "Welcome back to the show. Today we talk about rockets and orbits.",
+    );
+    let b = common::speech_wav(
+        dir,
+        "b",
+        "Thanks for having me. Orbits are simpler than they look, honestly.",
+    );
+    let out = dir.join(if stereo {
+        "two-stereo.mp4"
+    } else {
+        "two-mono.mp4"
+    });
     let fmt = "aformat=sample_fmts=fltp:sample_rates=22050:channel_layouts=mono";
     let voice = |i: usize| format!("[{i}:a]{fmt},apad=whole_dur=6,atrim=0:6[v{i}]");
     let silence = |name: &str| format!("aevalsrc=0:s=22050:d=6,{fmt}[{name}]");
@@ -114,9 +130,17 @@ fn two_people(dir: &Path, stereo: bool) -> PathBuf {
 }
 
 async fn frame(input: &Path, secs: f64, out: (u32, u32), layout: Layout) -> Framing {
-    frame_clip(input, 0.0, secs, SRC, out, layout, &CancellationToken::new())
-        .await
-        .expect("framing")
+    frame_clip(
+        input,
+        0.0,
+        secs,
+        SRC,
+        out,
+        layout,
+        &CancellationToken::new(),
+    )
+    .await
+    .expect("framing")
 }
 
 /// The crop centre (source px) at `t` of a followed path (piecewise
@@ -151,11 +175,17 @@ async fn speaker_follows_the_talker(stereo: bool) {
     // The left face's centre is at x ≈ 310, the right one's at ≈ 970.
     for t in [1.0, 3.0, 5.0] {
         let x = centre_at(&f.composition, t);
-        assert!(x < 640.0, "left talks at {t} s but the crop is at {x}: {f:?}");
+        assert!(
+            x < 640.0,
+            "left talks at {t} s but the crop is at {x}: {f:?}"
+        );
     }
     for t in [8.5, 10.0, 11.5] {
         let x = centre_at(&f.composition, t);
-        assert!(x > 640.0, "right talks at {t} s but the crop is at {x}: {f:?}");
+        assert!(
+            x > 640.0,
+            "right talks at {t} s but the crop is at {x}: {f:?}"
+        );
     }
     let j = jitter(path_of(&f.composition), 12.0, 25.0, 100.0);
     eprintln!("speaker (stereo {stereo}): {j:?}, {}", f.reason);
@@ -167,7 +197,10 @@ async fn speaker_follows_the_talker(stereo: bool) {
     let Composition::Split(boxes) = s.composition else {
         panic!("{s:?}")
     };
-    assert!(boxes[0].x + boxes[0].w / 2 < 640 && boxes[1].x + boxes[1].w / 2 > 640, "{boxes:?}");
+    assert!(
+        boxes[0].x + boxes[0].w / 2 < 640 && boxes[1].x + boxes[1].w / 2 > 640,
+        "{boxes:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -183,7 +216,11 @@ async fn speaker_follows_the_moving_mouth_in_mono() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_moving_face_is_followed_without_jitter() {
     let dir = tempfile::tempdir().unwrap();
-    let wav = common::speech_wav(dir.path(), "m", "I am walking across the stage while I talk to you all.");
+    let wav = common::speech_wav(
+        dir.path(),
+        "m",
+        "I am walking across the stage while I talk to you all.",
+    );
     let input = dir.path().join("moving.mp4");
     let photo = photo();
     // 400 px portrait sliding from x=60 to x=820 over 10 s, with a small
@@ -239,7 +276,11 @@ async fn a_moving_face_is_followed_without_jitter() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slide_with_a_small_face_cam_is_a_screen_recording() {
     let dir = tempfile::tempdir().unwrap();
-    let wav = common::speech_wav(dir.path(), "s", "On this slide you can see the quarterly numbers.");
+    let wav = common::speech_wav(
+        dir.path(),
+        "s",
+        "On this slide you can see the quarterly numbers.",
+    );
     let input = dir.path().join("screen.mp4");
     let photo = photo();
     ffmpeg(
@@ -342,4 +383,3 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
         }
     }
 }
-

@@ -5,8 +5,8 @@ use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Object};
 
 use super::formats::{
-    AspectRatio, ClipDurationPreset, ClipLayout, Date, DateTime, ProjectEventType, ProjectState, ProjectStatusText, Text,
-    Uri, Uuid,
+    AspectRatio, ClipDurationPreset, ClipLayout, Date, DateTime, ProjectEventType, ProjectState,
+    ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
 use clipforge_actors::service::projects::{

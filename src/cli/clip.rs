@@ -218,9 +218,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
         None => aspect.size(),
         Some(size) => match parse_size(size) {
             Some(s) => s,
-            None => {
-                return usage_error(format!("bad --size {size:?}: use WxH, e.g. 1080x1920"))
-            }
+            None => return usage_error(format!("bad --size {size:?}: use WxH, e.g. 1080x1920")),
         },
     };
     if let Some(d) = args.duration {

@@ -201,10 +201,7 @@ pub fn decide(
             } else {
                 pick(
                     Layout::Single,
-                    format!(
-                        "one face ({:.0} % of samples)",
-                        first.presence * 100.0
-                    ),
+                    format!("one face ({:.0} % of samples)", first.presence * 100.0),
                 )
             }
         }
@@ -324,17 +321,17 @@ pub async fn frame_clip(
             reason: if pair.is_some() {
                 decision.reason
             } else {
-                format!("{}, without two faces: the left and right halves", decision.reason)
+                format!(
+                    "{}, without two faces: the left and right halves",
+                    decision.reason
+                )
             },
             composition: graph::split(pair, src, out),
         },
         // The face cam: the smallest stable face (a presenter's inset).
         Layout::Screen => Framing {
             layout: Layout::Screen,
-            composition: graph::screen(
-                tracks.iter().min_by(|a, b| a.size.total_cmp(&b.size)),
-                src,
-            ),
+            composition: graph::screen(tracks.iter().min_by(|a, b| a.size.total_cmp(&b.size)), src),
             reason: decision.reason,
         },
         Layout::Fit => fit(decision.reason),
@@ -378,13 +375,19 @@ mod tests {
         assert_eq!(d(&[track(0.5, 0.2)], None), Layout::Single);
         assert_eq!(d(&[track(0.9, 0.06)], None), Layout::Screen);
         assert_eq!(d(&[track(0.5, 0.06)], None), Layout::Single);
-        assert_eq!(d(&[track(0.3, 0.2), track(0.7, 0.05)], None), Layout::Single);
+        assert_eq!(
+            d(&[track(0.3, 0.2), track(0.7, 0.05)], None),
+            Layout::Single
+        );
         let two = [track(0.3, 0.2), track(0.7, 0.18)];
         assert_eq!(d(&two, Some(0.8)), Layout::Speaker);
         assert_eq!(d(&two, Some(0.2)), Layout::Split);
         assert_eq!(d(&two, None), Layout::Split);
         let three = [track(0.2, 0.2), track(0.5, 0.2), track(0.8, 0.2)];
         assert_eq!(d(&three, None), Layout::Fit);
-        assert_eq!(decide(&[track(0.5, 0.2)], None, out, out).layout, Layout::Fit);
+        assert_eq!(
+            decide(&[track(0.5, 0.2)], None, out, out).layout,
+            Layout::Fit
+        );
     }
 }

@@ -121,11 +121,7 @@ pub struct SpeakerTimeline {
 
 /// Evidence per step that face 0 (positive) or face 1 (negative) talks, and
 /// whether the step is voiced.
-fn evidence(
-    pair: [&Track; 2],
-    analysis: &FaceAnalysis,
-    energy: &StereoEnergy,
-) -> Vec<(f64, bool)> {
+fn evidence(pair: [&Track; 2], analysis: &FaceAnalysis, energy: &StereoEnergy) -> Vec<(f64, bool)> {
     let steps = analysis.mouth.len();
     let loud: Vec<f64> = (0..steps)
         .map(|k| {
@@ -182,7 +178,10 @@ pub fn timeline(
     let n = ev.len();
     let smoothed: Vec<(f64, bool)> = (0..n)
         .map(|k| {
-            let (a, b) = (k.saturating_sub(SMOOTH_STEPS / 2), (k + SMOOTH_STEPS / 2 + 1).min(n));
+            let (a, b) = (
+                k.saturating_sub(SMOOTH_STEPS / 2),
+                (k + SMOOTH_STEPS / 2 + 1).min(n),
+            );
             let voiced: Vec<f64> = ev[a..b].iter().filter(|e| e.1).map(|e| e.0).collect();
             let mean = voiced.iter().sum::<f64>() / voiced.len().max(1) as f64;
             (mean, ev[k].1)
@@ -292,7 +291,17 @@ mod tests {
             cy: 0.4,
             size: 0.2,
             presence: 1.0,
-            positions: vec![Some((index, Face { cx, cy: 0.4, size: 0.2 })); samples],
+            positions: vec![
+                Some((
+                    index,
+                    Face {
+                        cx,
+                        cy: 0.4,
+                        size: 0.2
+                    }
+                ));
+                samples
+            ],
         }
     }
 
@@ -308,13 +317,27 @@ mod tests {
         for k in 0..steps {
             if k % MOTION_FPS as usize == 0 {
                 a.faces.push(vec![
-                    Face { cx: 0.25, cy: 0.4, size: 0.2 },
-                    Face { cx: 0.75, cy: 0.4, size: 0.2 },
+                    Face {
+                        cx: 0.25,
+                        cy: 0.4,
+                        size: 0.2,
+                    },
+                    Face {
+                        cx: 0.75,
+                        cy: 0.4,
+                        size: 0.2,
+                    },
                 ]);
             }
             let t = talker(k);
             // Mouths flap while talking (and blink noise otherwise).
-            let m = |who| if mouths && t == Some(who) { 6.0 + (k % 3) as f64 } else { 0.8 };
+            let m = |who| {
+                if mouths && t == Some(who) {
+                    6.0 + (k % 3) as f64
+                } else {
+                    0.8
+                }
+            };
             a.mouth.push(vec![m(0), m(1)]);
             let (l, r) = match (t, stereo) {
                 (None, _) => (0.0005, 0.0005),
@@ -377,7 +400,10 @@ mod tests {
         let pts = [(0.0, 100.0), (1.0, 110.0), (1.001, 600.0), (2.0, 600.0)];
         let j = jitter(&pts, 2.0, 10.0, 50.0);
         assert_eq!(j.cuts, 1);
-        assert!(j.mean_px_per_frame > 0.5 && j.mean_px_per_frame < 1.5, "{j:?}");
+        assert!(
+            j.mean_px_per_frame > 0.5 && j.mean_px_per_frame < 1.5,
+            "{j:?}"
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ impl Track {
 
     /// The face's index in `FaceAnalysis::faces[sample]`, if present there.
     pub fn index_in(&self, sample: usize) -> Option<usize> {
-        self.positions.get(sample).copied().flatten().map(|(i, _)| i)
+        self.positions
+            .get(sample)
+            .copied()
+            .flatten()
+            .map(|(i, _)| i)
     }
 }
 

@@ -209,11 +209,7 @@ async fn render_clip(
         },
     );
     std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
-    let graph = graph::filter_graph(
-        &framing.composition,
-        (opts.width, opts.height),
-        &ass_path,
-    );
+    let graph = graph::filter_graph(&framing.composition, (opts.width, opts.height), &ass_path);
     let script = keep.join(format!("clip-{index}.filter"));
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
 
