@@ -6,6 +6,9 @@
 #      (batch 8, word timestamps, int8, same model, audio and threads);
 #   2. whole pipeline ÷ the bare tool runs it needs (ffmpeg audio
 #      extraction + the Whisper model time + the same clip encodes replayed).
+# Then the same ratio per layout (single, split, speaker, screen, fit) on a
+# BENCH_LAYOUT_SECS (default 60) two-person video made from the face photo,
+# one clip each: what the face analysis and the layout graphs add.
 # Then a 60-minute input for peak RSS. BENCH_LONG=0 skips that part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +18,8 @@ THREADS="${BENCH_THREADS:-$(nproc)}"
 MODEL_DIR="${CLIPFORGE_MODEL_DIR:-${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}/models/whisper-base}"
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 
-cargo build --release --locked --bin clipforge >/dev/null
+# BENCH_BUILD=0: use the binary already in $CARGO_TARGET_DIR.
+[ "${BENCH_BUILD:-1}" = 0 ] || cargo build --release --locked --bin clipforge >/dev/null
 python3 -c 'import faster_whisper' 2>/dev/null || python3 -m pip install -q faster-whisper
 
 WORK=$(mktemp -d /tmp/clipforge-bench.XXXXXX)
@@ -114,6 +118,47 @@ bare = extract + st["transcribeModel"] + encode
 print(f"bare tools: audio extraction {extract:.2f} + model {st['transcribeModel']:.2f} + encodes {encode:.2f} = {bare:.2f} s")
 print(f"  pipeline / bare (target <= 1.15): {pipeline / bare:.3f}")
 PY
+
+echo
+echo "== per layout: pipeline / bare tools (${BENCH_LAYOUT_SECS:-60} s two-person video, one clip each)"
+LSECS="${BENCH_LAYOUT_SECS:-60}"
+PHOTO="${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}/testdata/astronaut.png"
+# Two people side by side, the voice on the left channel for 6 s, then on
+# the right for 6 s, and so on.
+ffmpeg -nostdin -v error -y -i "$WORK/talk.wav" -t "$LSECS" -ar 22050 -ac 1 "$WORK/voice.wav"
+ffmpeg -nostdin -v error -y -f lavfi -i "color=c=0x202020:s=1280x720:r=25:d=$LSECS" \
+  -loop 1 -i "$PHOTO" -i "$WORK/voice.wav" -filter_complex \
+  "[1:v]scale=520:520,split=2[p1][p2];[0:v][p1]overlay=50:100:shortest=1[l];[l][p2]overlay=710:100[vout];\
+[2:a]asplit=2[a1][a2];[a1]volume='if(lt(mod(t,12),6),1,0.1)':eval=frame[left];\
+[a2]volume='if(lt(mod(t,12),6),0.1,1)':eval=frame[right];[left][right]join=inputs=2:channel_layout=stereo[aout]" \
+  -map "[vout]" -map "[aout]" -t "$LSECS" -c:v libx264 -preset ultrafast -pix_fmt yuv420p -c:a aac "$WORK/two.mp4"
+t0=$(now)
+ffmpeg -nostdin -v error -i "$WORK/two.mp4" -vn -ac 1 -ar 16000 -f f32le -y /dev/null
+t1=$(now)
+LEXTRACT=$(elapsed "$t0" "$t1")
+for layout in single split speaker screen fit; do
+  rm -rf "$WORK/lreplay" "$WORK/lout"; mkdir -p "$WORK/lreplay"
+  t0=$(now)
+  "$BIN" clip "$WORK/two.mp4" --out "$WORK/lout" --json --skip-cuts --layout "$layout" \
+    --replay-dir "$WORK/lreplay" --threads "$THREADS" --compute-type int8 --batch-size 8 \
+    > "$WORK/lsummary.json" 2> "$WORK/lclip.log" || { cat "$WORK/lclip.log"; exit 1; }
+  t1=$(now)
+  LPIPE=$(elapsed "$t0" "$t1")
+  t0=$(now)
+  python3 -c 'import json, subprocess, sys
+for line in open(sys.argv[1]):
+    subprocess.run(["ffmpeg"] + json.loads(line), check=True, stdout=subprocess.DEVNULL)' "$WORK/lreplay/commands.jsonl"
+  t1=$(now)
+  LENC=$(elapsed "$t0" "$t1")
+  python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+layout = sys.argv[2]
+pipe, extract, enc = map(float, sys.argv[3:6])
+bare = extract + s["stageSeconds"]["transcribeModel"] + enc
+used = ",".join(s["layouts"])
+print(f"  {layout:<8} pipeline {pipe:7.2f} s, bare {bare:7.2f} s (encode {enc:.2f}), ratio (target <= 1.15): {pipe / bare:.3f}  [used: {used}]")' \
+    "$WORK/lsummary.json" "$layout" "$LPIPE" "$LEXTRACT" "$LENC"
+done
 
 if [ "${BENCH_LONG:-1}" != 0 ]; then
   echo

@@ -71,11 +71,19 @@ fn clip_command_writes_clips_and_reports_progress() {
             "--x264-preset",
             "ultrafast",
             "--export",
+            "--layout",
+            "fit",
+            "--aspect",
+            "4:5",
         ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(res.status.success(), "exit {:?}: {stderr}", res.status);
+    assert!(
+        stderr.contains("clip-1.mp4") && stderr.contains(" fit "),
+        "{stderr}"
+    );
     for stage in ["download", "transcribe", "cut", "caption"] {
         assert!(
             stderr.contains(&format!("[{stage}] 100%")),
@@ -99,6 +107,19 @@ fn clip_command_writes_clips_and_reports_progress() {
         serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
     assert_eq!(clips["clips"].as_array().unwrap().len(), 1);
     assert_eq!(clips["clips"][0]["endSec"], 5.0);
+    assert_eq!(clips["clips"][0]["layout"], "fit");
+    assert_eq!(clips["clips"][0]["layoutReason"], "forced");
+    let probe = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0", "-show_entries"])
+        .args(["stream=width,height", "-of", "csv=p=0"])
+        .arg(out.join("clip-1.mp4"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&probe.stdout).trim(),
+        "1080,1350",
+        "4:5"
+    );
     // The editor timelines point at the input, and put the clip at 0–5 s.
     let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();
     assert!(fcpxml.contains("src=\"file:///"), "{fcpxml}");
@@ -151,6 +172,17 @@ fn clip_command_explains_bad_input() {
         .unwrap();
     assert_eq!(res.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&res.stderr).contains("unknown template"));
+    for (flag, value, says) in [
+        ("--aspect", "3:2", "unknown aspect ratio"),
+        ("--layout", "pip", "unknown layout"),
+    ] {
+        let res = bin().args(["clip", "x.mp4", flag, value]).output().unwrap();
+        assert_eq!(res.status.code(), Some(2), "{flag}");
+        assert!(
+            String::from_utf8_lossy(&res.stderr).contains(says),
+            "{flag}"
+        );
+    }
 }
 
 /// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:

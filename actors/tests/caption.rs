@@ -10,7 +10,8 @@ use std::time::Duration;
 use clipforge_actors::captions::template::CaptionStyle;
 use clipforge_actors::media::face;
 use clipforge_actors::media::ffprobe;
-use clipforge_actors::project::stages::caption::{run_stage, CaptionOptions, Reframe};
+use clipforge_actors::project::reframe::Layout;
+use clipforge_actors::project::stages::caption::{run_stage, CaptionOptions};
 use clipforge_actors::project::stages::cut::ClipPlan;
 use clipforge_actors::project::stages::{Progress, StageCtx, StageError};
 use clipforge_actors::transcript::{Transcript, Word};
@@ -47,7 +48,7 @@ async fn render(
     out: &Path,
     style: CaptionStyle,
     words: bool,
-    reframe: Reframe,
+    layout: Layout,
 ) -> PathBuf {
     let media = ffprobe::probe(input, &CancellationToken::new())
         .await
@@ -62,7 +63,7 @@ async fn render(
         end_word: t.words.len(),
     };
     let mut opts = CaptionOptions::new(out.to_path_buf(), style);
-    opts.reframe = reframe;
+    opts.layout = layout;
     opts.x264_preset = "ultrafast".into();
     let ctx = StageCtx::new(CancellationToken::new(), Progress::silent());
     let clips = run_stage(input, &media, &t, &[plan], &opts, &ctx)
@@ -126,7 +127,7 @@ async fn captions_are_burned_in_where_and_how_the_template_says() {
         &dir.path().join("none"),
         CaptionStyle::default(),
         false,
-        Reframe::Center,
+        Layout::Single,
     )
     .await;
     let (w, h, plain) = common::frame_rgb(&base, 1.5);
@@ -145,7 +146,7 @@ async fn captions_are_burned_in_where_and_how_the_template_says() {
         &dir.path().join("low"),
         red_low.clone(),
         true,
-        Reframe::Center,
+        Layout::Single,
     )
     .await;
     let (_, _, low_f) = common::frame_rgb(&low, 1.5);
@@ -176,7 +177,7 @@ async fn captions_are_burned_in_where_and_how_the_template_says() {
             ..red_low.clone()
         },
         true,
-        Reframe::Center,
+        Layout::Single,
     )
     .await;
     let (_, _, high_f) = common::frame_rgb(&high, 1.5);
@@ -197,7 +198,7 @@ async fn captions_are_burned_in_where_and_how_the_template_says() {
         &dir.path().join("green"),
         green,
         true,
-        Reframe::Center,
+        Layout::Single,
     )
     .await;
     let (_, _, green_f) = common::frame_rgb(&green_v, 1.5);
@@ -211,7 +212,7 @@ async fn captions_are_burned_in_where_and_how_the_template_says() {
         watermark_position: "top-right".into(),
         ..CaptionStyle::default()
     };
-    let wm_v = render(&input, &dir.path().join("wm"), wm, false, Reframe::Center).await;
+    let wm_v = render(&input, &dir.path().join("wm"), wm, false, Layout::Single).await;
     let (_, _, wm_f) = common::frame_rgb(&wm_v, 1.5);
     assert!(
         diff_in_rows(&plain, &wm_f, w, 0..(h / 8)) > 0.005,
@@ -281,7 +282,8 @@ async fn the_crop_follows_a_face() {
 
     let samples = face::track(&input, 0.0, 3.0, 1280, 720, &CancellationToken::new())
         .await
-        .unwrap();
+        .unwrap()
+        .largest();
     assert!(
         face::face_ratio(&samples) > 0.8,
         "face found in too few samples: {samples:?}"
@@ -296,7 +298,7 @@ async fn the_crop_follows_a_face() {
         &dir.path().join("out"),
         CaptionStyle::default(),
         false,
-        Reframe::Auto,
+        Layout::Auto,
     )
     .await;
     let (w, h, f) = common::frame_rgb(&video, 1.5);

@@ -261,6 +261,18 @@ string_enum!(
     ["auto", "15-30", "30-60", "60-90"]
 );
 string_enum!(
+    ClipLayout,
+    "ClipLayout",
+    "How the picture is laid out in a clip: `auto` (chosen per clip: one face followed, two people as active speaker or split screen, a small corner face as a screen recording with a face inset, else fit), `single` (follow one face), `split` (two faces, stacked top/bottom in tall frames, side by side in 16:9), `speaker` (follow whichever of two faces is talking), `screen` (the whole frame fitted with the face as an inset), `fit` (the whole frame over a blurred copy of itself). A clip's own layout is never `auto`.",
+    ["auto", "single", "split", "speaker", "screen", "fit"]
+);
+string_enum!(
+    AspectRatio,
+    "AspectRatio",
+    "Shape of the clips: 9:16 (1080x1920), 1:1 (1080x1080), 4:5 (1080x1350) or 16:9 (1920x1080).",
+    ["9:16", "1:1", "4:5", "16:9"]
+);
+string_enum!(
     Animation,
     "Animation",
     "How caption words appear.",

@@ -20,6 +20,7 @@ use super::projects_types::{
 use super::templates::TemplateStyle;
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
+use clipforge_actors::project::reframe::{AspectRatio, Layout};
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
 use clipforge_actors::service::projects::{
@@ -120,6 +121,14 @@ impl ProjectsApi {
                 return Err(bad("durationSec", "must be a positive number of seconds"));
             }
         }
+        let layout: Layout = match b.layout.as_deref() {
+            None => Layout::Auto,
+            Some(l) => l.parse().map_err(|e: String| bad("layout", &e))?,
+        };
+        let aspect_ratio: AspectRatio = match b.aspect_ratio.as_deref() {
+            None => AspectRatio::Vertical,
+            Some(a) => a.parse().map_err(|e: String| bad("aspectRatio", &e))?,
+        };
         let (source, source_secs, meta_title, meta_thumb, language) =
             match (b.source_url.as_deref(), b.file_key.as_deref()) {
                 (Some(_), Some(_)) => {
@@ -211,6 +220,8 @@ impl ProjectsApi {
             updated_at: now,
             last_event: 0,
             language,
+            layout,
+            aspect_ratio,
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = user.id.clone();

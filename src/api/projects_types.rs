@@ -5,8 +5,8 @@ use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Object};
 
 use super::formats::{
-    ClipDurationPreset, Date, DateTime, ProjectEventType, ProjectState, ProjectStatusText, Text,
-    Uri, Uuid,
+    AspectRatio, ClipDurationPreset, ClipLayout, Date, DateTime, ProjectEventType, ProjectState,
+    ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
 use clipforge_actors::service::projects::{
@@ -44,6 +44,12 @@ pub struct CreateProject {
     /// Only transcribe and caption; no cuts.
     #[oai(nullable)]
     pub skip_cuts: Option<bool>,
+    /// Default `auto`: chosen per clip. Other values: 400 `invalid_field`.
+    #[oai(nullable)]
+    pub layout: Option<ClipLayout>,
+    /// Default `9:16`. Other values: 400 `invalid_field`.
+    #[oai(nullable)]
+    pub aspect_ratio: Option<AspectRatio>,
 }
 
 impl Example for CreateProject {
@@ -57,6 +63,8 @@ impl Example for CreateProject {
             clip_duration_preset: Some("30-60".into()),
             caption_template: Some("karaoke".into()),
             skip_cuts: Some(false),
+            layout: Some("auto".into()),
+            aspect_ratio: Some("9:16".into()),
         }
     }
 }
@@ -102,6 +110,10 @@ pub struct Project {
     pub caption_template: Text,
     pub skip_cuts: bool,
     pub clip_duration_preset: ClipDurationPreset,
+    /// The clips' layout as requested (`auto`: chosen per clip; each
+    /// clip's `layout` says which).
+    pub layout: ClipLayout,
+    pub aspect_ratio: AspectRatio,
     /// Why processing failed; `null` otherwise.
     #[oai(nullable)]
     pub error: Option<Text>,
@@ -137,6 +149,8 @@ impl Example for Project {
             caption_template: "default".into(),
             skip_cuts: false,
             clip_duration_preset: "auto".into(),
+            layout: "auto".into(),
+            aspect_ratio: "9:16".into(),
             error: None,
             language: Some("en".into()),
             created_at: "2026-05-01T18:00:00.000Z".into(),
@@ -170,8 +184,10 @@ pub struct Clip {
     pub score: u8,
     /// `M:SS`.
     pub duration: Text,
-    /// Resolution label such as 1080p.
+    /// Resolution label such as 1080p (the short side).
     pub quality: Text,
+    /// The layout the clip was rendered with (never `auto`).
+    pub layout: ClipLayout,
     pub thumbnail: Uri,
     /// The MP4.
     pub url: Uri,
@@ -278,6 +294,8 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         caption_template: p.caption_template.clone().into(),
         skip_cuts: p.skip_cuts,
         clip_duration_preset: p.preset.clone().into(),
+        layout: p.layout.as_str().into(),
+        aspect_ratio: p.aspect_ratio.as_str().into(),
         error: p.error.clone().map(Text),
         language: p.language.clone().map(Text),
         created_at: iso8601(p.created_at).into(),
@@ -296,6 +314,7 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
         score: c.score,
         duration: records::duration_display(c.end - c.start).into(),
         quality: c.quality.clone().into(),
+        layout: c.layout.as_str().into(),
         thumbnail: thumbnail.into(),
         url: url.into(),
         subtitle_url: subtitle_url.into(),

@@ -101,6 +101,8 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 updated_at: now,
                 last_event: 0,
                 language: Some("en".into()),
+                layout: Default::default(),
+                aspect_ratio: Default::default(),
             })?);
         }
         kv.apply(ops)?;

@@ -12,7 +12,8 @@ use clipforge_actors::captions::template::{CaptionStyle, PRESETS};
 use clipforge_actors::media::whisper::{ModelOptions, WhisperModel};
 use clipforge_actors::project::export;
 use clipforge_actors::project::pipeline::{self, PipelineOptions};
-use clipforge_actors::project::stages::caption::{CaptionOptions, Reframe};
+use clipforge_actors::project::reframe::{AspectRatio, Layout};
+use clipforge_actors::project::stages::caption::CaptionOptions;
 use clipforge_actors::project::stages::rerank::RerankConfig;
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::project::stages::{Stage, StageError};
@@ -46,12 +47,15 @@ pub struct ClipArgs {
     /// Spoken language (ISO code such as en); detected when omitted.
     #[arg(long, value_name = "CODE")]
     pub language: Option<String>,
-    /// Reframing: auto, face, center or fit.
+    /// Layout: auto (chosen per clip), single, split, speaker, screen or fit.
     #[arg(long, default_value = "auto")]
-    pub reframe: String,
-    /// Output size WxH.
-    #[arg(long, default_value = "1080x1920")]
-    pub size: String,
+    pub layout: String,
+    /// Aspect ratio of the clips: 9:16, 1:1, 4:5 or 16:9.
+    #[arg(long, default_value = "9:16")]
+    pub aspect: String,
+    /// Output size WxH (default: the aspect ratio's, short side 1080).
+    #[arg(long)]
+    pub size: Option<String>,
     /// Force the watermark on (as the free plan does).
     #[arg(long)]
     pub watermark: bool,
@@ -202,15 +206,20 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     if args.watermark {
         style.watermark_enabled = true;
     }
-    let reframe: Reframe = match args.reframe.parse() {
-        Ok(r) => r,
+    let layout: Layout = match args.layout.parse() {
+        Ok(l) => l,
         Err(e) => return usage_error(e),
     };
-    let Some((width, height)) = parse_size(&args.size) else {
-        return usage_error(format!(
-            "bad --size {:?}: use WxH, e.g. 1080x1920",
-            args.size
-        ));
+    let aspect: AspectRatio = match args.aspect.parse() {
+        Ok(a) => a,
+        Err(e) => return usage_error(e),
+    };
+    let (width, height) = match args.size.as_deref() {
+        None => aspect.size(),
+        Some(size) => match parse_size(size) {
+            Some(s) => s,
+            None => return usage_error(format!("bad --size {size:?}: use WxH, e.g. 1080x1920")),
+        },
     };
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
@@ -245,7 +254,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     let mut caption = CaptionOptions::new(args.out.clone(), style.clone());
     caption.width = width;
     caption.height = height;
-    caption.reframe = reframe;
+    caption.layout = layout;
     caption.x264_preset = pipeline.x264_preset.clone();
     caption.replay_dir = args.replay_dir.clone();
     let opts = PipelineOptions {
@@ -303,6 +312,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
                 let summary = serde_json::json!({
                     "outDir": args.out,
                     "clips": r.clips.len(),
+                    "layouts": r.clips.iter().map(|c| c.layout.as_str()).collect::<Vec<_>>(),
                     "language": r.transcript.language,
                     "stageSeconds": r.times,
                     "totalSeconds": started.elapsed().as_secs_f64(),
@@ -320,8 +330,8 @@ pub async fn run(args: ClipArgs) -> ExitCode {
                 );
                 for c in &r.clips {
                     eprintln!(
-                        "  clip-{}.mp4  score {:>3}  {}",
-                        c.index, c.plan.score, c.plan.title
+                        "  clip-{}.mp4  score {:>3}  {:<7}  {}  ({})",
+                        c.index, c.plan.score, c.layout, c.plan.title, c.layout_reason
                     );
                 }
             }

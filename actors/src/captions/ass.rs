@@ -319,7 +319,10 @@ impl Frame {
         } else {
             REFERENCE_HEIGHT
         };
-        let scale = height / REFERENCE_HEIGHT;
+        // Template sizes are for 1080x1920; other frames (1:1, 4:5, 16:9)
+        // scale them by the frame's area, so a caption covers about the
+        // same share of the picture in every aspect ratio.
+        let scale = (width * height / (REFERENCE_WIDTH * REFERENCE_HEIGHT)).sqrt();
         let font_size = if style.font_size.is_finite() && style.font_size > 0.0 {
             style.font_size
         } else {

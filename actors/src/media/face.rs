@@ -1,6 +1,8 @@
-//! Face tracking for the 9:16 reframe: faces found by `rustface` (SeetaFace,
-//! model embedded in the binary) on small grey frames sampled from the clip,
-//! then a smoothed crop path that follows the main face.
+//! Face analysis for reframing: every face found by `rustface` (SeetaFace,
+//! model embedded in the binary) on small grey frames sampled from the clip
+//! at [`SAMPLE_FPS`], the motion of each face's mouth region measured on
+//! frames in between (at [`MOTION_FPS`]), and a smoothed crop path that
+//! follows one face.
 
 use std::io::Read;
 use std::path::Path;
@@ -13,12 +15,16 @@ use crate::project::stages::StageError;
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/seeta_fd_frontal_v1.0.bin"));
 
-/// Frames per second sampled for face detection.
+/// Detections per second.
 pub const SAMPLE_FPS: f64 = 1.0;
+/// Frames per second decoded for mouth motion (a multiple of `SAMPLE_FPS`).
+pub const MOTION_FPS: f64 = 5.0;
+const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 /// Width of the grey frames the detector sees.
-const DETECT_WIDTH: u32 = 480;
+const DETECT_WIDTH: u32 = 640;
 
-/// The main face in one sampled frame, in 0..1 frame coordinates.
+/// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
+/// box's width as a share of the frame's width).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Face {
     pub cx: f64,
@@ -26,11 +32,37 @@ pub struct Face {
     pub size: f64,
 }
 
-/// One sample per 1/SAMPLE_FPS seconds from the clip's start.
+/// The largest face of each sample, one per 1/SAMPLE_FPS seconds.
 pub type FaceSamples = Vec<Option<Face>>;
 
-/// Samples the clip `[start, start+duration)` of `input` and finds the
-/// largest face in each sample.
+/// What the detector saw over a clip.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaceAnalysis {
+    /// Every face of each sample (1/SAMPLE_FPS s apart), largest first.
+    pub faces: Vec<Vec<Face>>,
+    /// Per frame at MOTION_FPS: the mouth-region motion (mean absolute grey
+    /// difference from the previous frame, 0..255) of each face of the
+    /// sample the frame belongs to (`faces[frame / FRAMES_PER_SAMPLE]`).
+    pub mouth: Vec<Vec<f64>>,
+    /// Source frame size, for pixel conversions.
+    pub width: u32,
+    pub height: u32,
+}
+
+impl FaceAnalysis {
+    /// The largest face of each sample.
+    pub fn largest(&self) -> FaceSamples {
+        self.faces.iter().map(|f| f.first().copied()).collect()
+    }
+
+    /// The sample a motion frame belongs to.
+    pub fn sample_of_frame(frame: usize) -> usize {
+        frame / FRAMES_PER_SAMPLE
+    }
+}
+
+/// Samples the clip `[start, start+duration)` of `input`: every face of each
+/// sample and the mouth motion in between.
 pub async fn track(
     input: &Path,
     start: f64,
@@ -38,7 +70,7 @@ pub async fn track(
     src_w: u32,
     src_h: u32,
     cancel: &CancellationToken,
-) -> Result<FaceSamples, StageError> {
+) -> Result<FaceAnalysis, StageError> {
     let input = input.to_path_buf();
     let cancel = cancel.clone();
     tokio::task::spawn_blocking(move || {
@@ -55,7 +87,7 @@ fn track_blocking(
     src_w: u32,
     src_h: u32,
     cancel: &CancellationToken,
-) -> Result<FaceSamples, StageError> {
+) -> Result<FaceAnalysis, StageError> {
     let w = DETECT_WIDTH.min(src_w.max(2)) / 2 * 2;
     let h = ((w as f64 * src_h as f64 / src_w.max(1) as f64 / 2.0).round() as u32 * 2).max(2);
     let mut cmd = std_command("ffmpeg");
@@ -65,7 +97,7 @@ fn track_blocking(
         .args(["-t", &format!("{duration:.3}"), "-an", "-sn", "-dn"])
         .args([
             "-vf",
-            &format!("fps={SAMPLE_FPS},scale={w}:{h},format=gray"),
+            &format!("fps={MOTION_FPS},scale={w}:{h},format=gray"),
         ])
         .args(["-f", "rawvideo", "pipe:1"])
         .stdout(Stdio::piped())
@@ -84,7 +116,13 @@ fn track_blocking(
 
     let frame_len = (w * h) as usize;
     let mut frame = vec![0u8; frame_len];
-    let mut out = Vec::new();
+    let mut prev: Option<Vec<u8>> = None;
+    let mut out = FaceAnalysis {
+        width: src_w,
+        height: src_h,
+        ..FaceAnalysis::default()
+    };
+    let mut index = 0usize;
     loop {
         if cancel.is_cancelled() {
             kill_group(child.id());
@@ -96,23 +134,63 @@ fn track_blocking(
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
             Err(e) => return Err(StageError::io("reading frames", e)),
         }
-        let image = rustface::ImageData::new(&frame, w, h);
-        let best = detector
-            .detect(&image)
-            .into_iter()
-            .max_by_key(|f| f.bbox().width() * f.bbox().height())
-            .map(|f| {
-                let b = f.bbox();
-                Face {
-                    cx: (b.x() as f64 + b.width() as f64 / 2.0) / w as f64,
-                    cy: (b.y() as f64 + b.height() as f64 / 2.0) / h as f64,
-                    size: b.width() as f64 / w as f64,
-                }
-            });
-        out.push(best);
+        if index % FRAMES_PER_SAMPLE == 0 {
+            let image = rustface::ImageData::new(&frame, w, h);
+            let mut faces: Vec<Face> = detector
+                .detect(&image)
+                .into_iter()
+                .map(|f| {
+                    let b = f.bbox();
+                    Face {
+                        cx: (b.x() as f64 + b.width() as f64 / 2.0) / w as f64,
+                        cy: (b.y() as f64 + b.height() as f64 / 2.0) / h as f64,
+                        size: b.width() as f64 / w as f64,
+                    }
+                })
+                .collect();
+            faces.sort_by(|a, b| b.size.total_cmp(&a.size));
+            out.faces.push(faces);
+        }
+        let faces = out.faces.last().map(Vec::as_slice).unwrap_or(&[]);
+        let motion = faces
+            .iter()
+            .map(|f| match &prev {
+                Some(p) => mouth_motion(p, &frame, w, h, f),
+                None => 0.0,
+            })
+            .collect();
+        out.mouth.push(motion);
+        prev = Some(std::mem::replace(&mut frame, vec![0u8; frame_len]));
+        index += 1;
     }
     let _ = child.wait();
     Ok(out)
+}
+
+/// Mean absolute difference between two grey frames in the mouth region of
+/// `face`: the lower third of the box, its middle half horizontally (the
+/// detector's box is about square and spans brows to chin).
+fn mouth_motion(a: &[u8], b: &[u8], w: u32, h: u32, face: &Face) -> f64 {
+    let side = face.size * w as f64;
+    let (cx, cy) = (face.cx * w as f64, face.cy * h as f64);
+    let x0 = (cx - side / 4.0).max(0.0) as usize;
+    let x1 = ((cx + side / 4.0) as usize).min(w as usize);
+    let y0 = (cy + side / 6.0).max(0.0) as usize;
+    let y1 = ((cy + side / 2.0) as usize).min(h as usize);
+    let mut sum = 0u64;
+    let mut n = 0u64;
+    for y in y0..y1 {
+        let row = y * w as usize;
+        for x in x0..x1 {
+            sum += (a[row + x] as i32 - b[row + x] as i32).unsigned_abs() as u64;
+            n += 1;
+        }
+    }
+    if n == 0 {
+        0.0
+    } else {
+        sum as f64 / n as f64
+    }
 }
 
 /// Fraction of samples with a face.

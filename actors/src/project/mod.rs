@@ -2,4 +2,5 @@
 
 pub mod export;
 pub mod pipeline;
+pub mod reframe;
 pub mod stages;

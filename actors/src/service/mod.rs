@@ -20,6 +20,7 @@ pub mod export;
 pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
+pub mod project_versions;
 pub mod projects;
 pub mod supervision;
 pub mod uploads;

@@ -4,6 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::captions::template::CaptionStyle;
+use crate::project::reframe::{AspectRatio, Layout};
+// `ProjectRecord` and `ClipRecord` implement `Record` (schema versions and
+// upgrades of older layouts) in `project_versions.rs`.
 use crate::project::stages::Stage;
 use crate::storage::kv::{self, KvOp, KvStore, Result};
 use crate::transcript::display_duration;
@@ -112,103 +115,16 @@ pub struct ProjectRecord {
     /// The spoken language: the source's (from its metadata) until
     /// transcription ran, then the one it used (given or detected).
     pub language: Option<String>,
+    /// The clips' layout (`auto`: chosen per clip).
+    pub layout: Layout,
+    /// The clips' frame shape.
+    pub aspect_ratio: AspectRatio,
 }
 
-/// A project as stored before `language` existed (read, never written):
-/// its fields in order, as two tuples (serde's tuples stop at 16; bincode
-/// encodes nested tuples exactly like one sequence).
-type ProjectRecordV1 = (
-    (
-        String,
-        String,
-        String,
-        Source,
-        String,
-        f64,
-        String,
-        String,
-        CaptionStyle,
-        bool,
-    ),
-    (
-        ProjectState,
-        [u8; 4],
-        Option<String>,
-        u64,
-        u32,
-        Vec<Stage>,
-        i64,
-        i64,
-        u64,
-    ),
-);
-
-/// Decodes a stored project (of any version this build reads).
+/// Decodes a stored project (of any version this build reads; older ones
+/// in `project_versions.rs`).
 pub fn decode_project(bytes: &[u8]) -> Result<ProjectRecord> {
     kv::decode::<ProjectRecord>(bytes)
-}
-
-/// Version 2 added `language`; version 1 (stored before it, also the
-/// unversioned layout) is read as a `language` of `None`.
-impl crate::storage::record::Record for ProjectRecord {
-    const KIND: &'static str = "project";
-    const VERSION: u16 = 2;
-
-    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
-        if version != 1 {
-            return Err(crate::storage::error::StorageError::Version {
-                kind: Self::KIND,
-                found: version,
-                supported: Self::VERSION,
-            });
-        }
-        let (head, tail): ProjectRecordV1 = crate::storage::record::decode_payload(payload)?;
-        let (
-            id,
-            user_id,
-            title,
-            source,
-            thumbnail,
-            duration_sec,
-            preset,
-            caption_template,
-            style,
-            skip_cuts,
-        ) = head;
-        let (
-            state,
-            step_progress,
-            error,
-            reserved_credits,
-            clip_count,
-            finished,
-            created_at,
-            updated_at,
-            last_event,
-        ) = tail;
-        Ok(ProjectRecord {
-            id,
-            user_id,
-            title,
-            source,
-            thumbnail,
-            duration_sec,
-            preset,
-            caption_template,
-            style,
-            skip_cuts,
-            state,
-            step_progress,
-            error,
-            reserved_credits,
-            clip_count,
-            finished,
-            created_at,
-            updated_at,
-            last_event,
-            language: None,
-        })
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -235,8 +151,10 @@ pub struct ClipRecord {
     pub thumbnail_key: String,
     pub segments: Vec<SegmentRecord>,
     pub created_at: i64,
+    /// The layout the clip was rendered with (`single`, `split`, …).
+    pub layout: String,
 }
-crate::record!(ClipRecord, "clip", 1);
+// Its stored versions (`Record` impl): `project_versions.rs`.
 
 pub fn project_key(user_id: &str, project_id: &str) -> Vec<u8> {
     format!("{user_id}/{project_id}").into_bytes()
@@ -407,46 +325,6 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(1_795_391_406_123), "2026-11-22T23:50:06.123Z");
         assert_eq!(date_of(951_782_400_000), "2000-02-29");
-    }
-
-    #[test]
-    fn first_version_records_are_upgraded_on_read() {
-        let style = CaptionStyle::default();
-        let v1: ProjectRecordV1 = (
-            (
-                "p1".into(),
-                "u1".into(),
-                "Talk".into(),
-                Source::Upload("uploads/x/talk.mp4".into()),
-                String::new(),
-                12.5,
-                "auto".into(),
-                "default".into(),
-                style.clone(),
-                false,
-            ),
-            (
-                ProjectState::Completed,
-                [100; 4],
-                None,
-                1,
-                2,
-                vec![Stage::Download],
-                10,
-                20,
-                7,
-            ),
-        );
-        // A version-1 value: the bincode payload without a header.
-        let v1 = bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap();
-        let p = decode_project(&v1).expect("upgraded");
-        assert_eq!((p.id.as_str(), p.clip_count, p.last_event), ("p1", 2, 7));
-        assert_eq!((&p.style, &p.language), (&style, &None));
-        let mut current = p.clone();
-        current.language = Some("de".into());
-        let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
-        assert_eq!(again, current);
-        assert!(decode_project(b"garbage").is_err());
     }
 
     #[test]

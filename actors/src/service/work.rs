@@ -208,6 +208,8 @@ async fn caption_stage(
     let out_dir = dir.join(format!("out-{}", uuid::Uuid::new_v4()));
     let mut opts = CaptionOptions::new(out_dir.clone(), project.style.clone());
     opts.x264_preset = services.settings.x264_preset.clone();
+    (opts.width, opts.height) = project.aspect_ratio.size();
+    opts.layout = project.layout;
     // Encoding is 95% of this stage; uploads take the rest.
     let encode_progress = {
         let p = ctx.progress.clone();
@@ -257,6 +259,7 @@ async fn caption_stage(
             thumbnail_key: keys[3].0.clone(),
             segments,
             created_at: now,
+            layout: c.layout.as_str().into(),
         });
     }
     // What editor exports need to know about the source (service/export.rs).

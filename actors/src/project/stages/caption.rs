@@ -1,10 +1,9 @@
-//! Caption: for each planned clip, reframe to 9:16 (follow the face, else a
-//! centre crop or a blurred-background fit), burn in the word-by-word ASS
+//! Caption: for each planned clip, reframe into the output frame (the
+//! layout chosen or forced, see `project::reframe`), burn in the word-by-word ASS
 //! captions through libass, encode H.264 + AAC with faststart, and write the
 //! SRT, WebVTT and JPEG thumbnail. A failed or cancelled run removes every
 //! file it wrote.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,47 +13,22 @@ use super::{StageCtx, StageError};
 use crate::captions::ass::{build_ass, AssOptions};
 use crate::captions::subtitles::{cues_from_words, to_srt, to_vtt};
 use crate::captions::template::CaptionStyle;
-use crate::media::face::{self, SAMPLE_FPS};
 use crate::media::ffprobe::MediaInfo;
 use crate::media::fonts;
 use crate::media::frame;
 use crate::media::process::{last_error_line, progress_seconds, run_with_lines};
+use crate::project::reframe::{self, graph, Layout};
 use crate::transcript::{display_duration, Transcript, Word};
-
-/// How the picture is fitted into the vertical frame.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Reframe {
-    /// Face crop when a face is visible, else fit (wide) or centre crop.
-    #[default]
-    Auto,
-    Face,
-    Center,
-    Fit,
-}
-
-impl std::str::FromStr for Reframe {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Reframe::Auto),
-            "face" => Ok(Reframe::Face),
-            "center" | "centre" => Ok(Reframe::Center),
-            "fit" | "blur" => Ok(Reframe::Fit),
-            other => Err(format!(
-                "unknown reframe mode {other:?} (auto, face, center, fit)"
-            )),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct CaptionOptions {
     pub out_dir: PathBuf,
+    /// Output size (see `reframe::AspectRatio::size`).
     pub width: u32,
     pub height: u32,
     pub style: CaptionStyle,
-    pub reframe: Reframe,
+    /// Forced, or `auto` to choose per clip.
+    pub layout: Layout,
     pub watermark_text: String,
     /// libx264 preset.
     pub x264_preset: String,
@@ -72,7 +46,7 @@ impl CaptionOptions {
             width: 1080,
             height: 1920,
             style,
-            reframe: Reframe::Auto,
+            layout: Layout::Auto,
             watermark_text: "clipforge".into(),
             x264_preset: "veryfast".into(),
             crf: 21,
@@ -102,8 +76,9 @@ pub struct RenderedClip {
     pub thumbnail: PathBuf,
     /// "1080p" for a 1080x1920 clip.
     pub quality: String,
-    /// How the picture was reframed.
-    pub reframe: Reframe,
+    /// The layout used (never `auto`) and why.
+    pub layout: Layout,
+    pub layout_reason: String,
     pub segments: Vec<Segment>,
     /// Words on the clip's timeline.
     pub words: Vec<Word>,
@@ -202,24 +177,22 @@ async fn render_clip(
         .as_ref()
         .ok_or_else(|| StageError::InvalidInput("the input has no video track".into()))?;
     let (src_w, src_h) = (video.width, video.height);
-    let mode = match opts.reframe {
-        Reframe::Auto if (src_w as f64 / src_h as f64) <= 9.0 / 16.0 * 1.05 => Reframe::Fit,
-        mode => mode,
-    };
-    let (mode, crop_x) = match mode {
-        Reframe::Auto | Reframe::Face => {
-            let samples =
-                face::track(input, plan.start, duration, src_w, src_h, &ctx.cancel).await?;
-            if face::face_ratio(&samples) >= 0.3 {
-                (Reframe::Face, Some(face::smooth_path(&samples)))
-            } else if opts.reframe == Reframe::Face || (src_w as f64 / src_h as f64) < 1.5 {
-                (Reframe::Center, None)
-            } else {
-                (Reframe::Fit, None)
-            }
-        }
-        other => (other, None),
-    };
+    let framing = reframe::frame_clip(
+        input,
+        plan.start,
+        duration,
+        (src_w, src_h),
+        (opts.width, opts.height),
+        opts.layout,
+        &ctx.cancel,
+    )
+    .await?;
+    tracing::info!(
+        clip = index,
+        layout = %framing.layout,
+        reason = %framing.reason,
+        "layout chosen"
+    );
     progress(0.05);
 
     let keep = opts.replay_dir.as_deref().unwrap_or(work);
@@ -236,15 +209,7 @@ async fn render_clip(
         },
     );
     std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
-    let graph = filter_graph(
-        mode,
-        crop_x.as_deref(),
-        src_w,
-        src_h,
-        opts.width,
-        opts.height,
-        &ass_path,
-    );
+    let graph = graph::filter_graph(&framing.composition, (opts.width, opts.height), &ass_path);
     let script = keep.join(format!("clip-{index}.filter"));
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
 
@@ -373,7 +338,8 @@ async fn render_clip(
         vtt,
         thumbnail,
         quality: quality_label(opts.width, opts.height),
-        reframe: mode,
+        layout: framing.layout,
+        layout_reason: framing.reason,
         segments,
         words,
     })
@@ -384,142 +350,9 @@ pub fn quality_label(w: u32, h: u32) -> String {
     format!("{}p", w.min(h))
 }
 
-/// The crop box (width, height) of the largest 9:16 (or out_w:out_h) region of the source.
-fn crop_box(src_w: u32, src_h: u32, out_w: u32, out_h: u32) -> (u32, u32) {
-    let target = out_w as f64 / out_h as f64;
-    let even = |v: f64| ((v / 2.0).floor() as u32 * 2).max(2);
-    if src_w as f64 / src_h as f64 > target {
-        (even(src_h as f64 * target).min(src_w), src_h / 2 * 2)
-    } else {
-        (src_w / 2 * 2, even(src_w as f64 / target).min(src_h))
-    }
-}
-
-/// A piecewise-linear ffmpeg expression in `t` through `points` (t, x).
-fn piecewise(points: &[(f64, f64)]) -> String {
-    match points {
-        [] => "0".into(),
-        [(_, x)] => format!("{x:.1}"),
-        _ => {
-            let mut expr = format!("{:.1}", points[points.len() - 1].1);
-            for w in points.windows(2).rev() {
-                let ((t0, x0), (t1, x1)) = (w[0], w[1]);
-                let seg = if (x1 - x0).abs() < 0.5 {
-                    format!("{x0:.1}")
-                } else {
-                    format!(
-                        "{x0:.1}+({:.1})*(t-{t0:.3})/{:.3}",
-                        x1 - x0,
-                        (t1 - t0).max(0.001)
-                    )
-                };
-                expr = format!("if(lt(t,{t1:.3}),{seg},{expr})");
-            }
-            format!("if(lt(t,{:.3}),{:.1},{expr})", points[0].0, points[0].1)
-        }
-    }
-}
-
-/// Drops points that lie on the line through their neighbours (within 2 px).
-fn simplify(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    if points.len() <= 2 {
-        return points;
-    }
-    let mut out = vec![points[0]];
-    for i in 1..points.len() - 1 {
-        let (a, b, c) = (*out.last().unwrap_or(&points[0]), points[i], points[i + 1]);
-        let interp = a.1 + (c.1 - a.1) * (b.0 - a.0) / (c.0 - a.0).max(1e-9);
-        if (interp - b.1).abs() > 2.0 {
-            out.push(b);
-        }
-    }
-    out.push(points[points.len() - 1]);
-    out
-}
-
-fn filter_graph(
-    mode: Reframe,
-    path: Option<&[f64]>,
-    src_w: u32,
-    src_h: u32,
-    out_w: u32,
-    out_h: u32,
-    ass: &Path,
-) -> String {
-    let (cw, ch) = crop_box(src_w, src_h, out_w, out_h);
-    let ass_path = ass.to_string_lossy().replace('\\', "/").replace('\'', "");
-    let tail = format!(
-        "scale={out_w}:{out_h}:flags=bicubic,setsar=1,ass=filename='{ass_path}',format=yuv420p[v]"
-    );
-    let mut g = String::new();
-    match (mode, path) {
-        (Reframe::Face, Some(path)) if !path.is_empty() => {
-            let max_x = (src_w - cw) as f64;
-            let points: Vec<(f64, f64)> = path
-                .iter()
-                .enumerate()
-                .map(|(i, cx)| {
-                    (
-                        i as f64 / SAMPLE_FPS,
-                        (cx * src_w as f64 - cw as f64 / 2.0)
-                            .clamp(0.0, max_x)
-                            .round(),
-                    )
-                })
-                .collect();
-            let y = (src_h - ch) as f64 / 2.0;
-            let _ = write!(
-                g,
-                "[0:v]crop=w={cw}:h={ch}:x='{}':y={y:.0},{tail}",
-                piecewise(&simplify(points))
-            );
-        }
-        (Reframe::Fit, _) => {
-            let (bw, bh) = (out_w / 4 / 2 * 2, out_h / 4 / 2 * 2);
-            let _ = write!(
-                g,
-                "[0:v]split=2[bgsrc][fgsrc];\
-                 [bgsrc]scale={bw}:{bh}:force_original_aspect_ratio=increase,crop={bw}:{bh},boxblur=10:2,scale={out_w}:{out_h}[bg];\
-                 [fgsrc]scale={out_w}:{out_h}:force_original_aspect_ratio=decrease[fg];\
-                 [bg][fg]overlay=(W-w)/2:(H-h)/2,{tail}"
-            );
-        }
-        _ => {
-            let _ = write!(
-                g,
-                "[0:v]crop=w={cw}:h={ch}:x=(iw-{cw})/2:y=(ih-{ch})/2,{tail}"
-            );
-        }
-    }
-    g
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crop_box_is_nine_by_sixteen() {
-        assert_eq!(crop_box(1920, 1080, 1080, 1920), (606, 1080));
-        assert_eq!(crop_box(1080, 1920, 1080, 1920), (1080, 1920));
-        assert_eq!(crop_box(500, 2000, 1080, 1920), (500, 888));
-    }
-
-    #[test]
-    fn piecewise_expression_interpolates() {
-        let e = piecewise(&[(0.0, 10.0), (1.0, 20.0)]);
-        assert_eq!(
-            e,
-            "if(lt(t,0.000),10.0,if(lt(t,1.000),10.0+(10.0)*(t-0.000)/1.000,20.0))"
-        );
-        assert_eq!(piecewise(&[(0.0, 5.0)]), "5.0");
-    }
-
-    #[test]
-    fn simplify_drops_collinear_points() {
-        let pts = vec![(0.0, 0.0), (1.0, 10.0), (2.0, 20.0), (3.0, 20.0)];
-        assert_eq!(simplify(pts), vec![(0.0, 0.0), (2.0, 20.0), (3.0, 20.0)]);
-    }
 
     #[test]
     fn quality_is_short_side() {

@@ -1,0 +1,393 @@
+//! Reframing a clip into the output frame: which layout (one face followed,
+//! two faces stacked, the active speaker, a screen recording with the face
+//! as an inset, or the whole frame over a blurred copy of itself), in which
+//! aspect ratio, and the ffmpeg filter graph that draws it.
+//!
+//! `auto` decides per clip from the face tracks ([`tracks`]) and, for two
+//! people, from who is talking ([`speaker`]); see [`decide`] for the rule.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub mod graph;
+pub mod speaker;
+pub mod tracks;
+
+use crate::media::face;
+use crate::project::stages::StageError;
+use graph::Composition;
+use tracks::Track;
+
+/// How the picture is laid out in the output frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Chosen per clip by [`decide`].
+    #[default]
+    Auto,
+    /// Follow one face (a centre crop when there is none).
+    Single,
+    /// Two faces, each in its own half (stacked for a vertical output).
+    Split,
+    /// Follow whichever of two faces is talking.
+    Speaker,
+    /// The whole frame scaled to fit, with the speaker's face as an inset.
+    Screen,
+    /// The whole frame scaled to fit over a blurred, filled copy of itself.
+    Fit,
+}
+
+impl Layout {
+    pub const NAMES: [&'static str; 6] = ["auto", "single", "split", "speaker", "screen", "fit"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Auto => "auto",
+            Layout::Single => "single",
+            Layout::Split => "split",
+            Layout::Speaker => "speaker",
+            Layout::Screen => "screen",
+            Layout::Fit => "fit",
+        }
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Layout::Auto),
+            "single" => Ok(Layout::Single),
+            "split" => Ok(Layout::Split),
+            "speaker" => Ok(Layout::Speaker),
+            "screen" => Ok(Layout::Screen),
+            "fit" => Ok(Layout::Fit),
+            other => Err(format!(
+                "unknown layout {other:?} (use {})",
+                Layout::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// The output frame's shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AspectRatio {
+    /// 1080x1920.
+    #[default]
+    Vertical,
+    /// 1080x1080.
+    Square,
+    /// 1080x1350.
+    Portrait,
+    /// 1920x1080.
+    Wide,
+}
+
+impl AspectRatio {
+    pub const NAMES: [&'static str; 4] = ["9:16", "1:1", "4:5", "16:9"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AspectRatio::Vertical => "9:16",
+            AspectRatio::Square => "1:1",
+            AspectRatio::Portrait => "4:5",
+            AspectRatio::Wide => "16:9",
+        }
+    }
+
+    /// Output size in pixels (the short side is 1080).
+    pub fn size(self) -> (u32, u32) {
+        match self {
+            AspectRatio::Vertical => (1080, 1920),
+            AspectRatio::Square => (1080, 1080),
+            AspectRatio::Portrait => (1080, 1350),
+            AspectRatio::Wide => (1920, 1080),
+        }
+    }
+}
+
+impl std::fmt::Display for AspectRatio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for AspectRatio {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "9:16" => Ok(AspectRatio::Vertical),
+            "1:1" => Ok(AspectRatio::Square),
+            "4:5" => Ok(AspectRatio::Portrait),
+            "16:9" => Ok(AspectRatio::Wide),
+            other => Err(format!(
+                "unknown aspect ratio {other:?} (use {})",
+                AspectRatio::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// A track counts as someone on screen when it is in this share of samples.
+pub const STABLE_PRESENCE: f64 = 0.4;
+/// A face narrower than this share of the frame width is "small".
+pub const SMALL_FACE: f64 = 0.12;
+/// A second face at least this share of the first's size is a second person
+/// (smaller ones are background faces).
+pub const PEER_SIZE: f64 = 0.5;
+/// The speaker layout needs the talker identified in this share of the
+/// voiced moments; otherwise both people stay visible (split).
+pub const SPEAKER_CONFIDENCE: f64 = 0.5;
+
+/// What [`decide`] chose, and why (logged and shown per clip).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub layout: Layout,
+    pub reason: String,
+}
+
+/// The `auto` rule, from the clip's stable face tracks (most present first)
+/// and, when there are two people, the share of voiced moments in which the
+/// active-speaker analysis could tell who talks:
+///
+/// 1. a source already (within 5 %) of the output's shape → fit;
+/// 2. no face → fit (nothing to follow; everything stays visible);
+/// 3. one face, small (< 12 % of the width) and off-centre (in the outer
+///    quarter of the width) → screen (a screen recording or slide with a
+///    face cam);
+/// 4. one face, or a second one much smaller than the first → single;
+/// 5. two faces of similar size → speaker when the talker is identified in
+///    ≥ 50 % of voiced moments, else split;
+/// 6. three or more faces of similar size → fit (a group: nobody is cut).
+pub fn decide(
+    tracks: &[Track],
+    speaker_confidence: Option<f64>,
+    src_aspect: f64,
+    out_aspect: f64,
+) -> Decision {
+    let pick = |layout, reason: String| Decision { layout, reason };
+    if (src_aspect / out_aspect - 1.0).abs() <= 0.05 {
+        return pick(
+            Layout::Fit,
+            format!("the source ({src_aspect:.2}:1) already has the output's shape"),
+        );
+    }
+    let Some(first) = tracks.first() else {
+        return pick(Layout::Fit, "no face in the clip".into());
+    };
+    let peers: Vec<&Track> = tracks
+        .iter()
+        .filter(|t| t.size >= first.size * PEER_SIZE)
+        .collect();
+    match peers.len() {
+        0 | 1 => {
+            if first.size < SMALL_FACE && (first.cx - 0.5).abs() > 0.25 {
+                pick(
+                    Layout::Screen,
+                    format!(
+                        "one small face ({:.0} % of the width) at the side: screen content with a face cam",
+                        first.size * 100.0
+                    ),
+                )
+            } else {
+                pick(
+                    Layout::Single,
+                    format!("one face ({:.0} % of samples)", first.presence * 100.0),
+                )
+            }
+        }
+        2 => match speaker_confidence {
+            Some(c) if c >= SPEAKER_CONFIDENCE => pick(
+                Layout::Speaker,
+                format!(
+                    "two faces; the talker is identified in {:.0} % of voiced moments",
+                    c * 100.0
+                ),
+            ),
+            c => pick(
+                Layout::Split,
+                format!(
+                    "two faces; the talker is identified in only {:.0} % of voiced moments",
+                    c.unwrap_or(0.0) * 100.0
+                ),
+            ),
+        },
+        n => pick(Layout::Fit, format!("{n} faces: a group stays whole")),
+    }
+}
+
+/// How one clip is framed: the layout used (never `auto`), why, and the
+/// crop boxes and paths that draw it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Framing {
+    pub layout: Layout,
+    pub reason: String,
+    pub composition: Composition,
+}
+
+/// The two most present faces when the second is a peer of the first.
+fn peer_pair(tracks: &[Track]) -> Option<[&Track; 2]> {
+    match tracks {
+        [a, b, ..] if b.size >= a.size * PEER_SIZE => Some([a, b]),
+        _ => None,
+    }
+}
+
+/// Frames the clip `[start, start + duration)` of `input` (a `src` frame)
+/// into `out` with the `requested` layout (`auto`: [`decide`]). A forced
+/// layout that needs faces the clip does not have falls back: speaker with
+/// fewer than two faces follows one (single); split without two faces
+/// shows the source's left and right halves; screen without a face has no
+/// inset; single without a face is a centre crop.
+pub async fn frame_clip(
+    input: &Path,
+    start: f64,
+    duration: f64,
+    src: (u32, u32),
+    out: (u32, u32),
+    requested: Layout,
+    cancel: &CancellationToken,
+) -> Result<Framing, StageError> {
+    let src_aspect = src.0 as f64 / src.1.max(1) as f64;
+    let out_aspect = out.0 as f64 / out.1.max(1) as f64;
+    let fit = |reason: String| Framing {
+        layout: Layout::Fit,
+        reason,
+        composition: Composition::Fit { inset: None },
+    };
+    match requested {
+        Layout::Fit => return Ok(fit("forced".into())),
+        Layout::Auto if (src_aspect / out_aspect - 1.0).abs() <= 0.05 => {
+            return Ok(fit(decide(&[], None, src_aspect, out_aspect).reason));
+        }
+        _ => {}
+    }
+    let analysis = face::track(input, start, duration, src.0, src.1, cancel).await?;
+    let tracks = tracks::build(&analysis, STABLE_PRESENCE);
+    let pair = peer_pair(&tracks);
+    let timeline = match (pair, requested) {
+        (Some(p), Layout::Auto | Layout::Speaker) => {
+            let energy = speaker::stereo_energy(input, start, duration, cancel).await?;
+            Some(speaker::timeline(p, &analysis, &energy))
+        }
+        _ => None,
+    };
+    let decision = match requested {
+        Layout::Auto => decide(
+            &tracks,
+            timeline.as_ref().map(|t| t.confidence),
+            src_aspect,
+            out_aspect,
+        ),
+        forced => Decision {
+            layout: forced,
+            reason: "forced".into(),
+        },
+    };
+    let single = |reason: String| {
+        let samples: face::FaceSamples = match tracks.first() {
+            Some(t) => t.positions.iter().map(|p| p.map(|(_, f)| f)).collect(),
+            None => vec![None; analysis.faces.len()],
+        };
+        Framing {
+            layout: Layout::Single,
+            reason,
+            composition: graph::follow_face(&samples, src, out),
+        }
+    };
+    Ok(match decision.layout {
+        Layout::Speaker => match (pair, &timeline) {
+            (Some(p), Some(tl)) => Framing {
+                layout: Layout::Speaker,
+                reason: format!("{}; {} switch(es)", decision.reason, tl.switches),
+                composition: graph::follow_speaker(p, tl, src, out),
+            },
+            _ => single(format!(
+                "{}, but fewer than two faces: following one",
+                decision.reason
+            )),
+        },
+        Layout::Split => Framing {
+            layout: Layout::Split,
+            reason: if pair.is_some() {
+                decision.reason
+            } else {
+                format!(
+                    "{}, without two faces: the left and right halves",
+                    decision.reason
+                )
+            },
+            composition: graph::split(pair, src, out),
+        },
+        // The face cam: the smallest stable face (a presenter's inset).
+        Layout::Screen => Framing {
+            layout: Layout::Screen,
+            composition: graph::screen(tracks.iter().min_by(|a, b| a.size.total_cmp(&b.size)), src),
+            reason: decision.reason,
+        },
+        Layout::Fit => fit(decision.reason),
+        Layout::Single | Layout::Auto => single(decision.reason),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn track(cx: f64, size: f64) -> Track {
+        Track {
+            cx,
+            cy: 0.4,
+            size,
+            presence: 1.0,
+            positions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for n in Layout::NAMES {
+            assert_eq!(n.parse::<Layout>().unwrap().as_str(), n);
+        }
+        for n in AspectRatio::NAMES {
+            assert_eq!(n.parse::<AspectRatio>().unwrap().as_str(), n);
+        }
+        assert!("3:2".parse::<AspectRatio>().is_err());
+        assert!("pip".parse::<Layout>().is_err());
+        assert_eq!(AspectRatio::Portrait.size(), (1080, 1350));
+    }
+
+    #[test]
+    fn the_auto_rule() {
+        let wide = 16.0 / 9.0;
+        let out = 9.0 / 16.0;
+        let d = |t: &[Track], c| decide(t, c, wide, out).layout;
+        assert_eq!(d(&[], None), Layout::Fit);
+        assert_eq!(d(&[track(0.5, 0.2)], None), Layout::Single);
+        assert_eq!(d(&[track(0.9, 0.06)], None), Layout::Screen);
+        assert_eq!(d(&[track(0.5, 0.06)], None), Layout::Single);
+        assert_eq!(
+            d(&[track(0.3, 0.2), track(0.7, 0.05)], None),
+            Layout::Single
+        );
+        let two = [track(0.3, 0.2), track(0.7, 0.18)];
+        assert_eq!(d(&two, Some(0.8)), Layout::Speaker);
+        assert_eq!(d(&two, Some(0.2)), Layout::Split);
+        assert_eq!(d(&two, None), Layout::Split);
+        let three = [track(0.2, 0.2), track(0.5, 0.2), track(0.8, 0.2)];
+        assert_eq!(d(&three, None), Layout::Fit);
+        assert_eq!(
+            decide(&[track(0.5, 0.2)], None, out, out).layout,
+            Layout::Fit
+        );
+    }
+}

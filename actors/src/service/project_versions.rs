@@ -1,0 +1,296 @@
+//! The stored layouts of project and clip records older than this build's,
+//! and how each is read ([`Record::upgrade`]). Each version adds fields at
+//! the end; an old value is decoded as the tuple of its fields in order
+//! (serde's tuples stop at 16, so longer ones nest; bincode encodes nested
+//! tuples exactly like one sequence) and given the defaults of later fields.
+
+use super::projects::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
+use crate::captions::template::CaptionStyle;
+use crate::project::reframe::{AspectRatio, Layout};
+use crate::project::stages::Stage;
+use crate::storage::kv::Result;
+use crate::storage::record::{decode_payload, Record};
+
+/// A project as stored before `language` existed (read, never written):
+/// its fields in order, as two tuples (serde's tuples stop at 16; bincode
+/// encodes nested tuples exactly like one sequence).
+type ProjectRecordV1 = (
+    (
+        String,
+        String,
+        String,
+        Source,
+        String,
+        f64,
+        String,
+        String,
+        CaptionStyle,
+        bool,
+    ),
+    (
+        ProjectState,
+        [u8; 4],
+        Option<String>,
+        u64,
+        u32,
+        Vec<Stage>,
+        i64,
+        i64,
+        u64,
+    ),
+);
+
+/// A project as stored by version 2: version 1's fields, then `language`
+/// (bincode encodes the nested tuple like one sequence of fields).
+type ProjectRecordV2 = (ProjectRecordV1, Option<String>);
+
+/// Version 3 added `layout` and `aspect_ratio` (read from older versions as
+/// `auto` and 9:16, what every older project was rendered with); version 2
+/// added `language`; version 1 (stored before it, also the unversioned
+/// layout) is read as a `language` of `None`.
+impl Record for ProjectRecord {
+    const KIND: &'static str = "project";
+    const VERSION: u16 = 3;
+
+    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        match version {
+            1 => Ok(from_v1(decode_payload(payload)?)),
+            2 => {
+                let (v1, language): ProjectRecordV2 = decode_payload(payload)?;
+                Ok(ProjectRecord {
+                    language,
+                    ..from_v1(v1)
+                })
+            }
+            _ => Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            }),
+        }
+    }
+}
+
+/// A version-1 project with the defaults of every later field.
+fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
+    {
+        let (
+            id,
+            user_id,
+            title,
+            source,
+            thumbnail,
+            duration_sec,
+            preset,
+            caption_template,
+            style,
+            skip_cuts,
+        ) = head;
+        let (
+            state,
+            step_progress,
+            error,
+            reserved_credits,
+            clip_count,
+            finished,
+            created_at,
+            updated_at,
+            last_event,
+        ) = tail;
+        ProjectRecord {
+            id,
+            user_id,
+            title,
+            source,
+            thumbnail,
+            duration_sec,
+            preset,
+            caption_template,
+            style,
+            skip_cuts,
+            state,
+            step_progress,
+            error,
+            reserved_credits,
+            clip_count,
+            finished,
+            created_at,
+            updated_at,
+            last_event,
+            language: None,
+            layout: Layout::Auto,
+            aspect_ratio: AspectRatio::Vertical,
+        }
+    }
+}
+
+/// A clip as stored by version 1 (before `layout`), its fields in order.
+type ClipRecordV1 = (
+    String,
+    String,
+    u32,
+    String,
+    u8,
+    f64,
+    f64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    Vec<SegmentRecord>,
+    i64,
+);
+
+/// Version 2 added `layout`; version 1 clips were all rendered by the
+/// single-face reframe and are read as `single`.
+impl Record for ClipRecord {
+    const KIND: &'static str = "clip";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        if version != 1 {
+            return Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            });
+        }
+        let (
+            id,
+            project_id,
+            index,
+            title,
+            score,
+            start,
+            end,
+            quality,
+            video_key,
+            subtitle_key,
+            vtt_key,
+            thumbnail_key,
+            segments,
+            created_at,
+        ): ClipRecordV1 = decode_payload(payload)?;
+        Ok(ClipRecord {
+            id,
+            project_id,
+            index,
+            title,
+            score,
+            start,
+            end,
+            quality,
+            video_key,
+            subtitle_key,
+            vtt_key,
+            thumbnail_key,
+            segments,
+            created_at,
+            layout: Layout::Single.as_str().into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::projects::decode_project;
+    use crate::storage::kv;
+
+    #[test]
+    fn first_version_records_are_upgraded_on_read() {
+        let style = CaptionStyle::default();
+        let v1: ProjectRecordV1 = (
+            (
+                "p1".into(),
+                "u1".into(),
+                "Talk".into(),
+                Source::Upload("uploads/x/talk.mp4".into()),
+                String::new(),
+                12.5,
+                "auto".into(),
+                "default".into(),
+                style.clone(),
+                false,
+            ),
+            (
+                ProjectState::Completed,
+                [100; 4],
+                None,
+                1,
+                2,
+                vec![Stage::Download],
+                10,
+                20,
+                7,
+            ),
+        );
+        // A version-1 value: the bincode payload without a header.
+        let v1_fields = || v1.clone();
+        let v1 = bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap();
+        let p = decode_project(&v1).expect("upgraded");
+        assert_eq!((p.id.as_str(), p.clip_count, p.last_event), ("p1", 2, 7));
+        assert_eq!((&p.style, &p.language), (&style, &None));
+        assert_eq!(
+            (p.layout, p.aspect_ratio),
+            (Layout::Auto, AspectRatio::Vertical)
+        );
+        // A version-2 value: version 1's fields and the language, behind a header.
+        let mut v2 = crate::storage::record::header(2);
+        bincode::serde::encode_into_std_write(
+            &(v1_fields(), Some("fr".to_string())),
+            &mut v2,
+            bincode::config::standard(),
+        )
+        .unwrap();
+        let p2 = decode_project(&v2).expect("upgraded from v2");
+        assert_eq!((p2.id.as_str(), p2.language.as_deref()), ("p1", Some("fr")));
+        assert_eq!(p2.layout, Layout::Auto);
+        let mut current = p.clone();
+        current.language = Some("de".into());
+        current.layout = Layout::Split;
+        current.aspect_ratio = AspectRatio::Square;
+        let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
+        assert_eq!(again, current);
+        assert!(decode_project(b"garbage").is_err());
+    }
+
+    #[test]
+    fn first_version_clips_are_read_as_single() {
+        let seg = SegmentRecord {
+            id: "s".into(),
+            start: 0.0,
+            end: 1.0,
+            text: "hi".into(),
+        };
+        let v1: ClipRecordV1 = (
+            "c1".into(),
+            "p1".into(),
+            1,
+            "Title".into(),
+            80,
+            1.0,
+            9.0,
+            "1080p".into(),
+            "v".into(),
+            "s".into(),
+            "t".into(),
+            "j".into(),
+            vec![seg],
+            5,
+        );
+        let mut bytes = crate::storage::record::header(1);
+        bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard())
+            .unwrap();
+        let c: ClipRecord = kv::decode(&bytes).expect("upgraded");
+        assert_eq!((c.id.as_str(), c.index, c.created_at), ("c1", 1, 5));
+        assert_eq!(c.layout, "single");
+        let mut now = c.clone();
+        now.layout = "split".into();
+        assert_eq!(
+            kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(),
+            now
+        );
+    }
+}
