@@ -21,6 +21,7 @@ use super::templates::TemplateStyle;
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::project::stages::score::preset_range;
+use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
 use clipforge_actors::service::projects::{
     self as records, now_ms, ProjectRecord, ProjectState, Source,
@@ -120,6 +121,20 @@ impl ProjectsApi {
                 return Err(bad("durationSec", "must be a positive number of seconds"));
             }
         }
+        let prompt = b
+            .prompt
+            .as_deref()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty());
+        if prompt
+            .as_ref()
+            .is_some_and(|p| p.chars().count() > MAX_PROMPT_CHARS)
+        {
+            return Err(bad(
+                "prompt",
+                &format!("at most {MAX_PROMPT_CHARS} characters"),
+            ));
+        }
         let (source, source_secs, meta_title, meta_thumb, language) =
             match (b.source_url.as_deref(), b.file_key.as_deref()) {
                 (Some(_), Some(_)) => {
@@ -211,6 +226,7 @@ impl ProjectsApi {
             updated_at: now,
             last_event: 0,
             language,
+            prompt,
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = user.id.clone();

@@ -44,6 +44,14 @@ pub struct CreateProject {
     /// Only transcribe and caption; no cuts.
     #[oai(nullable)]
     pub skip_cuts: Option<bool>,
+    /// What the clips should be about, in the user's words ("the part about
+    /// pricing"): moments that say the prompt's words (lower-cased, stemmed,
+    /// stop words ignored) and phrases (quoted, or two words in a row) score
+    /// higher — a clip's score becomes 60% its own and 40% its match. Also
+    /// given to the re-ranker when the server has one. At most 500
+    /// characters (400 `invalid_field` beyond); blank means none.
+    #[oai(nullable)]
+    pub prompt: Option<Text>,
 }
 
 impl Example for CreateProject {
@@ -57,6 +65,7 @@ impl Example for CreateProject {
             clip_duration_preset: Some("30-60".into()),
             caption_template: Some("karaoke".into()),
             skip_cuts: Some(false),
+            prompt: Some("the part about pricing mistakes".into()),
         }
     }
 }
@@ -111,6 +120,9 @@ pub struct Project {
     /// or detected). `null` while unknown.
     #[oai(nullable)]
     pub language: Option<Text>,
+    /// What the clips should be about, as given at creation; `null` when none.
+    #[oai(nullable)]
+    pub prompt: Option<Text>,
     pub created_at: DateTime,
     pub updated_at: DateTime,
 }
@@ -139,6 +151,7 @@ impl Example for Project {
             clip_duration_preset: "auto".into(),
             error: None,
             language: Some("en".into()),
+            prompt: None,
             created_at: "2026-05-01T18:00:00.000Z".into(),
             updated_at: "2026-05-01T18:00:00.000Z".into(),
         }
@@ -156,6 +169,28 @@ pub struct Transcript {
     pub text: Text,
 }
 
+/// Why a clip scored as it did: sub-scores from 0 to 100.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ClipScores {
+    /// How strongly the first sentence grabs attention (a question, a
+    /// "here's why…" opener, addressing the viewer, numbers, brevity).
+    #[oai(validator(maximum(value = "100")))]
+    pub hook: u8,
+    /// Ends on a full sentence and does not start mid-thought ("and…", "because…").
+    #[oai(validator(maximum(value = "100")))]
+    pub completeness: u8,
+    /// Emphasis words, questions and exclamations, loudness variation.
+    #[oai(validator(maximum(value = "100")))]
+    pub emotion: u8,
+    /// Speech rate (2.3–3.5 words per second is best) and scene changes.
+    #[oai(validator(maximum(value = "100")))]
+    pub pace: u8,
+    /// How well the clip matches the project's prompt; `null` without a prompt.
+    #[oai(nullable, validator(maximum(value = "100")))]
+    pub prompt_match: Option<u8>,
+}
+
 /// A clip (contract 2.2). Its URLs are stable links
 /// (`/media/<key>?sig=…`) that never expire: each answers a 307 to a fresh
 /// signed URL of the file (local or S3), so a client may keep them.
@@ -168,6 +203,10 @@ pub struct Clip {
     /// 0 to 100: how likely the clip is to hold attention.
     #[oai(validator(maximum(value = "100")))]
     pub score: u8,
+    /// One sentence saying why the clip was picked, from its sub-scores and
+    /// the prompt words it says (empty for clips made before reasons existed).
+    pub reason: Text,
+    pub scores: ClipScores,
     /// `M:SS`.
     pub duration: Text,
     /// Resolution label such as 1080p.
@@ -280,6 +319,7 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         clip_duration_preset: p.preset.clone().into(),
         error: p.error.clone().map(Text),
         language: p.language.clone().map(Text),
+        prompt: p.prompt.clone().map(Text),
         created_at: iso8601(p.created_at).into(),
         updated_at: iso8601(p.updated_at).into(),
     }
@@ -294,6 +334,14 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
         project_id: c.project_id.clone().into(),
         title: c.title.clone().into(),
         score: c.score,
+        reason: c.reason.clone().into(),
+        scores: ClipScores {
+            hook: c.scores.hook,
+            completeness: c.scores.completeness,
+            emotion: c.scores.emotion,
+            pace: c.scores.pace,
+            prompt_match: c.scores.prompt_match,
+        },
         duration: records::duration_display(c.end - c.start).into(),
         quality: c.quality.clone().into(),
         thumbnail: thumbnail.into(),

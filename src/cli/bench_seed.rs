@@ -101,6 +101,7 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 updated_at: now,
                 last_event: 0,
                 language: Some("en".into()),
+                prompt: None,
             })?);
         }
         kv.apply(ops)?;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::captions::template::CaptionStyle;
+use crate::project::stages::reasons::ClipScores;
 use crate::project::stages::Stage;
 use crate::storage::kv::{self, KvOp, KvStore, Result};
 use crate::transcript::display_duration;
@@ -112,6 +113,8 @@ pub struct ProjectRecord {
     /// The spoken language: the source's (from its metadata) until
     /// transcription ran, then the one it used (given or detected).
     pub language: Option<String>,
+    /// What the clips should be about (`project::stages::steer`), as given.
+    pub prompt: Option<String>,
 }
 
 /// A project as stored before `language` existed (read, never written):
@@ -148,13 +151,18 @@ pub fn decode_project(bytes: &[u8]) -> Result<ProjectRecord> {
     kv::decode::<ProjectRecord>(bytes)
 }
 
-/// Version 2 added `language`; version 1 (stored before it, also the
-/// unversioned layout) is read as a `language` of `None`.
+/// Version 3 added `prompt`, version 2 `language`; version 1 (stored before
+/// both, also the unversioned layout) is read as `None` for both.
 impl crate::storage::record::Record for ProjectRecord {
     const KIND: &'static str = "project";
-    const VERSION: u16 = 2;
+    const VERSION: u16 = 3;
 
     fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        if version == 2 {
+            // Version 2 is version 3 without the last field (`prompt`):
+            // append the encoding of `None` and read it as version 3.
+            return crate::storage::record::decode_payload(&appended(payload, &None::<String>)?);
+        }
         if version != 1 {
             return Err(crate::storage::error::StorageError::Version {
                 kind: Self::KIND,
@@ -207,8 +215,17 @@ impl crate::storage::record::Record for ProjectRecord {
             updated_at,
             last_event,
             language: None,
+            prompt: None,
         })
     }
+}
+
+/// `payload` followed by the bincode encoding of `extra`: an older record
+/// whose layout lacks only trailing fields, completed with their defaults.
+fn appended<T: Serialize>(payload: &[u8], extra: &T) -> Result<Vec<u8>> {
+    let tail = bincode::serde::encode_to_vec(extra, bincode::config::standard())
+        .map_err(|e| crate::storage::error::StorageError::Encode(e.to_string()))?;
+    Ok([payload, &tail].concat())
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -235,8 +252,30 @@ pub struct ClipRecord {
     pub thumbnail_key: String,
     pub segments: Vec<SegmentRecord>,
     pub created_at: i64,
+    /// Why the clip was picked (one sentence); empty for clips of version 1.
+    pub reason: String,
+    /// Sub-scores 0–100; zeros for clips of version 1.
+    pub scores: ClipScores,
 }
-crate::record!(ClipRecord, "clip", 1);
+
+/// Version 2 added `reason` and `scores` at the end; version 1 is read with
+/// an empty reason and zero sub-scores (what it did not record).
+impl crate::storage::record::Record for ClipRecord {
+    const KIND: &'static str = "clip";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        if version != 1 {
+            return Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            });
+        }
+        let defaults = (String::new(), ClipScores::default());
+        crate::storage::record::decode_payload(&appended(payload, &defaults)?)
+    }
+}
 
 pub fn project_key(user_id: &str, project_id: &str) -> Vec<u8> {
     format!("{user_id}/{project_id}").into_bytes()
@@ -442,11 +481,84 @@ mod tests {
         let p = decode_project(&v1).expect("upgraded");
         assert_eq!((p.id.as_str(), p.clip_count, p.last_event), ("p1", 2, 7));
         assert_eq!((&p.style, &p.language), (&style, &None));
+        assert_eq!(p.prompt, None);
         let mut current = p.clone();
         current.language = Some("de".into());
+        current.prompt = Some("the part about pricing".into());
         let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
         assert_eq!(again, current);
         assert!(decode_project(b"garbage").is_err());
+    }
+
+    #[test]
+    fn version_2_projects_and_version_1_clips_are_upgraded_on_read() {
+        // A version-2 project: every field but `prompt`, behind a v2 header.
+        let mut p = decode_project(&kv::encode(&sample_project()).unwrap()).unwrap();
+        p.prompt = Some("ignored".into());
+        let full = bincode::serde::encode_to_vec(&p, bincode::config::standard()).unwrap();
+        // `Some(String)` is 1 tag byte, a 1-byte length and the text.
+        let v2_payload = &full[..full.len() - 2 - "ignored".len()];
+        let v2 = [&crate::storage::record::header(2)[..], v2_payload].concat();
+        let read = decode_project(&v2).expect("upgraded from version 2");
+        assert_eq!(read.prompt, None);
+        assert_eq!(read.language, p.language);
+
+        // A version-1 clip: the fields before `reason` and `scores`.
+        let clip = ClipRecord {
+            id: "c1".into(),
+            project_id: "p1".into(),
+            index: 0,
+            title: "Why it works".into(),
+            score: 77,
+            start: 1.0,
+            end: 21.0,
+            quality: "1080p".into(),
+            video_key: "v".into(),
+            subtitle_key: "s".into(),
+            vtt_key: "t".into(),
+            thumbnail_key: "j".into(),
+            segments: vec![],
+            created_at: 5,
+            reason: String::new(),
+            scores: ClipScores::default(),
+        };
+        let full = bincode::serde::encode_to_vec(&clip, bincode::config::standard()).unwrap();
+        let defaults =
+            bincode::serde::encode_to_vec((String::new(), ClipScores::default()), bincode::config::standard())
+                .unwrap();
+        let v1 = &full[..full.len() - defaults.len()]; // no header: version 1
+        let read: ClipRecord = kv::decode(v1).expect("upgraded from version 1");
+        assert_eq!(read, clip);
+        let mut now = clip.clone();
+        now.reason = "Opens with a strong hook (hook 80).".into();
+        now.scores.prompt_match = Some(40);
+        assert_eq!(kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(), now);
+    }
+
+    fn sample_project() -> ProjectRecord {
+        ProjectRecord {
+            id: "p1".into(),
+            user_id: "u1".into(),
+            title: "Talk".into(),
+            source: Source::Upload("uploads/x/talk.mp4".into()),
+            thumbnail: String::new(),
+            duration_sec: 12.5,
+            preset: "auto".into(),
+            caption_template: "default".into(),
+            style: CaptionStyle::default(),
+            skip_cuts: false,
+            state: ProjectState::Queued,
+            step_progress: [0; 4],
+            error: None,
+            reserved_credits: 1,
+            clip_count: 0,
+            finished: vec![],
+            created_at: 1,
+            updated_at: 2,
+            last_event: 0,
+            language: Some("en".into()),
+            prompt: None,
+        }
     }
 
     #[test]
