@@ -71,6 +71,8 @@ fn clip_command_writes_clips_and_reports_progress() {
             "--x264-preset",
             "ultrafast",
             "--export",
+            "--prompt",
+            "the colour bars",
         ])
         .output()
         .unwrap();
@@ -99,6 +101,12 @@ fn clip_command_writes_clips_and_reports_progress() {
         serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
     assert_eq!(clips["clips"].as_array().unwrap().len(), 1);
     assert_eq!(clips["clips"][0]["endSec"], 5.0);
+    // Every clip says why, with sub-scores (and the prompt's match).
+    let c = &clips["clips"][0];
+    assert!(c["reason"].as_str().is_some_and(|r| r.ends_with('.')), "{c}");
+    for k in ["hook", "completeness", "emotion", "pace", "promptMatch"] {
+        assert!(c["scores"][k].as_u64().is_some_and(|v| v <= 100), "{k}: {c}");
+    }
     // The editor timelines point at the input, and put the clip at 0–5 s.
     let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();
     assert!(fcpxml.contains("src=\"file:///"), "{fcpxml}");
@@ -151,6 +159,13 @@ fn clip_command_explains_bad_input() {
         .unwrap();
     assert_eq!(res.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&res.stderr).contains("unknown template"));
+    let long = "x".repeat(501);
+    let res = bin()
+        .args(["clip", "x.mp4", "--prompt", &long])
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--prompt is longer than 500"));
 }
 
 /// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:
