@@ -531,13 +531,22 @@ fn a_prompt_steers_selection_and_explains_it() {
 
 #[test]
 fn near_duplicate_clips_are_dropped() {
-    // The same passage said twice, a minute apart, with other talk between.
-    let mut sentences: Vec<&str> = TALK[..6].to_vec();
-    sentences.extend(&TALK[6..]);
-    sentences.extend(&TALK[..6]);
+    // The best passage said twice, with flat talk between: without the
+    // near-duplicate rule the two copies would be the two best clips.
+    const FLAT: &[&str] = &[
+        "the committee reviewed the quarterly figures for the regional office.",
+        "then the minutes were approved and filed with the secretary.",
+        "the next item concerned the parking arrangements for the building.",
+        "members noted the schedule and agreed to revisit the matter later.",
+    ];
+    let hook = &TALK[..3];
+    let sentences: Vec<&str> = hook.iter().chain(FLAT).chain(hook).copied().collect();
     let t = transcript(&sentences, 2.8, 0.5);
-    let clips = select_clips(&t, &Signals::default(), (10.0, 30.0), 10);
+    let copies = [0, t.sentences[hook.len() + FLAT.len()].first_word];
+    let clips = select_clips(&t, &Signals::default(), (5.0, 12.0), 3);
     assert!(clips.len() >= 2, "{clips:?}");
+    let on_copy = clips.iter().filter(|c| copies.contains(&c.first_word)).count();
+    assert_eq!(on_copy, 1, "{clips:#?}");
     for (i, a) in clips.iter().enumerate() {
         for b in &clips[i + 1..] {
             let (sa, sb) = (lexicon::shingles(&a.text(&t), 3), lexicon::shingles(&b.text(&t), 3));
