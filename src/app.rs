@@ -163,6 +163,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         workers: p.workers,
         max_clips: 10,
         idle: Duration::from_secs(p.idle_secs),
+        rerank: p.rerank(),
     };
     let services = Services::new(kv, objects.clone(), accounts, settings);
     services

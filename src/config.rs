@@ -93,6 +93,27 @@ pub struct PipelineConfig {
     pub x264_preset: String,
     /// Entity actors idle this long are passivated.
     pub idle_secs: u64,
+    /// Base URL of an OpenAI-compatible chat API that re-ranks clip
+    /// candidates (e.g. `http://127.0.0.1:8000/v1`); off when unset.
+    #[serde(deserialize_with = "serde_env::opt")]
+    pub rerank_url: Option<String>,
+    pub rerank_model: String,
+    pub rerank_api_key: Secret,
+    /// Limit of one re-rank request; the local ranking is kept past it.
+    pub rerank_timeout_secs: u64,
+}
+
+impl PipelineConfig {
+    /// The re-ranker's settings, when `rerank_url` is set.
+    pub fn rerank(&self) -> Option<clipforge_actors::project::stages::rerank::RerankConfig> {
+        let url = self.rerank_url.as_deref().map(str::trim).filter(|u| !u.is_empty())?;
+        Some(clipforge_actors::project::stages::rerank::RerankConfig {
+            base_url: url.to_string(),
+            api_key: Some(self.rerank_api_key.expose().to_string()).filter(|k| !k.is_empty()),
+            model: self.rerank_model.clone(),
+            timeout: std::time::Duration::from_secs(self.rerank_timeout_secs.max(1)),
+        })
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -275,6 +296,10 @@ impl Default for PipelineConfig {
             stage_retries: 2,
             x264_preset: "veryfast".into(),
             idle_secs: 300,
+            rerank_url: None,
+            rerank_model: "gpt-4o-mini".into(),
+            rerank_api_key: Secret::default(),
+            rerank_timeout_secs: 60,
         }
     }
 }
@@ -461,6 +486,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.node.public_url, None);
+    }
+
+    #[test]
+    fn the_reranker_is_a_pipeline_setting_for_every_command() {
+        assert!(Config::default().pipeline.rerank().is_none(), "off by default");
+        let cfg = layers(
+            "[pipeline]\nrerank_model = \"local-llm\"\n",
+            vec![
+                ("CLIPFORGE_RERANK_URL", "http://127.0.0.1:8000/v1"),
+                ("CLIPFORGE_PIPELINE_RERANK_API_KEY", "sk-secret"),
+            ],
+            &[],
+        )
+        .unwrap();
+        let r = cfg.pipeline.rerank().expect("configured");
+        assert_eq!(
+            (r.base_url.as_str(), r.model.as_str(), r.api_key.as_deref()),
+            ("http://127.0.0.1:8000/v1", "local-llm", Some("sk-secret"))
+        );
+        assert_eq!(r.timeout, std::time::Duration::from_secs(60));
+        assert!(!format!("{cfg:?}").contains("sk-secret"));
     }
 
     #[test]

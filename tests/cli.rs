@@ -75,6 +75,8 @@ fn clip_command_writes_clips_and_reports_progress() {
             "fit",
             "--aspect",
             "4:5",
+            "--prompt",
+            "the colour bars",
         ])
         .output()
         .unwrap();
@@ -120,6 +122,12 @@ fn clip_command_writes_clips_and_reports_progress() {
         "1080,1350",
         "4:5"
     );
+    // Every clip says why, with sub-scores (and the prompt's match).
+    let c = &clips["clips"][0];
+    assert!(c["reason"].as_str().is_some_and(|r| r.ends_with('.')), "{c}");
+    for k in ["hook", "completeness", "emotion", "pace", "promptMatch"] {
+        assert!(c["scores"][k].as_u64().is_some_and(|v| v <= 100), "{k}: {c}");
+    }
     // The editor timelines point at the input, and put the clip at 0–5 s.
     let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();
     assert!(fcpxml.contains("src=\"file:///"), "{fcpxml}");
@@ -183,6 +191,13 @@ fn clip_command_explains_bad_input() {
             "{flag}"
         );
     }
+    let long = "x".repeat(501);
+    let res = bin()
+        .args(["clip", "x.mp4", "--prompt", &long])
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--prompt is longer than 500"));
 }
 
 /// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:

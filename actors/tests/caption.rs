@@ -61,6 +61,8 @@ async fn render(
         title: "t".into(),
         first_word: 0,
         end_word: t.words.len(),
+        reason: String::new(),
+        scores: Default::default(),
     };
     let mut opts = CaptionOptions::new(out.to_path_buf(), style);
     opts.layout = layout;
@@ -334,6 +336,8 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         title: "t".into(),
         first_word: 0,
         end_word: 0,
+        reason: String::new(),
+        scores: Default::default(),
     };
     let mut opts = CaptionOptions::new(out.clone(), CaptionStyle::default());
     opts.x264_preset = "medium".into();

@@ -30,6 +30,7 @@ fn options(out: &Path, range: (f64, f64)) -> PipelineOptions {
         caption: None,
         batch_size: 8,
         rerank: None,
+        prompt: None,
     }
 }
 

@@ -22,6 +22,7 @@ use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::project::reframe::{AspectRatio, Layout};
 use clipforge_actors::project::stages::score::preset_range;
+use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
 use clipforge_actors::service::events::{events_after, ProjectEvent};
 use clipforge_actors::service::projects::{
     self as records, now_ms, ProjectRecord, ProjectState, Source,
@@ -129,6 +130,20 @@ impl ProjectsApi {
             None => AspectRatio::Vertical,
             Some(a) => a.parse().map_err(|e: String| bad("aspectRatio", &e))?,
         };
+        let prompt = b
+            .prompt
+            .as_deref()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty());
+        if prompt
+            .as_ref()
+            .is_some_and(|p| p.chars().count() > MAX_PROMPT_CHARS)
+        {
+            return Err(bad(
+                "prompt",
+                &format!("at most {MAX_PROMPT_CHARS} characters"),
+            ));
+        }
         let (source, source_secs, meta_title, meta_thumb, language) =
             match (b.source_url.as_deref(), b.file_key.as_deref()) {
                 (Some(_), Some(_)) => {
@@ -222,6 +237,7 @@ impl ProjectsApi {
             language,
             layout,
             aspect_ratio,
+            prompt,
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = user.id.clone();

@@ -50,6 +50,14 @@ pub struct CreateProject {
     /// Default `9:16`. Other values: 400 `invalid_field`.
     #[oai(nullable)]
     pub aspect_ratio: Option<AspectRatio>,
+    /// What the clips should be about, in the user's words ("the part about
+    /// pricing"): moments that say the prompt's words (lower-cased, stemmed,
+    /// stop words ignored) and phrases (quoted, or two words in a row) score
+    /// higher — a clip's score becomes 60% its own and 40% its match. Also
+    /// given to the re-ranker when the server has one. At most 500
+    /// characters (400 `invalid_field` beyond); blank means none.
+    #[oai(nullable)]
+    pub prompt: Option<Text>,
 }
 
 impl Example for CreateProject {
@@ -65,6 +73,7 @@ impl Example for CreateProject {
             skip_cuts: Some(false),
             layout: Some("auto".into()),
             aspect_ratio: Some("9:16".into()),
+            prompt: Some("the part about pricing mistakes".into()),
         }
     }
 }
@@ -123,6 +132,9 @@ pub struct Project {
     /// or detected). `null` while unknown.
     #[oai(nullable)]
     pub language: Option<Text>,
+    /// What the clips should be about, as given at creation; `null` when none.
+    #[oai(nullable)]
+    pub prompt: Option<Text>,
     pub created_at: DateTime,
     pub updated_at: DateTime,
 }
@@ -153,6 +165,7 @@ impl Example for Project {
             aspect_ratio: "9:16".into(),
             error: None,
             language: Some("en".into()),
+            prompt: None,
             created_at: "2026-05-01T18:00:00.000Z".into(),
             updated_at: "2026-05-01T18:00:00.000Z".into(),
         }
@@ -170,6 +183,28 @@ pub struct Transcript {
     pub text: Text,
 }
 
+/// Why a clip scored as it did: sub-scores from 0 to 100.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ClipScores {
+    /// How strongly the first sentence grabs attention (a question, a
+    /// "here's why…" opener, addressing the viewer, numbers, brevity).
+    #[oai(validator(maximum(value = "100")))]
+    pub hook: u8,
+    /// Ends on a full sentence and does not start mid-thought ("and…", "because…").
+    #[oai(validator(maximum(value = "100")))]
+    pub completeness: u8,
+    /// Emphasis words, questions and exclamations, loudness variation.
+    #[oai(validator(maximum(value = "100")))]
+    pub emotion: u8,
+    /// Speech rate (2.3–3.5 words per second is best) and scene changes.
+    #[oai(validator(maximum(value = "100")))]
+    pub pace: u8,
+    /// How well the clip matches the project's prompt; `null` without a prompt.
+    #[oai(nullable, validator(maximum(value = "100")))]
+    pub prompt_match: Option<u8>,
+}
+
 /// A clip (contract 2.2). Its URLs are stable links
 /// (`/media/<key>?sig=…`) that never expire: each answers a 307 to a fresh
 /// signed URL of the file (local or S3), so a client may keep them.
@@ -182,6 +217,10 @@ pub struct Clip {
     /// 0 to 100: how likely the clip is to hold attention.
     #[oai(validator(maximum(value = "100")))]
     pub score: u8,
+    /// One sentence saying why the clip was picked, from its sub-scores and
+    /// the prompt words it says (empty for clips made before reasons existed).
+    pub reason: Text,
+    pub scores: ClipScores,
     /// `M:SS`.
     pub duration: Text,
     /// Resolution label such as 1080p (the short side).
@@ -298,6 +337,7 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         aspect_ratio: p.aspect_ratio.as_str().into(),
         error: p.error.clone().map(Text),
         language: p.language.clone().map(Text),
+        prompt: p.prompt.clone().map(Text),
         created_at: iso8601(p.created_at).into(),
         updated_at: iso8601(p.updated_at).into(),
     }
@@ -312,6 +352,14 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
         project_id: c.project_id.clone().into(),
         title: c.title.clone().into(),
         score: c.score,
+        reason: c.reason.clone().into(),
+        scores: ClipScores {
+            hook: c.scores.hook,
+            completeness: c.scores.completeness,
+            emotion: c.scores.emotion,
+            pace: c.scores.pace,
+            prompt_match: c.scores.prompt_match,
+        },
         duration: records::duration_display(c.end - c.start).into(),
         quality: c.quality.clone().into(),
         layout: c.layout.as_str().into(),

@@ -77,6 +77,7 @@ async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
         workers: 1,
         max_clips: 1,
         idle: Duration::from_secs(300),
+        rerank: None,
     };
     let s = Services::new(kv, objects, accounts, settings);
     s.start_supervision()

@@ -103,6 +103,7 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 language: Some("en".into()),
                 layout: Default::default(),
                 aspect_ratio: Default::default(),
+                prompt: None,
             })?);
         }
         kv.apply(ops)?;

@@ -16,6 +16,7 @@ use clipforge_actors::project::reframe::{AspectRatio, Layout};
 use clipforge_actors::project::stages::caption::CaptionOptions;
 use clipforge_actors::project::stages::rerank::RerankConfig;
 use clipforge_actors::project::stages::score::preset_range;
+use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
 use clipforge_actors::project::stages::{Stage, StageError};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
@@ -59,7 +60,12 @@ pub struct ClipArgs {
     /// Force the watermark on (as the free plan does).
     #[arg(long)]
     pub watermark: bool,
-    /// OpenAI-compatible endpoint for the optional re-ranker (e.g. http://127.0.0.1:8000/v1).
+    /// What the clips should be about ("the part about pricing"): moments
+    /// that say the prompt's words and phrases score higher (at most 500 characters).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// OpenAI-compatible endpoint for the optional re-ranker (e.g. http://127.0.0.1:8000/v1;
+    /// default: `rerank_url` of the [pipeline] config).
     #[arg(long, env = "CLIPFORGE_RERANK_URL")]
     pub rerank_url: Option<String>,
     #[arg(long, env = "CLIPFORGE_RERANK_MODEL", default_value = "gpt-4o-mini")]
@@ -226,6 +232,10 @@ pub async fn run(args: ClipArgs) -> ExitCode {
             return usage_error("--duration must be a positive number of seconds");
         }
     }
+    let prompt = args.prompt.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    if prompt.is_some_and(|p| p.chars().count() > MAX_PROMPT_CHARS) {
+        return usage_error(format!("--prompt is longer than {MAX_PROMPT_CHARS} characters"));
+    }
     let pipeline = match args.model.pipeline() {
         Ok(p) => p,
         Err(e) => return usage_error(format!("configuration: {e}")),
@@ -267,12 +277,17 @@ pub async fn run(args: ClipArgs) -> ExitCode {
         style,
         caption: Some(caption),
         batch_size: pipeline.batch_size,
-        rerank: args.rerank_url.clone().map(|base_url| RerankConfig {
-            base_url,
-            api_key: args.rerank_api_key.clone(),
-            model: args.rerank_model.clone(),
-            timeout: Duration::from_secs(60),
-        }),
+        rerank: args
+            .rerank_url
+            .clone()
+            .map(|base_url| RerankConfig {
+                base_url,
+                api_key: args.rerank_api_key.clone(),
+                model: args.rerank_model.clone(),
+                timeout: Duration::from_secs(60),
+            })
+            .or_else(|| pipeline.rerank()),
+        prompt: prompt.map(str::to_string),
     };
 
     let cancel = CancellationToken::new();
@@ -329,9 +344,22 @@ pub async fn run(args: ClipArgs) -> ExitCode {
                     r.transcript.language
                 );
                 for c in &r.clips {
+                    let s = &c.plan.scores;
                     eprintln!(
-                        "  clip-{}.mp4  score {:>3}  {:<7}  {}  ({})",
-                        c.index, c.plan.score, c.layout, c.plan.title, c.layout_reason
+                        "  clip-{}.mp4  score {:>3}  {:<7}  {}  ({})\n      hook {} · completeness {} · emotion {} · pace {}{}\n      {}",
+                        c.index,
+                        c.plan.score,
+                        c.layout,
+                        c.plan.title,
+                        c.layout_reason,
+                        s.hook,
+                        s.completeness,
+                        s.emotion,
+                        s.pace,
+                        s.prompt_match
+                            .map(|m| format!(" · prompt {m}"))
+                            .unwrap_or_default(),
+                        c.plan.reason
                     );
                 }
             }

@@ -32,12 +32,15 @@ const PLATFORM_FIELDS: [&str; 6] = [
 
 /// The `clipforge clip` command's older names of the pipeline settings,
 /// still read (the `CLIPFORGE_PIPELINE_*` name wins when both are set).
-const ALIASES: [(&str, &str); 5] = [
+const ALIASES: [(&str, &str); 8] = [
     ("MODEL_DIR", "pipeline.model_dir"),
     ("THREADS", "pipeline.threads"),
     ("COMPUTE_TYPE", "pipeline.compute_type"),
     ("BEAM_SIZE", "pipeline.beam_size"),
     ("BATCH_SIZE", "pipeline.batch_size"),
+    ("RERANK_URL", "pipeline.rerank_url"),
+    ("RERANK_MODEL", "pipeline.rerank_model"),
+    ("RERANK_API_KEY", "pipeline.rerank_api_key"),
 ];
 
 /// The config key path a variable sets (`CLIPFORGE_NODE_HTTP_ADDR` →

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::stages::caption::{self, CaptionOptions, RenderedClip, Segment};
 use super::stages::cut::{self, CutOptions};
+use super::stages::reasons::ClipScores;
 use super::stages::rerank::RerankConfig;
 use super::stages::transcribe::{self, TranscribeOptions};
 use super::stages::{probe, Progress, Stage, StageCtx, StageError};
@@ -34,6 +35,8 @@ pub struct PipelineOptions {
     pub caption: Option<CaptionOptions>,
     pub batch_size: usize,
     pub rerank: Option<RerankConfig>,
+    /// What the clips should be about (`stages::steer`).
+    pub prompt: Option<String>,
 }
 
 /// Per-stage wall times, for progress displays and benchmarks.
@@ -62,6 +65,10 @@ struct ClipJson<'a> {
     index: usize,
     title: &'a str,
     score: u8,
+    /// Why the clip was picked, from its sub-scores and prompt matches.
+    reason: &'a str,
+    /// Sub-scores 0–100: hook, completeness, emotion, pace, promptMatch.
+    scores: &'a ClipScores,
     start_sec: f64,
     end_sec: f64,
     duration: String,
@@ -166,6 +173,7 @@ pub async fn run(
             start: 0.0,
             duration: span,
             rerank: opts.rerank.clone(),
+            prompt: opts.prompt.clone(),
         },
         &ctx,
     )
@@ -201,6 +209,8 @@ fn write_json(
             index: c.index,
             title: &c.plan.title,
             score: c.plan.score,
+            reason: &c.plan.reason,
+            scores: &c.plan.scores,
             start_sec: round3(c.plan.start),
             end_sec: round3(c.plan.end),
             duration: display_duration(c.plan.duration()),

@@ -148,6 +148,8 @@ fn clips_json(clips: &[ClipRecord]) -> Vec<u8> {
                 "index": c.index,
                 "title": c.title,
                 "score": c.score,
+                "reason": c.reason,
+                "scores": c.scores,
                 "startSec": c.start,
                 "endSec": c.end,
                 "duration": projects::duration_display(c.end - c.start),

@@ -46,6 +46,8 @@ pub struct Settings {
     pub workers: usize,
     pub max_clips: usize,
     pub idle: Duration,
+    /// The optional LLM re-ranker of clip candidates (off when `None`).
+    pub rerank: Option<crate::project::stages::rerank::RerankConfig>,
 }
 
 /// A user's cached listing: total and rendered pages by (skip, take).
@@ -268,7 +270,7 @@ impl Services {
             tracing::error!(project_id = %project.id, error = %e, "cannot store clips");
         }
         for c in &clips {
-            let view = serde_json::json!({ "projectId": project.id, "clipId": c.id, "index": c.index, "title": c.title, "score": c.score });
+            let view = serde_json::json!({ "projectId": project.id, "clipId": c.id, "index": c.index, "title": c.title, "score": c.score, "reason": c.reason, "scores": c.scores });
             if let Err(e) = self.save_project(project, Some(("clip", view))).await {
                 tracing::error!(error = %e, "cannot persist a clip event");
             }

@@ -7,6 +7,7 @@
 use super::projects::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
 use crate::captions::template::CaptionStyle;
 use crate::project::reframe::{AspectRatio, Layout};
+use crate::project::stages::reasons::ClipScores;
 use crate::project::stages::Stage;
 use crate::storage::kv::Result;
 use crate::storage::record::{decode_payload, Record};
@@ -45,7 +46,8 @@ type ProjectRecordV1 = (
 type ProjectRecordV2 = (ProjectRecordV1, Option<String>);
 
 /// Version 3 added `layout` and `aspect_ratio` (read from older versions as
-/// `auto` and 9:16, what every older project was rendered with); version 2
+/// `auto` and 9:16, what every older project was rendered with) and
+/// `prompt` (`None`: older projects had none); version 2
 /// added `language`; version 1 (stored before it, also the unversioned
 /// layout) is read as a `language` of `None`.
 impl Record for ProjectRecord {
@@ -120,6 +122,7 @@ fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
             language: None,
             layout: Layout::Auto,
             aspect_ratio: AspectRatio::Vertical,
+            prompt: None,
         }
     }
 }
@@ -142,8 +145,9 @@ type ClipRecordV1 = (
     i64,
 );
 
-/// Version 2 added `layout`; version 1 clips were all rendered by the
-/// single-face reframe and are read as `single`.
+/// Version 2 added `layout`, `reason` and `scores`; version 1 clips were all
+/// rendered by the single-face reframe and are read as `single`, with no
+/// reason and zero sub-scores (what they did not record).
 impl Record for ClipRecord {
     const KIND: &'static str = "clip";
     const VERSION: u16 = 2;
@@ -188,6 +192,8 @@ impl Record for ClipRecord {
             segments,
             created_at,
             layout: Layout::Single.as_str().into(),
+            reason: String::new(),
+            scores: ClipScores::default(),
         })
     }
 }
@@ -246,11 +252,12 @@ mod tests {
         .unwrap();
         let p2 = decode_project(&v2).expect("upgraded from v2");
         assert_eq!((p2.id.as_str(), p2.language.as_deref()), ("p1", Some("fr")));
-        assert_eq!(p2.layout, Layout::Auto);
+        assert_eq!((p2.layout, &p2.prompt), (Layout::Auto, &None));
         let mut current = p.clone();
         current.language = Some("de".into());
         current.layout = Layout::Split;
         current.aspect_ratio = AspectRatio::Square;
+        current.prompt = Some("the part about pricing".into());
         let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
         assert_eq!(again, current);
         assert!(decode_project(b"garbage").is_err());
@@ -286,8 +293,11 @@ mod tests {
         let c: ClipRecord = kv::decode(&bytes).expect("upgraded");
         assert_eq!((c.id.as_str(), c.index, c.created_at), ("c1", 1, 5));
         assert_eq!(c.layout, "single");
+        assert_eq!((c.reason.as_str(), &c.scores), ("", &ClipScores::default()));
         let mut now = c.clone();
         now.layout = "split".into();
+        now.reason = "Opens with a strong hook (hook 80).".into();
+        now.scores.prompt_match = Some(40);
         assert_eq!(
             kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(),
             now

@@ -7,6 +7,7 @@ use crate::captions::template::CaptionStyle;
 use crate::project::reframe::{AspectRatio, Layout};
 // `ProjectRecord` and `ClipRecord` implement `Record` (schema versions and
 // upgrades of older layouts) in `project_versions.rs`.
+use crate::project::stages::reasons::ClipScores;
 use crate::project::stages::Stage;
 use crate::storage::kv::{self, KvOp, KvStore, Result};
 use crate::transcript::display_duration;
@@ -119,6 +120,8 @@ pub struct ProjectRecord {
     pub layout: Layout,
     /// The clips' frame shape.
     pub aspect_ratio: AspectRatio,
+    /// What the clips should be about (`project::stages::steer`), as given.
+    pub prompt: Option<String>,
 }
 
 /// Decodes a stored project (of any version this build reads; older ones
@@ -153,6 +156,11 @@ pub struct ClipRecord {
     pub created_at: i64,
     /// The layout the clip was rendered with (`single`, `split`, …).
     pub layout: String,
+    /// Why the clip was picked (one sentence); empty for clips stored
+    /// before reasons existed.
+    pub reason: String,
+    /// Sub-scores 0–100; zeros for clips stored before they existed.
+    pub scores: ClipScores,
 }
 // Its stored versions (`Record` impl): `project_versions.rs`.
 

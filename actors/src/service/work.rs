@@ -130,7 +130,8 @@ pub async fn run_stage_in(
                     skip_cuts: project.skip_cuts,
                     start: 0.0,
                     duration: project.duration_sec,
-                    rerank: None,
+                    rerank: services.settings.rerank.clone(),
+                    prompt: project.prompt.clone(),
                 },
                 &ctx,
             )
@@ -260,6 +261,8 @@ async fn caption_stage(
             segments,
             created_at: now,
             layout: c.layout.as_str().into(),
+            reason: c.plan.reason.clone(),
+            scores: c.plan.scores.clone(),
         });
     }
     // What editor exports need to know about the source (service/export.rs).

@@ -1,13 +1,16 @@
 //! Cut: scene changes from ffmpeg, then candidate clips on sentence
 //! boundaries scored from transcript and signal features (see `score`), with
-//! an optional LLM re-ranker. With `skip_cuts`, one clip covers the range.
+//! an optional LLM re-ranker, both steered by the project's prompt. With
+//! `skip_cuts`, one clip covers the range.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::reasons::ClipScores;
 use super::rerank::{self, RerankConfig};
 use super::score::{self, Signals};
+use super::steer::Prompt;
 use super::{StageCtx, StageError};
 use crate::media::audio::LOUDNESS_STEP;
 use crate::media::scenes;
@@ -24,6 +27,8 @@ pub struct CutOptions {
     /// Seconds processed.
     pub duration: f64,
     pub rerank: Option<RerankConfig>,
+    /// What the user wants clips about (`steer.rs`); also given to the re-ranker.
+    pub prompt: Option<String>,
 }
 
 /// One clip to render, on the source's timeline.
@@ -36,6 +41,11 @@ pub struct ClipPlan {
     pub title: String,
     pub first_word: usize,
     pub end_word: usize,
+    /// Why it was picked (one sentence). Empty in plans written before reasons existed.
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub scores: ClipScores,
 }
 
 impl ClipPlan {
@@ -83,13 +93,33 @@ pub async fn run(
         scene_changes,
     };
 
+    let prompt = opts.prompt.as_deref().and_then(Prompt::parse);
+    if let Some(p) = &prompt {
+        tracing::info!(terms = ?p.terms(), "steering clip selection by the prompt");
+    }
     if opts.skip_cuts {
-        let plan = whole_range(transcript, &signals, opts);
+        let plan = whole_range(transcript, &signals, opts, prompt.as_ref());
         ctx.progress.done();
         return Ok(vec![plan]);
     }
-    let mut candidates =
-        score::select_clips(transcript, &signals, opts.range, opts.max_clips.max(1));
+    let mut candidates = score::select_clips_steered(
+        transcript,
+        &signals,
+        opts.range,
+        opts.max_clips.max(1),
+        prompt.as_ref(),
+    );
+    if prompt.is_some() {
+        let matching = candidates
+            .iter()
+            .filter(|c| c.scores.prompt_match.is_some_and(|m| m > 0))
+            .count();
+        tracing::info!(
+            clips = candidates.len(),
+            matching,
+            "clips chosen with the prompt"
+        );
+    }
     if candidates.is_empty() {
         let speech = transcript.words.last().map(|w| w.end).unwrap_or(0.0)
             - transcript.words.first().map(|w| w.start).unwrap_or(0.0);
@@ -105,7 +135,7 @@ pub async fn run(
             .iter()
             .map(|c| join_words(&transcript.words[c.first_word..c.end_word]))
             .collect();
-        match rerank::rerank(candidates.clone(), &texts, cfg).await {
+        match rerank::rerank(candidates.clone(), &texts, opts.prompt.as_deref(), cfg).await {
             Ok(reranked) => candidates = reranked,
             Err(e) => tracing::warn!(error = %e, "re-ranker failed; keeping the local ranking"),
         }
@@ -120,15 +150,22 @@ pub async fn run(
             title: c.title,
             first_word: c.first_word,
             end_word: c.end_word,
+            reason: c.reason,
+            scores: c.scores,
         })
         .collect())
 }
 
 /// The whole processed range as one clip (skip cuts).
-fn whole_range(t: &Transcript, signals: &Signals, opts: &CutOptions) -> ClipPlan {
+fn whole_range(
+    t: &Transcript,
+    signals: &Signals,
+    opts: &CutOptions,
+    prompt: Option<&Prompt>,
+) -> ClipPlan {
     let start = opts.start;
     let end = opts.start + opts.duration;
-    let scored = score::score_span(t, signals, 0, t.sentences.len(), start, end);
+    let scored = score::score_span(t, signals, 0, t.sentences.len(), start, end, prompt);
     ClipPlan {
         start,
         end,
@@ -136,5 +173,7 @@ fn whole_range(t: &Transcript, signals: &Signals, opts: &CutOptions) -> ClipPlan
         title: scored.title,
         first_word: 0,
         end_word: t.words.len(),
+        reason: scored.reason,
+        scores: scored.scores,
     }
 }

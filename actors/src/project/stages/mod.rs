@@ -8,11 +8,17 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub mod boundaries;
 pub mod caption;
 pub mod cut;
+pub mod lexicon;
 pub mod probe;
+pub mod reasons;
 pub mod rerank;
 pub mod score;
+pub mod signals;
+pub mod steer;
+pub mod titles;
 pub mod transcribe;
 
 /// The pipeline's stages, in order.

@@ -41,9 +41,13 @@ to 100 (very likely watched to the end and shared). Reply with JSON only.";
 /// `texts[i]` is the text of `candidates[i]`; candidates are numbered from 1
 /// in the prompt. The blended score replaces `Candidate::score`, and the
 /// result is sorted by score descending, earlier start first on ties.
+///
+/// With a `prompt` (what the user wants clips about), the model is told to
+/// favour candidates that match it.
 pub async fn rerank(
     candidates: Vec<Candidate>,
     texts: &[String],
+    prompt: Option<&str>,
     cfg: &RerankConfig,
 ) -> Result<Vec<Candidate>> {
     if candidates.len() != texts.len() {
@@ -56,7 +60,7 @@ pub async fn rerank(
     if candidates.is_empty() {
         return Ok(candidates);
     }
-    let content = ask_model(texts, cfg).await?;
+    let content = ask_model(texts, prompt, cfg).await?;
     let model_scores = parse_scores(&content, candidates.len())?;
     Ok(blend(candidates, &model_scores))
 }
@@ -77,7 +81,7 @@ struct Message {
 }
 
 /// Posts the prompt and returns the assistant message's content.
-async fn ask_model(texts: &[String], cfg: &RerankConfig) -> Result<String> {
+async fn ask_model(texts: &[String], prompt: Option<&str>, cfg: &RerankConfig) -> Result<String> {
     let client = reqwest::Client::builder()
         .timeout(cfg.timeout)
         .build()
@@ -88,7 +92,7 @@ async fn ask_model(texts: &[String], cfg: &RerankConfig) -> Result<String> {
         "temperature": 0,
         "messages": [
             { "role": "system", "content": SYSTEM_PROMPT },
-            { "role": "user", "content": user_prompt(texts) },
+            { "role": "user", "content": user_prompt(texts, prompt) },
         ],
     });
     let mut request = client.post(&url).json(&body);
@@ -119,12 +123,18 @@ async fn ask_model(texts: &[String], cfg: &RerankConfig) -> Result<String> {
         .ok_or_else(|| anyhow!("{url} answered no message content"))
 }
 
-fn user_prompt(texts: &[String]) -> String {
+fn user_prompt(texts: &[String], wanted: Option<&str>) -> String {
     let mut prompt = format!(
         "Here are {} candidate clips, numbered from 1 to {}.\n\n",
         texts.len(),
         texts.len()
     );
+    if let Some(wanted) = wanted.map(str::trim).filter(|w| !w.is_empty()) {
+        let wanted: String = wanted.chars().take(MAX_TEXT_CHARS).collect();
+        prompt.push_str(&format!(
+            "The viewer asked for clips about: {wanted}\nScore candidates that match this request higher.\n\n"
+        ));
+    }
     for (i, text) in texts.iter().enumerate() {
         let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut excerpt: String = text.chars().take(MAX_TEXT_CHARS).collect();
@@ -256,7 +266,10 @@ mod tests {
                 loudness: 0.5,
                 scenes: 0.5,
                 completeness: 0.5,
+                prompt: None,
             },
+            scores: Default::default(),
+            reason: String::new(),
         }
     }
 
@@ -340,7 +353,12 @@ mod tests {
             .map(String::from)
             .to_vec();
 
-        let ranked = rerank(candidates, &texts, &config(url, Duration::from_secs(10)))
+        let ranked = rerank(
+            candidates,
+            &texts,
+            Some("the part about \"second\" things"),
+            &config(url, Duration::from_secs(10)),
+        )
             .await
             .unwrap();
         let order: Vec<(f64, u8)> = ranked.iter().map(|c| (c.start, c.score)).collect();
@@ -361,6 +379,11 @@ mod tests {
         assert_eq!(body["messages"][0]["role"], "system");
         let user = body["messages"][1]["content"].as_str().unwrap();
         assert!(user.contains("Candidate 2:\nsecond clip text"));
+        // The project's prompt is passed on.
+        assert!(
+            user.contains("asked for clips about: the part about \"second\" things"),
+            "{user}"
+        );
     }
 
     #[tokio::test]
@@ -370,6 +393,7 @@ mod tests {
         let result = rerank(
             vec![candidate(0.0, 70), candidate(50.0, 60)],
             &texts,
+            None,
             &config(url, Duration::from_secs(10)),
         )
         .await;
@@ -385,6 +409,7 @@ mod tests {
         let err = rerank(
             vec![candidate(0.0, 70)],
             &texts,
+            None,
             &config(url, Duration::from_secs(10)),
         )
         .await
@@ -406,6 +431,7 @@ mod tests {
         let result = rerank(
             vec![candidate(0.0, 70)],
             &texts,
+            None,
             &config(url, Duration::from_millis(300)),
         )
         .await;
@@ -417,8 +443,8 @@ mod tests {
     async fn nothing_to_rank_makes_no_request() {
         // Port 9 (discard) on loopback: would fail if contacted.
         let cfg = config("http://127.0.0.1:9/v1".into(), Duration::from_millis(300));
-        assert!(rerank(Vec::new(), &[], &cfg).await.unwrap().is_empty());
-        assert!(rerank(vec![candidate(0.0, 1)], &[], &cfg).await.is_err());
+        assert!(rerank(Vec::new(), &[], None, &cfg).await.unwrap().is_empty());
+        assert!(rerank(vec![candidate(0.0, 1)], &[], None, &cfg).await.is_err());
     }
 
     #[test]

@@ -1,33 +1,40 @@
 //! The brain of the "cut" stage: enumerate candidate clips made of whole
-//! sentences, score them from text and signal features, and pick the best
-//! non-overlapping ones.
+//! sentences that do not cross a topic boundary (`boundaries.rs`), score
+//! them from text and signal features (biased by the project's prompt,
+//! `steer.rs`), and pick the best ones that neither overlap nor repeat each
+//! other, each with a headline (`titles.rs`), sub-scores and a reason
+//! (`reasons.rs`).
 //!
-//! Everything here is pure and deterministic: the same transcript, signals
-//! and range always give the same clips in the same order.
+//! Everything here is pure and deterministic: the same transcript, signals,
+//! range and prompt always give the same clips in the same order.
+
+use std::collections::HashSet;
 
 use serde::Serialize;
 
+use super::boundaries;
+use super::lexicon::{
+    ends_terminal, hook_strength, is_exclamation, is_question, shingles, tokens, CONNECTIVES,
+    EMPHASIS_WORDS,
+};
+use super::reasons::{reason, ClipScores};
+use super::steer::{Hits, Prompt, PROMPT_WEIGHT};
+pub use super::signals::Signals;
+use super::signals::{LoudnessIndex, SceneIndex};
+pub use super::titles::{make_title, MAX_TITLE_CHARS};
 use crate::transcript::{Sentence, Transcript, Word};
-
-/// Signal features measured from the media by other code.
-#[derive(Clone, Debug, Default)]
-pub struct Signals {
-    /// Loudness in dBFS (RMS) per window of `loudness_step` seconds, window i covers [i*step, (i+1)*step).
-    pub loudness_db: Vec<f32>,
-    pub loudness_step: f64,
-    /// Times (seconds) where ffmpeg's scene detection saw a cut.
-    pub scene_changes: Vec<f64>,
-}
 
 /// Seconds of silence kept before a clip's first word (when the gap allows).
 pub const PAD_BEFORE: f64 = 0.15;
 /// Seconds of silence kept after a clip's last word (when the gap allows).
 pub const PAD_AFTER: f64 = 0.3;
-/// The longest title `make_title` returns, in characters.
-pub const MAX_TITLE_CHARS: usize = 60;
 
-/// Loudness windows quieter than this are silence and do not count.
-const SILENT_DB: f32 = -60.0;
+
+/// Two clips are near-duplicates when this share of the shorter one's
+/// 3-word shingles is also in the other; the lower-scored one is dropped.
+pub const NEAR_DUPLICATE_SHARE: f64 = 0.5;
+/// Words per shingle for near-duplicate detection.
+const SHINGLE_WORDS: usize = 3;
 
 // Weights of the features in the 0–100 score; they add up to 100.
 const W_HOOK: f64 = 22.0;
@@ -38,61 +45,6 @@ const W_LOUDNESS: f64 = 10.0;
 const W_SCENES: f64 = 6.0;
 const W_COMPLETENESS: f64 = 20.0;
 const W_LENGTH: f64 = 8.0;
-
-/// Words that signal emphasis or strong claims (compared lower-case, punctuation stripped).
-#[rustfmt::skip]
-const EMPHASIS_WORDS: &[&str] = &[
-    "absolutely", "actually", "always", "amazing", "best", "biggest", "critical", "crazy",
-    "definitely", "easy", "essential", "everyone", "everything", "exactly", "huge", "important",
-    "impossible", "incredible", "insane", "key", "literally", "massive", "mistake", "mistakes",
-    "must", "never", "nobody", "nothing", "powerful", "problem", "really", "secret", "secrets",
-    "shocking", "simple", "stop", "surprising", "terrible", "totally", "truth", "ultimate",
-    "worst", "wrong",
-];
-
-/// Openers that make a first sentence a hook (matched at its start, after fillers).
-#[rustfmt::skip]
-const HOOK_OPENERS: &[&str] = &[
-    "here's why", "here is why", "here's how", "here is how", "here's what", "here's the thing",
-    "the secret", "the truth", "the problem", "the biggest", "the reason", "the real reason",
-    "the number one", "the best", "the worst", "the one thing", "stop", "never", "don't",
-    "how to", "how do", "why", "what if", "what happens", "imagine", "nobody", "no one",
-    "most people", "everyone", "if you", "you need", "you have to", "you should", "this is why",
-    "this is how", "did you know", "let me tell you", "i bet", "want to", "listen",
-];
-
-/// Leading fillers skipped before matching a hook opener ("So, here's why…").
-#[rustfmt::skip]
-const FILLERS: &[&str] = &[
-    "so", "okay", "ok", "alright", "well", "now", "and", "but", "um", "uh", "look", "yeah",
-];
-
-/// Words addressing the viewer.
-#[rustfmt::skip]
-const SECOND_PERSON: &[&str] = &[
-    "you", "your", "you're", "you'll", "you've", "yourself", "yours",
-];
-
-/// Spelled-out numbers that make a hook concrete ("three mistakes").
-#[rustfmt::skip]
-const NUMBER_WORDS: &[&str] = &[
-    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "fifteen", "twenty", "thirty", "fifty", "hundred", "thousand", "million", "billion",
-];
-
-/// Words that make a clip start in the middle of a thought.
-#[rustfmt::skip]
-const CONNECTIVES: &[&str] = &[
-    "and", "but", "so", "because", "cause", "or", "also", "then", "plus", "which", "anyway",
-    "however", "although", "though", "nor", "therefore", "otherwise", "besides", "whereas",
-];
-
-/// Words a truncated title should not end on.
-#[rustfmt::skip]
-const DANGLING: &[&str] = &[
-    "a", "an", "the", "and", "or", "but", "so", "of", "to", "in", "on", "at", "for", "with",
-    "from", "by", "as", "that", "which", "is", "are", "was", "my", "your", "our", "their", "its",
-];
 
 /// (min, max) seconds for a clipDurationPreset: "auto" → (20, 60), "15-30", "30-60", "60-90"; anything else → None.
 pub fn preset_range(name: &str) -> Option<(f64, f64)> {
@@ -123,6 +75,8 @@ pub struct ScoreBreakdown {
     pub scenes: f64,
     /// Ends on terminal punctuation and does not start with a connective.
     pub completeness: f64,
+    /// Match with the project's prompt (`None` without a prompt).
+    pub prompt: Option<f64>,
 }
 
 impl ScoreBreakdown {
@@ -137,11 +91,21 @@ impl ScoreBreakdown {
             loudness: r(self.loudness),
             scenes: r(self.scenes),
             completeness: r(self.completeness),
+            prompt: self.prompt.map(r),
         }
     }
 
-    /// The weighted 0–100 score, with `length` the 0..=1 preference for the clip's length.
+    /// The weighted 0–100 score, with `length` the 0..=1 preference for the
+    /// clip's length; with a prompt, blended with the match (`steer.rs`).
     fn weighted(&self, length: f64) -> f64 {
+        let own = self.own(length);
+        match self.prompt {
+            Some(m) => (1.0 - PROMPT_WEIGHT) * own + PROMPT_WEIGHT * 100.0 * m,
+            None => own,
+        }
+    }
+
+    fn own(&self, length: f64) -> f64 {
         W_HOOK * self.hook
             + W_QUESTIONS * self.questions
             + W_EMPHASIS * self.emphasis
@@ -168,6 +132,10 @@ pub struct Candidate {
     pub score: u8,
     pub title: String,
     pub breakdown: ScoreBreakdown,
+    /// The breakdown as 0–100 sub-scores.
+    pub scores: ClipScores,
+    /// One sentence: why this clip was picked.
+    pub reason: String,
 }
 
 impl Candidate {
@@ -186,15 +154,31 @@ impl Candidate {
 }
 
 /// Non-overlapping clips, best score first (ties: earlier start first), at most `max_clips`.
-///
-/// Candidates are runs of whole sentences whose padded length lies inside
-/// `range` (min, max seconds). Selection is greedy best-first; two clips
-/// overlap when their padded `[start, end)` intervals intersect.
+/// [`select_clips_steered`] without a prompt.
 pub fn select_clips(
     t: &Transcript,
     signals: &Signals,
     range: (f64, f64),
     max_clips: usize,
+) -> Vec<Candidate> {
+    select_clips_steered(t, signals, range, max_clips, None)
+}
+
+/// Non-overlapping, non-repeating clips, best score first (ties: earlier
+/// start first), at most `max_clips`.
+///
+/// Candidates are runs of whole sentences whose padded length lies inside
+/// `range` (min, max seconds) and that do not run across a topic boundary
+/// (when that leaves no candidate at all, boundaries are ignored rather
+/// than making no clip). Selection is greedy best-first; two clips overlap
+/// when their padded `[start, end)` intervals intersect, and a clip that
+/// repeats a better one ([`NEAR_DUPLICATE_SHARE`]) is dropped.
+pub fn select_clips_steered(
+    t: &Transcript,
+    signals: &Signals,
+    range: (f64, f64),
+    max_clips: usize,
+    prompt: Option<&Prompt>,
 ) -> Vec<Candidate> {
     let (min_len, max_len) = range;
     let range_ok =
@@ -206,16 +190,89 @@ pub fn select_clips(
     let features: Vec<Option<SentenceFeatures>> = t
         .sentences
         .iter()
-        .map(|s| SentenceFeatures::new(s, &t.words))
+        .map(|s| SentenceFeatures::new(s, &t.words, prompt))
         .collect();
-    let ctx = ScoringContext::new(signals, Some((min_len, max_len)));
+    let ctx = ScoringContext::new(signals, Some((min_len, max_len)), prompt);
+    let found = boundaries::find(t, &signals.scene_changes);
+    let mut scored = enumerate(t, &features, &ctx, &boundaries::word_set(&found));
+    if scored.is_empty() && !found.is_empty() {
+        tracing::info!(
+            boundaries = found.len(),
+            "no clip fits between the topic boundaries; ignoring them"
+        );
+        scored = enumerate(t, &features, &ctx, &HashSet::new());
+    }
 
+    scored.sort_by(|a, b| {
+        b.score
+            .cmp(&a.score)
+            .then(a.start.total_cmp(&b.start))
+            .then((a.end - a.start).total_cmp(&(b.end - b.start)))
+            .then(a.first_word.cmp(&b.first_word))
+    });
+
+    let mut taken: Vec<(Scored, HashSet<u64>)> = Vec::new();
+    for candidate in scored {
+        if taken.len() == max_clips {
+            break;
+        }
+        if !taken
+            .iter()
+            .all(|(c, _)| candidate.end <= c.start || c.end <= candidate.start)
+        {
+            continue;
+        }
+        let text = crate::transcript::join_words(&t.words[candidate.first_word..candidate.end_word]);
+        let own = shingles(&text, SHINGLE_WORDS);
+        if taken.iter().any(|(_, other)| near_duplicate(&own, other)) {
+            continue;
+        }
+        taken.push((candidate, own));
+    }
+
+    taken
+        .into_iter()
+        .map(|(c, _)| {
+            let texts: Vec<&str> = t.sentences[c.first_sentence..c.end_sentence]
+                .iter()
+                .take(3)
+                .map(|s| s.text.as_str())
+                .collect();
+            let scores = ClipScores::from_breakdown(&c.breakdown);
+            let matched = prompt.map(|p| p.matched_words(&c.hits)).unwrap_or_default();
+            Candidate {
+                start: c.start,
+                end: c.end,
+                first_word: c.first_word,
+                end_word: c.end_word,
+                score: c.score,
+                title: make_title(&texts),
+                reason: reason(&scores, &matched),
+                scores,
+                breakdown: c.breakdown,
+            }
+        })
+        .collect()
+}
+
+/// Every run of sentences that fits the range without crossing a boundary
+/// (the first word of a sentence in `boundaries`), scored.
+fn enumerate(
+    t: &Transcript,
+    features: &[Option<SentenceFeatures>],
+    ctx: &ScoringContext,
+    boundaries: &HashSet<usize>,
+) -> Vec<Scored> {
+    let Some((min_len, max_len)) = ctx.range else {
+        return Vec::new();
+    };
     let mut scored = Vec::new();
     for first in 0..t.sentences.len() {
         let mut run = RunStats::default();
         for (last, f) in features.iter().enumerate().skip(first) {
             let Some(f) = f else { break };
-            if last > first && f.first_word < run.end_word {
+            if last > first && (f.first_word < run.end_word || boundaries.contains(&f.first_word))
+            {
                 break;
             }
             run.add(f);
@@ -239,56 +296,23 @@ pub fn select_clips(
                 end_sentence: last + 1,
                 score,
                 breakdown,
+                hits: run.hits,
             });
         }
     }
+    scored
+}
 
-    scored.sort_by(|a, b| {
-        b.score
-            .cmp(&a.score)
-            .then(a.start.total_cmp(&b.start))
-            .then((a.end - a.start).total_cmp(&(b.end - b.start)))
-            .then(a.first_word.cmp(&b.first_word))
-    });
-
-    let mut taken: Vec<Scored> = Vec::new();
-    for candidate in scored {
-        if taken.len() == max_clips {
-            break;
-        }
-        if taken
-            .iter()
-            .all(|c| candidate.end <= c.start || c.end <= candidate.start)
-        {
-            taken.push(candidate);
-        }
-    }
-
-    taken
-        .into_iter()
-        .map(|c| {
-            let texts: Vec<&str> = t.sentences[c.first_sentence..c.end_sentence]
-                .iter()
-                .take(2)
-                .map(|s| s.text.as_str())
-                .collect();
-            Candidate {
-                start: c.start,
-                end: c.end,
-                first_word: c.first_word,
-                end_word: c.end_word,
-                score: c.score,
-                title: make_title(&texts),
-                breakdown: c.breakdown,
-            }
-        })
-        .collect()
+/// Whether two clips' shingle sets say the same thing.
+fn near_duplicate(a: &HashSet<u64>, b: &HashSet<u64>) -> bool {
+    let smaller = a.len().min(b.len());
+    smaller > 0 && a.intersection(b).count() as f64 / smaller as f64 >= NEAR_DUPLICATE_SHARE
 }
 
 /// Scores an explicit span: sentences `first_sentence..end_sentence` of `t`,
 /// cut exactly at `start..end` (no padding, no length check), e.g. the whole
 /// processed range when cuts are skipped. Uses the same features as
-/// [`select_clips`] without the length preference. Sentences whose word
+/// [`select_clips_steered`] without the length preference. Sentences whose word
 /// ranges do not fit `t` are left out; a span with no usable sentence scores
 /// 0 with an empty title and an empty word range.
 pub fn score_span(
@@ -298,6 +322,7 @@ pub fn score_span(
     end_sentence: usize,
     start: f64,
     end: f64,
+    prompt: Option<&Prompt>,
 ) -> Candidate {
     let sentences = t
         .sentences
@@ -306,9 +331,9 @@ pub fn score_span(
     let mut run = RunStats::default();
     let mut texts = Vec::new();
     for s in sentences {
-        if let Some(f) = SentenceFeatures::new(s, &t.words) {
+        if let Some(f) = SentenceFeatures::new(s, &t.words, prompt) {
             run.add(&f);
-            if texts.len() < 2 {
+            if texts.len() < 3 {
                 texts.push(s.text.as_str());
             }
         }
@@ -316,8 +341,10 @@ pub fn score_span(
     let (score, breakdown) = if run.sentences == 0 {
         (0, ScoreBreakdown::default())
     } else {
-        ScoringContext::new(signals, None).score(&run, start, end)
+        ScoringContext::new(signals, None, prompt).score(&run, start, end)
     };
+    let scores = ClipScores::from_breakdown(&breakdown);
+    let matched = prompt.map(|p| p.matched_words(&run.hits)).unwrap_or_default();
     Candidate {
         start,
         end,
@@ -325,160 +352,10 @@ pub fn score_span(
         end_word: run.end_word.max(run.first_word),
         score,
         title: make_title(&texts),
+        reason: reason(&scores, &matched),
+        scores,
         breakdown,
     }
-}
-
-/// A short title (≤ 60 chars, cut at a word boundary, no trailing punctuation other than '?' or '!', first letter capitalised) drawn from the clip's text — prefer the strongest "hook" sentence among the first two sentences.
-pub fn make_title(sentence_texts: &[&str]) -> String {
-    let mut choices: Vec<&str> = sentence_texts.iter().take(2).copied().collect();
-    // Strongest hook first; the earlier sentence wins a tie (the sort is stable).
-    choices.sort_by(|a, b| hook_strength(b).total_cmp(&hook_strength(a)));
-    choices
-        .into_iter()
-        .map(title_from_sentence)
-        .find(|title| !title.is_empty())
-        .unwrap_or_default()
-}
-
-fn title_from_sentence(sentence: &str) -> String {
-    let mut words: Vec<&str> = sentence.split_whitespace().collect();
-    // Drop leading fillers and connectives ("So, here's why…" → "Here's why…"),
-    // but never the whole sentence.
-    let skip = words
-        .iter()
-        .take_while(|w| {
-            let n = normalize(w);
-            FILLERS.contains(&n.as_str()) || CONNECTIVES.contains(&n.as_str())
-        })
-        .count();
-    if skip < words.len() {
-        words.drain(..skip);
-    }
-
-    let mut title = String::new();
-    let mut truncated = false;
-    for (i, word) in words.iter().enumerate() {
-        let word = if i == 0 {
-            capitalize(word)
-        } else {
-            (*word).to_string()
-        };
-        let extra = word.chars().count() + usize::from(!title.is_empty());
-        if title.chars().count() + extra > MAX_TITLE_CHARS {
-            if title.is_empty() {
-                // A single word longer than a title: nothing better than cutting it.
-                title = word.chars().take(MAX_TITLE_CHARS).collect();
-            }
-            truncated = true;
-            break;
-        }
-        if !title.is_empty() {
-            title.push(' ');
-        }
-        title.push_str(&word);
-    }
-
-    if truncated {
-        // Don't end a cut title on "the", "and", "of"…
-        while let Some((head, last)) = title.rsplit_once(' ') {
-            if !DANGLING.contains(&normalize(last).as_str()) {
-                break;
-            }
-            title.truncate(head.len());
-        }
-    }
-    while title.ends_with(|c: char| !c.is_alphanumeric() && c != '?' && c != '!') {
-        title.pop();
-    }
-    title
-}
-
-fn capitalize(word: &str) -> String {
-    let Some(pos) = word.find(char::is_alphanumeric) else {
-        return word.to_string();
-    };
-    let (head, rest) = word.split_at(pos);
-    let mut chars = rest.chars();
-    let first = chars
-        .next()
-        .map(|c| c.to_uppercase().collect::<String>())
-        .unwrap_or_default();
-    format!("{head}{first}{}", chars.as_str())
-}
-
-/// Lower-case, curly apostrophes straightened, surrounding punctuation removed.
-fn normalize(token: &str) -> String {
-    token
-        .replace('’', "'")
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase()
-}
-
-fn tokens(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(normalize)
-        .filter(|t| !t.is_empty())
-        .collect()
-}
-
-fn starts_with_phrase(tokens: &[String], phrase: &str) -> bool {
-    let mut words = phrase.split(' ');
-    let mut rest = tokens.iter();
-    words.all(|w| rest.next().is_some_and(|t| t == w))
-}
-
-fn is_question(text: &str) -> bool {
-    text.contains(['?', '？'])
-}
-
-fn is_exclamation(text: &str) -> bool {
-    text.contains(['!', '！'])
-}
-
-fn ends_terminal(text: &str) -> bool {
-    text.trim_end()
-        .trim_end_matches(['"', '\'', ')', ']', '»', '”', '’'])
-        .ends_with(['.', '?', '!', '…', '。', '？', '！'])
-}
-
-/// How strongly a sentence grabs attention as a clip's opening, 0..=1.
-fn hook_strength(text: &str) -> f64 {
-    let tokens = tokens(text);
-    if tokens.is_empty() {
-        return 0.0;
-    }
-    let fillers = tokens
-        .iter()
-        .take_while(|t| FILLERS.contains(&t.as_str()))
-        .count();
-    let opening = &tokens[fillers.min(tokens.len() - 1)..];
-
-    let mut score = 0.0;
-    if is_question(text) {
-        score += 0.30;
-    }
-    if HOOK_OPENERS.iter().any(|p| starts_with_phrase(opening, p)) {
-        score += 0.35;
-    }
-    if tokens.iter().any(|t| SECOND_PERSON.contains(&t.as_str())) {
-        score += 0.15;
-    }
-    if tokens
-        .iter()
-        .any(|t| t.chars().any(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&t.as_str()))
-    {
-        score += 0.15;
-    }
-    if is_exclamation(text) {
-        score += 0.10;
-    }
-    score += match tokens.len() {
-        0..=8 => 0.15,
-        9..=14 => 0.08,
-        _ => 0.0,
-    };
-    f64::min(score, 1.0)
 }
 
 /// Text features of one sentence, computed once.
@@ -494,11 +371,13 @@ struct SentenceFeatures {
     terminal: bool,
     hook: f64,
     connective_start: bool,
+    /// What it says of the prompt (empty without one).
+    hits: Hits,
 }
 
 impl SentenceFeatures {
     /// `None` when the sentence's word range or times are unusable.
-    fn new(s: &Sentence, words: &[Word]) -> Option<Self> {
+    fn new(s: &Sentence, words: &[Word], prompt: Option<&Prompt>) -> Option<Self> {
         let slice = words
             .get(s.first_word..s.end_word)
             .filter(|w| !w.is_empty())?;
@@ -525,6 +404,7 @@ impl SentenceFeatures {
             connective_start: tokens
                 .first()
                 .is_some_and(|t| CONNECTIVES.contains(&t.as_str())),
+            hits: prompt.map(|p| p.hits(&s.text)).unwrap_or_default(),
         })
     }
 }
@@ -544,6 +424,7 @@ struct RunStats {
     first_word: usize,
     end_word: usize,
     speech: (f64, f64),
+    hits: Hits,
 }
 
 impl RunStats {
@@ -562,6 +443,7 @@ impl RunStats {
         self.emphasis += f.emphasis;
         self.questions += usize::from(f.question);
         self.exclamations += usize::from(f.exclamation && !f.question);
+        self.hits.add(&f.hits);
     }
 }
 
@@ -575,21 +457,24 @@ struct Scored {
     end_sentence: usize,
     score: u8,
     breakdown: ScoreBreakdown,
+    hits: Hits,
 }
 
-struct ScoringContext {
+struct ScoringContext<'p> {
     loudness: LoudnessIndex,
     scenes: SceneIndex,
+    prompt: Option<&'p Prompt>,
     /// The (min, max) length range, for the length preference; `None` when
     /// the span was given (no preference).
     range: Option<(f64, f64)>,
 }
 
-impl ScoringContext {
-    fn new(signals: &Signals, range: Option<(f64, f64)>) -> Self {
+impl<'p> ScoringContext<'p> {
+    fn new(signals: &Signals, range: Option<(f64, f64)>, prompt: Option<&'p Prompt>) -> Self {
         Self {
             loudness: LoudnessIndex::new(signals),
             scenes: SceneIndex::new(&signals.scene_changes),
+            prompt,
             range,
         }
     }
@@ -613,6 +498,7 @@ impl ScoringContext {
             scenes: (self.scenes.per_minute(start, end) / 4.0).min(1.0),
             completeness: 0.5 * f64::from(u8::from(run.terminal))
                 + 0.5 * f64::from(u8::from(!run.connective_start)),
+            prompt: self.prompt.map(|p| p.score(&run.hits)),
         }
         .rounded();
         let length = self
@@ -667,91 +553,6 @@ fn length_preference(len: f64, (min, max): (f64, f64)) -> f64 {
         return 1.0;
     }
     (1.0 - (len - (min + half)).abs() / half).clamp(0.0, 1.0)
-}
-
-/// Prefix sums over the voiced loudness windows, for O(1) std-dev of any span.
-struct LoudnessIndex {
-    step: f64,
-    count: Vec<u32>,
-    sum: Vec<f64>,
-    sum_sq: Vec<f64>,
-}
-
-impl LoudnessIndex {
-    fn new(signals: &Signals) -> Self {
-        let step = signals.loudness_step;
-        let n = signals.loudness_db.len();
-        let mut index = Self {
-            step,
-            count: Vec::with_capacity(n + 1),
-            sum: Vec::with_capacity(n + 1),
-            sum_sq: Vec::with_capacity(n + 1),
-        };
-        let (mut count, mut sum, mut sum_sq) = (0u32, 0.0f64, 0.0f64);
-        index.count.push(count);
-        index.sum.push(sum);
-        index.sum_sq.push(sum_sq);
-        for &db in &signals.loudness_db {
-            if db.is_finite() && db >= SILENT_DB {
-                // Shifted to be non-negative and small, which keeps the sums precise.
-                let v = f64::from(db - SILENT_DB);
-                count += 1;
-                sum += v;
-                sum_sq += v * v;
-            }
-            index.count.push(count);
-            index.sum.push(sum);
-            index.sum_sq.push(sum_sq);
-        }
-        index
-    }
-
-    /// Std-dev (dB) of the voiced windows overlapping `[start, end)`, or
-    /// `None` when there is too little data to say.
-    fn variation(&self, start: f64, end: f64) -> Option<f64> {
-        let windows = self.count.len() - 1;
-        if !(self.step.is_finite() && self.step > 0.0) || windows == 0 {
-            return None;
-        }
-        let lo = (start / self.step).floor().max(0.0) as usize;
-        let hi = ((end / self.step).ceil().max(0.0) as usize).min(windows);
-        if lo >= hi {
-            return None;
-        }
-        let n = self.count[hi] - self.count[lo];
-        if n < 3 {
-            return None;
-        }
-        let n = f64::from(n);
-        let mean = (self.sum[hi] - self.sum[lo]) / n;
-        let var = (self.sum_sq[hi] - self.sum_sq[lo]) / n - mean * mean;
-        Some(var.max(0.0).sqrt())
-    }
-}
-
-/// Sorted scene-change times.
-struct SceneIndex {
-    times: Vec<f64>,
-}
-
-impl SceneIndex {
-    fn new(times: &[f64]) -> Self {
-        let mut times: Vec<f64> = times.iter().copied().filter(|t| t.is_finite()).collect();
-        times.sort_by(f64::total_cmp);
-        times.dedup();
-        Self { times }
-    }
-
-    /// Scene changes strictly inside `(start, end)`, per minute.
-    fn per_minute(&self, start: f64, end: f64) -> f64 {
-        let len = end - start;
-        if !len.is_finite() || len <= 0.0 {
-            return 0.0;
-        }
-        let hi = self.times.partition_point(|&x| x < end);
-        let lo = self.times.partition_point(|&x| x <= start);
-        hi.saturating_sub(lo) as f64 * 60.0 / len
-    }
 }
 
 #[cfg(test)]

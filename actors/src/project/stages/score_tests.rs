@@ -1,6 +1,7 @@
 //! Tests of `score`.
 
 use super::*;
+use crate::project::stages::{lexicon, steer};
 use crate::transcript::sentences_from_words;
 
 /// Builds a transcript from sentences spoken at `wps` words per second,
@@ -52,6 +53,38 @@ fn long_talk(repeats: usize) -> Transcript {
         .take(TALK.len() * repeats)
         .collect();
     transcript(&sentences, 2.8, 0.5)
+}
+
+/// `n` sentences of made-up words that never repeat a sentence (so no
+/// two clips are near-duplicates), deterministic.
+fn varied_talk(n: usize) -> Transcript {
+    const SYLLABLES: &[&str] = &[
+        "ba", "ko", "mi", "ru", "se", "ta", "lo", "ne", "vi", "da", "pe", "zu", "fa", "go", "hi",
+    ];
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |m: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % m as u64) as usize
+    };
+    let sentences: Vec<String> = (0..n)
+        .map(|_| {
+            let len = 8 + next(7);
+            // Two-syllable words: a 225-word vocabulary, so the subject
+            // never changes (no vocabulary boundaries).
+            let words: Vec<String> = (0..len)
+                .map(|_| {
+                    (0..2)
+                        .map(|_| SYLLABLES[next(SYLLABLES.len())])
+                        .collect()
+                })
+                .collect();
+            format!("{}.", words.join(" "))
+        })
+        .collect();
+    let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    transcript(&refs, 2.8, 0.5)
 }
 
 fn signals_for(t: &Transcript) -> Signals {
@@ -218,7 +251,8 @@ fn hooky_lively_span_beats_flat_monotone_one() {
     ];
     let mut words = transcript(&hooky, 3.0, 0.4).words;
     let offset = words.last().unwrap().end + 2.0;
-    let flat_t = transcript(&flat, 1.3, 1.5);
+    // Slow, but with pauses under a topic boundary's 1.5 s.
+    let flat_t = transcript(&flat, 1.3, 1.2);
     let flat_start = offset + flat_t.words[0].start;
     words.extend(flat_t.words.into_iter().map(|w| Word {
         start: w.start + offset,
@@ -304,7 +338,7 @@ fn connective_start_is_penalised() {
 #[test]
 fn unfinished_ending_is_penalised() {
     let t = transcript(&["Here is the whole idea.", "It works"], 2.6, 0.5);
-    let f = SentenceFeatures::new(&t.sentences[1], &t.words).unwrap();
+    let f = SentenceFeatures::new(&t.sentences[1], &t.words, None).unwrap();
     assert!(!f.terminal);
     let clips = select_clips(&t, &Signals::default(), (1.0, 10.0), 3);
     let ending = clips
@@ -349,7 +383,7 @@ fn invalid_word_ranges_are_skipped() {
 
 #[test]
 fn two_hour_transcript_is_fast_enough() {
-    let t = long_talk(170); // ~2,000 sentences, ~2 hours
+    let t = varied_talk(2000); // ~2,000 sentences, ~2 hours
     assert!(t.sentences.len() >= 2000 && t.duration > 5000.0);
     let signals = signals_for(&t);
     let started = std::time::Instant::now();
@@ -363,7 +397,7 @@ fn two_hour_transcript_is_fast_enough() {
 fn score_span_scores_a_given_range() {
     let t = long_talk(2);
     let signals = signals_for(&t);
-    let whole = score_span(&t, &signals, 0, t.sentences.len(), 0.0, t.duration);
+    let whole = score_span(&t, &signals, 0, t.sentences.len(), 0.0, t.duration, None);
     assert_eq!((whole.first_word, whole.end_word), (0, t.words.len()));
     assert_eq!((whole.start, whole.end), (0.0, t.duration));
     assert_eq!(whole.title, "Why do most people fail at this?");
@@ -382,7 +416,7 @@ fn score_span_scores_a_given_range() {
         .position(|s| s.end_word == clip.end_word)
         .unwrap()
         + 1;
-    let same = score_span(&t, &signals, first, end, clip.start, clip.end);
+    let same = score_span(&t, &signals, first, end, clip.start, clip.end, None);
     assert_eq!(same.breakdown, clip.breakdown);
     assert_eq!(same.title, clip.title);
     assert_eq!(
@@ -391,14 +425,14 @@ fn score_span_scores_a_given_range() {
     );
 
     // Nothing usable: score 0, no title, no panic.
-    let empty = score_span(&Transcript::default(), &signals, 0, 0, 0.0, 10.0);
+    let empty = score_span(&Transcript::default(), &signals, 0, 0, 0.0, 10.0, None);
     assert_eq!(
         (empty.score, empty.title.as_str(), empty.end_word),
         (0, "", 0)
     );
-    assert_eq!(score_span(&t, &signals, 5, 2, 0.0, 10.0).score, 0);
+    assert_eq!(score_span(&t, &signals, 5, 2, 0.0, 10.0, None).score, 0);
     assert_eq!(
-        score_span(&t, &signals, 0, usize::MAX, 0.0, t.duration),
+        score_span(&t, &signals, 0, usize::MAX, 0.0, t.duration, None),
         whole
     );
 }
@@ -449,4 +483,94 @@ fn titles_prefer_hooks_and_clean_up() {
     let wide = "éé ".repeat(40);
     let title = make_title(&[&wide]);
     assert!(title.chars().count() <= MAX_TITLE_CHARS && title.starts_with("Éé éé"));
+}
+
+/// Sentences about one subject, for steering and boundary tests.
+const COOKING: &[&str] = &[
+    "Fresh pasta needs flour, eggs and a little patience.",
+    "Knead the dough until it feels smooth and elastic.",
+    "Let the dough rest under a towel for half an hour.",
+    "Roll it thin and cut it into wide ribbons.",
+    "The tomato sauce starts with garlic and good olive oil.",
+    "Simmer the tomato sauce slowly while the water boils.",
+    "Salt the pasta water generously before the pasta goes in.",
+    "Toss the pasta in the sauce and serve it at once.",
+];
+const TIDES: &[&str] = &[
+    "Ocean tides follow the pull of the moon on the seas.",
+    "The moon drags a bulge of seawater around the planet.",
+    "Coastal towns see a high tide twice in each lunar day.",
+    "Spring tides happen when the sun and the moon line up.",
+    "Neap tides are weaker because the sun pulls sideways.",
+    "Sailors read tide tables before leaving the harbour.",
+    "Strong currents form where tides squeeze through narrow straits.",
+    "Some bays see the sea level change by fifteen metres.",
+];
+
+#[test]
+fn a_prompt_steers_selection_and_explains_it() {
+    let sentences: Vec<&str> = TIDES.iter().chain(COOKING).copied().collect();
+    let t = transcript(&sentences, 2.6, 0.4);
+    let plain = select_clips(&t, &Signals::default(), (10.0, 25.0), 1);
+    let prompt = steer::Prompt::parse("the part about cooking pasta and tomato sauce").unwrap();
+    let steered = select_clips_steered(&t, &Signals::default(), (10.0, 25.0), 1, Some(&prompt));
+    let cooking_start = t.sentences[TIDES.len()].first_word;
+    // Without the prompt the tides clip wins; with it, a cooking one.
+    assert!(plain[0].first_word < cooking_start, "{plain:?}");
+    assert!(steered[0].first_word >= cooking_start, "{steered:?}");
+    let s = &steered[0];
+    assert!(s.scores.prompt_match.unwrap() >= 50, "{:?}", s.scores);
+    assert!(s.reason.starts_with("Matches your prompt on "), "{}", s.reason);
+    assert!(s.reason.contains("“pasta”") || s.reason.contains("“sauce”"), "{}", s.reason);
+    assert_eq!(plain[0].scores.prompt_match, None);
+    assert!(!plain[0].reason.contains("prompt"), "{}", plain[0].reason);
+    // Sub-scores are the breakdown in percent.
+    assert_eq!(s.scores.hook, (s.breakdown.hook * 100.0).round() as u8);
+    assert_eq!(s.scores.completeness, (s.breakdown.completeness * 100.0).round() as u8);
+}
+
+#[test]
+fn near_duplicate_clips_are_dropped() {
+    // The best passage said twice, with flat talk between: without the
+    // near-duplicate rule the two copies would be the two best clips.
+    const FLAT: &[&str] = &[
+        "the committee reviewed the quarterly figures for the regional office.",
+        "then the minutes were approved and filed with the secretary.",
+        "the next item concerned the parking arrangements for the building.",
+        "members noted the schedule and agreed to revisit the matter later.",
+    ];
+    let hook = &TALK[..3];
+    let sentences: Vec<&str> = hook.iter().chain(FLAT).chain(hook).copied().collect();
+    let t = transcript(&sentences, 2.8, 0.5);
+    let copies = [0, t.sentences[hook.len() + FLAT.len()].first_word];
+    let clips = select_clips(&t, &Signals::default(), (5.0, 12.0), 3);
+    assert!(clips.len() >= 2, "{clips:?}");
+    let on_copy = clips.iter().filter(|c| copies.contains(&c.first_word)).count();
+    assert_eq!(on_copy, 1, "{clips:#?}");
+    for (i, a) in clips.iter().enumerate() {
+        for b in &clips[i + 1..] {
+            let (sa, sb) = (lexicon::shingles(&a.text(&t), 3), lexicon::shingles(&b.text(&t), 3));
+            let shared = sa.intersection(&sb).count() as f64 / sa.len().min(sb.len()) as f64;
+            assert!(shared < NEAR_DUPLICATE_SHARE, "{} / {}", a.text(&t), b.text(&t));
+        }
+    }
+}
+
+#[test]
+fn clips_do_not_cross_a_change_of_subject() {
+    // Two unrelated recordings joined: the join is a topic boundary.
+    let sentences: Vec<&str> = COOKING.iter().chain(TIDES).copied().collect();
+    let t = transcript(&sentences, 2.6, 0.4);
+    let join = t.sentences[COOKING.len()].first_word;
+    let join_at = t.words[join].start;
+    let clips = select_clips(&t, &Signals::default(), (8.0, 40.0), 10);
+    assert!(clips.len() >= 2, "{clips:?}");
+    for c in &clips {
+        assert!(c.end_word <= join || c.first_word >= join, "{c:?} crosses the join at word {join}");
+        assert!(c.end <= join_at || c.start >= t.words[join - 1].end);
+    }
+    // Too short to fit between boundaries: they are ignored rather than
+    // making no clip.
+    let one = select_clips(&t, &Signals::default(), (50.0, 80.0), 1);
+    assert_eq!(one.len(), 1);
 }
