@@ -1,6 +1,7 @@
 //! Caption: for each planned clip, reframe to 9:16 (follow the face, else a
 //! centre crop or a blurred-background fit), burn in the word-by-word ASS
-//! captions through libass, encode H.264 + AAC with faststart, and write the
+//! captions through libass, normalize the audio to −14 LUFS (two-pass
+//! loudnorm, see `media::loudness`), encode H.264 + AAC with faststart, and write the
 //! SRT, WebVTT and JPEG thumbnail. A failed or cancelled run removes every
 //! file it wrote.
 
@@ -18,8 +19,12 @@ use crate::media::face::{self, SAMPLE_FPS};
 use crate::media::ffprobe::MediaInfo;
 use crate::media::fonts;
 use crate::media::frame;
+use crate::media::loudness;
 use crate::media::process::{last_error_line, progress_seconds, run_with_lines};
 use crate::transcript::{display_duration, Transcript, Word};
+
+/// Sample rate of the clips' AAC audio.
+const AUDIO_RATE: u32 = 48_000;
 
 /// How the picture is fitted into the vertical frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,6 +250,16 @@ async fn render_clip(
         opts.height,
         &ass_path,
     );
+    // Loudness: measured on the clip's audio, normalized in the encode.
+    let audio = match loudness::measure(input, plan.start, duration, "", &ctx.cancel).await? {
+        Some(m) => loudness::normalize_filter(&m, AUDIO_RATE),
+        None => String::new(),
+    };
+    let (graph, audio_map) = if audio.is_empty() {
+        (graph, "0:a:0".to_string())
+    } else {
+        (format!("{graph};\n[0:a:0]{audio}[a]"), "[a]".to_string())
+    };
     let script = keep.join(format!("clip-{index}.filter"));
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
 
@@ -267,7 +282,7 @@ async fn render_clip(
         "-map",
         "[v]",
         "-map",
-        "0:a:0",
+        &audio_map,
         "-c:v",
         "libx264",
         "-preset",
@@ -283,7 +298,7 @@ async fn render_clip(
         "-ac",
         "2",
         "-ar",
-        "48000",
+        &AUDIO_RATE.to_string(),
         "-movflags",
         "+faststart",
         "-progress",
