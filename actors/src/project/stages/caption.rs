@@ -1,7 +1,7 @@
 //! Caption: for each planned clip, reframe to 9:16 (follow the face, else a
 //! centre crop or a blurred-background fit), burn in the word-by-word ASS
-//! captions through libass, normalize the audio to −14 LUFS (two-pass
-//! loudnorm, see `media::loudness`), encode H.264 + AAC with faststart, and write the
+//! captions through libass, normalize the audio to −14 LUFS (loudnorm,
+//! see `media::loudness`), encode H.264 + AAC with faststart, and write the
 //! SRT, WebVTT and JPEG thumbnail. A failed or cancelled run removes every
 //! file it wrote.
 
@@ -251,10 +251,9 @@ async fn render_clip(
         &ass_path,
     );
     // Loudness: measured on the clip's audio, normalized in the encode.
-    let audio = match loudness::measure(input, plan.start, duration, "", &ctx.cancel).await? {
-        Some(m) => loudness::normalize_filter(&m, AUDIO_RATE),
-        None => String::new(),
-    };
+    let audio = loudness::normalize_chain(input, plan.start, duration, "", AUDIO_RATE, &ctx.cancel)
+        .await?
+        .unwrap_or_default();
     let (graph, audio_map) = if audio.is_empty() {
         (graph, "0:a:0".to_string())
     } else {
