@@ -10,9 +10,12 @@ use std::ops::Range;
 use super::ass_format::{alpha_value, num, push_dialogue, style_field, to_cs, StyleLine};
 pub use super::ass_format::{escape_text, format_time, Animation, AssColor};
 use super::ass_lines::{
-    ends_sentence, karaoke_words, text_units, timed_lines, TimedLine, CHAR_WIDTH_EM,
+    ends_sentence, karaoke_words, line_text, text_units, timed_lines, TimedLine, CHAR_WIDTH_EM,
 };
+use super::emphasis::emphasis_tags;
+use super::split_unspaced_words;
 use crate::captions::template::CaptionStyle;
+use crate::script::{separator, unspaced_word};
 use crate::transcript::Word;
 
 /// What [`build_ass`] needs besides the words and the style.
@@ -68,7 +71,9 @@ const WATERMARK_LAYER: u32 = 10;
 /// Groups words into caption lines; see [`MAX_WORDS_PER_LINE`],
 /// [`MAX_LINE_WIDTH_SHARE`] and [`LINE_BREAK_PAUSE`]. A line also ends after
 /// sentence punctuation. A word is never split: one too wide for the frame
-/// is a line of its own. The ranges cover `words` in order, without gaps.
+/// is a line of its own (words written without spaces are first cut between
+/// characters by [`build_ass`], see [`split_unspaced_words`]). The ranges
+/// cover `words` in order, without gaps.
 pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> Vec<Range<usize>> {
     let frame = Frame::new(style, opts);
     let mut lines = Vec::new();
@@ -81,9 +86,16 @@ pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> V
             continue;
         }
         let prev = &words[i - 1];
-        let joined = units + 1.0 + word_units;
+        let gap = separator(prev.text.trim(), word.text.trim());
+        let joined = units + text_units(gap) + word_units;
+        // Words written without spaces (CJK, Thai) are pieces of a running
+        // text: only the width limits their line.
+        let counted = words[first..=i]
+            .iter()
+            .filter(|w| !unspaced_word(w.text.trim()))
+            .count();
         let full =
-            i - first >= MAX_WORDS_PER_LINE || frame.text_width(joined) > frame.max_line_width();
+            counted > MAX_WORDS_PER_LINE || frame.text_width(joined) > frame.max_line_width();
         let pause = word.start - prev.end > LINE_BREAK_PAUSE;
         if full || pause || ends_sentence(&prev.text) {
             lines.push(first..i);
@@ -104,6 +116,9 @@ pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> V
 pub fn build_ass(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> String {
     let frame = Frame::new(style, opts);
     let limit = (opts.duration.is_finite() && opts.duration > 0.0).then(|| to_cs(opts.duration));
+    // A wide character is about one em: this many fit on a line.
+    let max_chars = (frame.max_line_width() / frame.font_px).floor().max(1.0) as usize;
+    let words = &split_unspaced_words(words, max_chars);
     let lines = timed_lines(words, &group_words(words, style, opts), limit);
     let renderer = Renderer {
         animation: Animation::parse(&style.animation),
@@ -251,8 +266,7 @@ struct Renderer {
 impl Renderer {
     /// A smaller font size when a line (a single over-long word) would not fit.
     fn fit_font_size(&self, line: &TimedLine) -> Option<f64> {
-        let spaces = line.words.len().saturating_sub(1) as f64;
-        let units = line.words.iter().map(|w| text_units(&w.text)).sum::<f64>() + spaces;
+        let units = text_units(&line_text(line));
         let width = self.frame.text_width(units);
         let max = self.frame.max_line_width();
         (width > max).then(|| (self.frame.font_px * max / width).max(1.0))
@@ -321,18 +335,28 @@ impl Renderer {
     /// animated, or the karaoke sweep.
     fn event_text(&self, line: &TimedLine, event: &LineEvent, fit: Option<f64>) -> String {
         let mut out = self.event_prefix(event, fit, "");
+        let emphasis = emphasis_tags(
+            self.colors.font,
+            self.colors.highlight,
+            self.animation == Animation::Karaoke,
+        );
         let Some(current) = event.current else {
-            karaoke_words(&mut out, line);
+            karaoke_words(&mut out, line, emphasis.as_ref());
             return out;
         };
         let (open, close) = self.current_word_tags();
         let last = line.words.len() - 1;
         for (j, word) in line.words.iter().enumerate() {
             if j > 0 {
-                out.push(' ');
+                out.push_str(separator(&line.words[j - 1].text, &word.text));
             }
             if j != current {
-                out.push_str(&word.text);
+                // Typewriter hides the words after the current one.
+                let shown = self.animation != Animation::Typewriter || j < current;
+                match emphasis.as_ref().filter(|_| word.salient && shown) {
+                    Some((on, off)) => _ = write!(out, "{{{on}}}{}{{{off}}}", word.text),
+                    None => out.push_str(&word.text),
+                }
                 continue;
             }
             let _ = write!(out, "{{{open}}}{}", word.text);
@@ -378,7 +402,7 @@ impl Renderer {
                 let _ = write!(out, "{{\\alpha{}}}", alpha_value(0xFF));
             }
             if j > 0 {
-                out.push(' ');
+                out.push_str(separator(&line.words[j - 1].text, &word.text));
             }
             out.push_str(&word.text);
         }

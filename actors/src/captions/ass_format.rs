@@ -134,6 +134,9 @@ pub(crate) fn num(v: f64) -> String {
 }
 
 /// A `Style:` line of the [V4+ Styles] section (bold, no shadow, centred).
+/// Encoding -1 makes libass detect each line's base direction: with the usual
+/// 1 it lays out a Hebrew or Arabic line split by override tags (the
+/// highlighted word) left to right, its first word on the left.
 #[derive(Clone, Copy)]
 pub(crate) struct StyleLine<'a> {
     pub(crate) name: &'a str,
@@ -154,7 +157,7 @@ impl std::fmt::Display for StyleLine<'_> {
         };
         write!(
             f,
-            "Style: {},{},{},{},{},{},{},-1,0,0,0,100,100,0,0,{},{},0,5,0,0,0,1",
+            "Style: {},{},{},{},{},{},{},-1,0,0,0,100,100,0,0,{},{},0,5,0,0,0,-1",
             self.name,
             self.font,
             num(self.size),

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::ass_format::{escape_text, to_cs};
+use super::emphasis::salient;
+use crate::script::{join, separator};
 use crate::transcript::Word;
 
 /// A line stays on screen until the next one if the gap is shorter than this.
@@ -41,6 +43,8 @@ pub(crate) struct TimedWord {
     pub(crate) text: String,
     pub(crate) start: u64,
     pub(crate) end: u64,
+    /// A keyword drawn in the highlight colour (see `captions::emphasis`).
+    pub(crate) salient: bool,
 }
 
 /// A caption line with its display interval.
@@ -50,7 +54,8 @@ pub(crate) struct TimedLine {
     pub(crate) end: u64,
 }
 
-/// Turns the groups into lines with display intervals: empty words are
+/// Turns the groups into lines with display intervals (marking the salient
+/// words, see `captions::emphasis`): empty words are
 /// dropped, starts made monotonic, a line is held until the next one across
 /// short gaps, and nothing lasts past `limit`.
 pub(crate) fn timed_lines(
@@ -58,11 +63,12 @@ pub(crate) fn timed_lines(
     groups: &[Range<usize>],
     limit: Option<u64>,
 ) -> Vec<TimedLine> {
+    let salient = salient(&words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>());
     let mut lines: Vec<TimedLine> = Vec::new();
     let mut floor = 0u64;
     for range in groups {
         let mut line_words = Vec::new();
-        for word in &words[range.clone()] {
+        for (word, &salient) in words[range.clone()].iter().zip(&salient[range.clone()]) {
             let text = escape_text(word.text.trim());
             if text.trim().is_empty() {
                 continue;
@@ -70,7 +76,12 @@ pub(crate) fn timed_lines(
             let start = to_cs(word.start).max(floor);
             let end = to_cs(word.end).max(start);
             floor = start;
-            line_words.push(TimedWord { text, start, end });
+            line_words.push(TimedWord {
+                text,
+                start,
+                end,
+                salient,
+            });
         }
         if let Some(first) = line_words.first() {
             let start = first.start;
@@ -104,7 +115,12 @@ pub(crate) fn timed_lines(
 /// `{\kf<cs>}word` for each word: a word fills from its start until the
 /// next word starts (the last one until it ends), and an empty `\k` covers
 /// the rest of the line, so the durations sum to the line's duration.
-pub(crate) fn karaoke_words(out: &mut String, line: &TimedLine) {
+/// Salient words are wrapped in `emphasis` (open, close) tags.
+pub(crate) fn karaoke_words(
+    out: &mut String,
+    line: &TimedLine,
+    emphasis: Option<&(String, String)>,
+) {
     let mut at = line.start;
     for (j, word) in line.words.iter().enumerate() {
         let end = line
@@ -113,12 +129,29 @@ pub(crate) fn karaoke_words(out: &mut String, line: &TimedLine) {
             .map_or(word.end, |next| next.start)
             .clamp(at, line.end);
         if j > 0 {
-            out.push(' ');
+            out.push_str(separator(&line.words[j - 1].text, &word.text));
         }
-        let _ = write!(out, "{{\\kf{}}}{}", end - at, word.text);
+        match emphasis.filter(|_| word.salient) {
+            Some((open, close)) => {
+                let _ = write!(
+                    out,
+                    "{{\\kf{}}}{{{open}}}{}{{{close}}}",
+                    end - at,
+                    word.text
+                );
+            }
+            None => {
+                let _ = write!(out, "{{\\kf{}}}{}", end - at, word.text);
+            }
+        }
         at = end;
     }
     if line.end > at {
         let _ = write!(out, "{{\\k{}}}", line.end - at);
     }
+}
+
+/// The plain text of a line, words joined as their script wants.
+pub(crate) fn line_text(line: &TimedLine) -> String {
+    join(line.words.iter().map(|w| w.text.as_str()))
 }
