@@ -63,10 +63,12 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # binary.
 FROM debian:bookworm-slim
 
-# fontconfig: captions pick installed families through `fc-list`.
+# fontconfig: captions pick installed families through `fc-list`, and libass
+# falls back through it to Noto for scripts the template's font lacks.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ffmpeg fontconfig fonts-dejavu-core fonts-liberation2 fonts-open-sans \
+      fonts-noto-core fonts-noto-cjk \
       libgomp1 libstdc++6 ca-certificates python3 python3-pip \
  && python3 -m pip install --no-cache-dir --break-system-packages yt-dlp \
  && yt-dlp --version \

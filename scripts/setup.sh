@@ -12,8 +12,12 @@ set -euo pipefail
 
 CACHE_DIR="${CLIPFORGE_CACHE_DIR:-$HOME/.cache/clipforge}"
 MODEL_DIR="${CLIPFORGE_MODEL_DIR:-$CACHE_DIR/models/whisper-base}"
+# Noto covers the scripts DejaVu lacks (Devanagari, Thai, …: fonts-noto-core;
+# Chinese, Japanese, Korean: fonts-noto-cjk); libass falls back to them
+# through fontconfig glyph by glyph (see actors/src/media/fonts.rs).
 APT_PACKAGES=(ffmpeg cmake pkg-config espeak-ng sox
-  fonts-dejavu-core fonts-liberation2 fonts-open-sans python3-pip)
+  fonts-dejavu-core fonts-liberation2 fonts-open-sans fonts-noto-core fonts-noto-cjk
+  python3-pip)
 # oneDNN 3.2 built for the GNU OpenMP runtime, from Intel's PyPI wheels,
 # installed where .cargo/config.toml tells ct2rs to find it.
 ONEDNN_VERSION=2023.2.0

@@ -52,6 +52,23 @@ fn make_video(dir: &Path) -> std::path::PathBuf {
     mp4
 }
 
+/// Integrated loudness (LUFS) of a file's audio by ffmpeg's ebur128 filter.
+fn integrated_lufs(path: &Path) -> f64 {
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-hide_banner", "-nostats", "-i"])
+        .arg(path)
+        .args(["-map", "0:a:0", "-af", "ebur128", "-f", "null", "-"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    let summary = &text[text.rfind("Summary:").expect("ebur128 summary")..];
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("I:"))
+        .expect("integrated loudness line");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 #[test]
 fn clip_command_writes_clips_and_reports_progress() {
     let dir = tempfile::tempdir().unwrap();
@@ -105,6 +122,9 @@ fn clip_command_writes_clips_and_reports_progress() {
     ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
+    // espeak-ng speaks at about −21 LUFS; the clip's audio is normalized.
+    let lufs = integrated_lufs(&out.join("clip-1.mp4"));
+    assert!((lufs + 14.0).abs() <= 1.0, "clip audio at {lufs} LUFS");
     let clips: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("clips.json")).unwrap()).unwrap();
     assert_eq!(clips["clips"].as_array().unwrap().len(), 1);

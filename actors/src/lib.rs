@@ -9,6 +9,7 @@ pub mod faults;
 pub mod media;
 pub mod project;
 pub mod publish;
+pub mod script;
 pub mod service;
 pub mod storage;
 pub mod supervisor;

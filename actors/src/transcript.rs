@@ -71,19 +71,10 @@ impl Transcript {
 }
 
 /// Joins words into display text (words carry their own punctuation).
+/// The words' text, joined with spaces except between words written without
+/// them (CJK, Thai).
 pub fn join_words(words: &[Word]) -> String {
-    let mut out = String::new();
-    for w in words {
-        let t = w.text.trim();
-        if t.is_empty() {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(t);
-    }
-    out
+    crate::script::join(words.iter().map(|w| w.text.as_str()))
 }
 
 pub fn sentences_from_words(words: &[Word]) -> Vec<Sentence> {

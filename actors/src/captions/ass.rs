@@ -7,7 +7,15 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::captions::template::{parse_color, CaptionStyle};
+use super::ass_format::{alpha_value, num, push_dialogue, style_field, to_cs, StyleLine};
+pub use super::ass_format::{escape_text, format_time, Animation, AssColor};
+use super::ass_lines::{
+    ends_sentence, karaoke_words, line_text, text_units, timed_lines, TimedLine, CHAR_WIDTH_EM,
+};
+use super::emphasis::emphasis_tags;
+use super::split_unspaced_words;
+use crate::captions::template::CaptionStyle;
+use crate::script::{separator, unspaced_word};
 use crate::transcript::Word;
 
 /// What [`build_ass`] needs besides the words and the style.
@@ -31,12 +39,6 @@ pub const MAX_WORDS_PER_LINE: usize = 4;
 pub const MAX_LINE_WIDTH_SHARE: f64 = 0.88;
 /// A pause longer than this (seconds) between two words starts a new line.
 pub const LINE_BREAK_PAUSE: f64 = 0.6;
-/// A line stays on screen until the next one if the gap is shorter than this.
-const LINE_HOLD_GAP: f64 = 0.5;
-/// Otherwise it lingers this long after its last word.
-const LINE_LINGER: f64 = 0.3;
-/// Estimated advance of one character, as a share of the font size.
-const CHAR_WIDTH_EM: f64 = 0.6;
 /// The same for the watermark, calibrated on lower-case bold text so its
 /// rendered width comes close to the requested share of the frame.
 const WATERMARK_CHAR_WIDTH_EM: f64 = 0.5;
@@ -66,91 +68,12 @@ const BOX_LAYER: u32 = 0;
 const TEXT_LAYER: u32 = 1;
 const WATERMARK_LAYER: u32 = 10;
 
-/// A colour in ASS terms: `alpha` 0 is opaque, 255 transparent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AssColor {
-    pub r: u8,
-    pub g: u8,
-    pub b: u8,
-    pub alpha: u8,
-}
-
-impl AssColor {
-    const WHITE: Self = Self {
-        r: 255,
-        g: 255,
-        b: 255,
-        alpha: 0,
-    };
-    const BLACK: Self = Self {
-        r: 0,
-        g: 0,
-        b: 0,
-        alpha: 0,
-    };
-
-    /// From CSS "#RGB", "#RRGGBB" or "#RRGGBBAA" (CSS alpha FF = opaque).
-    pub fn from_css(css: &str) -> Option<Self> {
-        let (r, g, b, a) = parse_color(css)?;
-        Some(Self {
-            r,
-            g,
-            b,
-            alpha: 255 - a,
-        })
-    }
-
-    fn from_css_or(css: &str, fallback: Self) -> Self {
-        Self::from_css(css).unwrap_or(fallback)
-    }
-
-    /// Style-line form `&HAABBGGRR&`.
-    pub fn style_value(self) -> String {
-        format!(
-            "&H{:02X}{:02X}{:02X}{:02X}&",
-            self.alpha, self.b, self.g, self.r
-        )
-    }
-
-    /// Override form `&HBBGGRR&`, for `\c`, `\1c`, `\3c`…
-    pub fn override_value(self) -> String {
-        format!("&H{:02X}{:02X}{:02X}&", self.b, self.g, self.r)
-    }
-}
-
-/// Alpha in override form `&HAA&`, for `\alpha`, `\1a`…
-fn alpha_value(alpha: u8) -> String {
-    format!("&H{alpha:02X}&")
-}
-
-/// The caption animations; unknown names behave as `None`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Animation {
-    None,
-    Fade,
-    Pop,
-    Bounce,
-    Karaoke,
-    Typewriter,
-}
-
-impl Animation {
-    pub fn parse(name: &str) -> Self {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "fade" => Self::Fade,
-            "pop" => Self::Pop,
-            "bounce" => Self::Bounce,
-            "karaoke" => Self::Karaoke,
-            "typewriter" => Self::Typewriter,
-            _ => Self::None,
-        }
-    }
-}
-
 /// Groups words into caption lines; see [`MAX_WORDS_PER_LINE`],
 /// [`MAX_LINE_WIDTH_SHARE`] and [`LINE_BREAK_PAUSE`]. A line also ends after
 /// sentence punctuation. A word is never split: one too wide for the frame
-/// is a line of its own. The ranges cover `words` in order, without gaps.
+/// is a line of its own (words written without spaces are first cut between
+/// characters by [`build_ass`], see [`split_unspaced_words`]). The ranges
+/// cover `words` in order, without gaps.
 pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> Vec<Range<usize>> {
     let frame = Frame::new(style, opts);
     let mut lines = Vec::new();
@@ -163,9 +86,16 @@ pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> V
             continue;
         }
         let prev = &words[i - 1];
-        let joined = units + 1.0 + word_units;
+        let gap = separator(prev.text.trim(), word.text.trim());
+        let joined = units + text_units(gap) + word_units;
+        // Words written without spaces (CJK, Thai) are pieces of a running
+        // text: only the width limits their line.
+        let counted = words[first..=i]
+            .iter()
+            .filter(|w| !unspaced_word(w.text.trim()))
+            .count();
         let full =
-            i - first >= MAX_WORDS_PER_LINE || frame.text_width(joined) > frame.max_line_width();
+            counted > MAX_WORDS_PER_LINE || frame.text_width(joined) > frame.max_line_width();
         let pause = word.start - prev.end > LINE_BREAK_PAUSE;
         if full || pause || ends_sentence(&prev.text) {
             lines.push(first..i);
@@ -186,6 +116,9 @@ pub fn group_words(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> V
 pub fn build_ass(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> String {
     let frame = Frame::new(style, opts);
     let limit = (opts.duration.is_finite() && opts.duration > 0.0).then(|| to_cs(opts.duration));
+    // A wide character is about one em: this many fit on a line.
+    let max_chars = (frame.max_line_width() / frame.font_px).floor().max(1.0) as usize;
+    let words = &split_unspaced_words(words, max_chars);
     let lines = timed_lines(words, &group_words(words, style, opts), limit);
     let renderer = Renderer {
         animation: Animation::parse(&style.animation),
@@ -227,75 +160,6 @@ pub fn build_ass(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> Str
         renderer.push_watermark(&mut doc, style, opts, end);
     }
     doc
-}
-
-/// Makes text safe inside a Dialogue line: braces cannot open override
-/// blocks, backslashes cannot start escapes (`\N`, `\h`), no line breaks.
-pub fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '{' => out.push('('),
-            '}' => out.push(')'),
-            '\\' => out.push('/'),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `H:MM:SS.cc` from centiseconds.
-pub fn format_time(cs: u64) -> String {
-    format!(
-        "{}:{:02}:{:02}.{:02}",
-        cs / 360_000,
-        cs / 6_000 % 60,
-        cs / 100 % 60,
-        cs % 100
-    )
-}
-
-fn to_cs(secs: f64) -> u64 {
-    if secs.is_finite() && secs > 0.0 {
-        (secs * 100.0).round() as u64
-    } else {
-        0
-    }
-}
-
-/// Decimal with at most two digits after the point, no trailing zeros.
-fn num(v: f64) -> String {
-    let s = format!("{:.2}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
-
-fn ends_sentence(text: &str) -> bool {
-    let t = text
-        .trim()
-        .trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
-    t.ends_with(['.', '?', '!', '…', '。', '？', '！'])
-}
-
-/// Width of text in "average characters": CJK and other wide characters count
-/// for about one em, the rest for [`CHAR_WIDTH_EM`].
-fn text_units(text: &str) -> f64 {
-    text.chars()
-        .map(|c| if is_wide(c) { 1.0 / CHAR_WIDTH_EM } else { 1.0 })
-        .sum()
-}
-
-fn is_wide(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-        | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60
-        | 0xFFE0..=0xFFE6 | 0x1F300..=0x1FAFF | 0x20000..=0x3FFFD)
 }
 
 /// Sizes of the frame and of the caption font on it.
@@ -382,67 +246,6 @@ impl Colors {
     }
 }
 
-/// One word of a caption line, times in centiseconds.
-struct TimedWord {
-    text: String,
-    start: u64,
-    end: u64,
-}
-
-/// A caption line with its display interval.
-struct TimedLine {
-    words: Vec<TimedWord>,
-    start: u64,
-    end: u64,
-}
-
-/// Turns the groups into lines with display intervals: empty words are
-/// dropped, starts made monotonic, a line is held until the next one across
-/// short gaps, and nothing lasts past `limit`.
-fn timed_lines(words: &[Word], groups: &[Range<usize>], limit: Option<u64>) -> Vec<TimedLine> {
-    let mut lines: Vec<TimedLine> = Vec::new();
-    let mut floor = 0u64;
-    for range in groups {
-        let mut line_words = Vec::new();
-        for word in &words[range.clone()] {
-            let text = escape_text(word.text.trim());
-            if text.trim().is_empty() {
-                continue;
-            }
-            let start = to_cs(word.start).max(floor);
-            let end = to_cs(word.end).max(start);
-            floor = start;
-            line_words.push(TimedWord { text, start, end });
-        }
-        if let Some(first) = line_words.first() {
-            let start = first.start;
-            lines.push(TimedLine {
-                start,
-                end: start,
-                words: line_words,
-            });
-        }
-    }
-    let linger = to_cs(LINE_LINGER);
-    let hold_gap = to_cs(LINE_HOLD_GAP);
-    let next_starts: Vec<Option<u64>> = (0..lines.len())
-        .map(|i| lines.get(i + 1).map(|l| l.start))
-        .collect();
-    for (line, next_start) in lines.iter_mut().zip(next_starts) {
-        let last_end = line.words.iter().map(|w| w.end).max().unwrap_or(line.start);
-        let mut end = match next_start {
-            Some(next) if next < last_end + hold_gap => next,
-            _ => last_end + linger,
-        };
-        if let Some(limit) = limit {
-            end = end.min(limit);
-        }
-        line.end = end;
-    }
-    lines.retain(|l| l.end > l.start);
-    lines
-}
-
 /// One Dialogue event of a line. `current` is the highlighted word; karaoke
 /// has a single event per line and no current word.
 struct LineEvent {
@@ -466,8 +269,7 @@ struct Renderer {
 impl Renderer {
     /// A smaller font size when a line (a single over-long word) would not fit.
     fn fit_font_size(&self, line: &TimedLine) -> Option<f64> {
-        let spaces = line.words.len().saturating_sub(1) as f64;
-        let units = line.words.iter().map(|w| text_units(&w.text)).sum::<f64>() + spaces;
+        let units = text_units(&line_text(line));
         let width = self.frame.text_width(units);
         let max = self.frame.max_line_width();
         (width > max).then(|| (self.frame.font_px * max / width).max(1.0))
@@ -536,18 +338,28 @@ impl Renderer {
     /// animated, or the karaoke sweep.
     fn event_text(&self, line: &TimedLine, event: &LineEvent, fit: Option<f64>) -> String {
         let mut out = self.event_prefix(event, fit, "");
+        let emphasis = emphasis_tags(
+            self.colors.font,
+            self.colors.highlight,
+            self.animation == Animation::Karaoke,
+        );
         let Some(current) = event.current else {
-            karaoke_words(&mut out, line);
+            karaoke_words(&mut out, line, emphasis.as_ref());
             return out;
         };
         let (open, close) = self.current_word_tags();
         let last = line.words.len() - 1;
         for (j, word) in line.words.iter().enumerate() {
             if j > 0 {
-                out.push(' ');
+                out.push_str(separator(&line.words[j - 1].text, &word.text));
             }
             if j != current {
-                out.push_str(&word.text);
+                // Typewriter hides the words after the current one.
+                let shown = self.animation != Animation::Typewriter || j < current;
+                match emphasis.as_ref().filter(|_| word.salient && shown) {
+                    Some((on, off)) => _ = write!(out, "{{{on}}}{}{{{off}}}", word.text),
+                    None => out.push_str(&word.text),
+                }
                 continue;
             }
             let _ = write!(out, "{{{open}}}{}", word.text);
@@ -593,7 +405,7 @@ impl Renderer {
                 let _ = write!(out, "{{\\alpha{}}}", alpha_value(0xFF));
             }
             if j > 0 {
-                out.push(' ');
+                out.push_str(separator(&line.words[j - 1].text, &word.text));
             }
             out.push_str(&word.text);
         }
@@ -754,81 +566,6 @@ impl Renderer {
             text.trim()
         );
         push_dialogue(doc, WATERMARK_LAYER, 0, end, WATERMARK_STYLE, &text);
-    }
-}
-
-/// A `Style:` line of the [V4+ Styles] section (bold, no shadow, centred).
-#[derive(Clone, Copy)]
-struct StyleLine<'a> {
-    name: &'a str,
-    font: &'a str,
-    size: f64,
-    primary: AssColor,
-    secondary: AssColor,
-    outline_color: AssColor,
-    border_style: u8,
-    outline: f64,
-}
-
-impl std::fmt::Display for StyleLine<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let back = AssColor {
-            alpha: 0x80,
-            ..AssColor::BLACK
-        };
-        write!(
-            f,
-            "Style: {},{},{},{},{},{},{},-1,0,0,0,100,100,0,0,{},{},0,5,0,0,0,1",
-            self.name,
-            self.font,
-            num(self.size),
-            self.primary.style_value(),
-            self.secondary.style_value(),
-            self.outline_color.style_value(),
-            back.style_value(),
-            self.border_style,
-            num(self.outline),
-        )
-    }
-}
-
-/// `{\kf<cs>}word` for each word: a word fills from its start until the
-/// next word starts (the last one until it ends), and an empty `\k` covers
-/// the rest of the line, so the durations sum to the line's duration.
-fn karaoke_words(out: &mut String, line: &TimedLine) {
-    let mut at = line.start;
-    for (j, word) in line.words.iter().enumerate() {
-        let end = line
-            .words
-            .get(j + 1)
-            .map_or(word.end, |next| next.start)
-            .clamp(at, line.end);
-        if j > 0 {
-            out.push(' ');
-        }
-        let _ = write!(out, "{{\\kf{}}}{}", end - at, word.text);
-        at = end;
-    }
-    if line.end > at {
-        let _ = write!(out, "{{\\k{}}}", line.end - at);
-    }
-}
-
-fn push_dialogue(doc: &mut String, layer: u32, start: u64, end: u64, style: &str, text: &str) {
-    let _ = writeln!(
-        doc,
-        "Dialogue: {layer},{},{},{style},,0,0,0,,{text}",
-        format_time(start),
-        format_time(end)
-    );
-}
-
-/// A font name as a style field: escaped and without commas (the separator).
-fn style_field(text: &str) -> String {
-    let clean: String = escape_text(text).chars().filter(|&c| c != ',').collect();
-    match clean.trim() {
-        "" => "DejaVu Sans".to_string(),
-        name => name.to_string(),
     }
 }
 

@@ -524,3 +524,30 @@ fn empty_and_degenerate_words_are_skipped() {
     assert_eq!(plain(&events[0].text), "ok");
     assert!(captions(&build_ass(&[], &style("none"), &opts())).is_empty());
 }
+
+#[test]
+fn salient_words_keep_the_highlight_when_not_spoken() {
+    let ws = words("we raised 5 million", 0.5);
+    let doc = build_ass(&ws, &style("none"), &opts());
+    let events = captions(&doc);
+    // While "we" is spoken, "5" is already in the highlight colour (#FFD700),
+    // and the words after it are back in the font colour.
+    assert!(
+        events[0]
+            .text
+            .contains("raised {\\1c&H00D7FF&}5{\\1c&HFFFFFF&} million"),
+        "{}",
+        events[0].text
+    );
+    // Karaoke colours it before the sweep reaches it.
+    let doc = build_ass(&ws, &style("karaoke"), &opts());
+    let line = &captions(&doc)[0].text;
+    assert!(line.contains("}{\\2c&H00D7FF&}5{\\2c&HFFFFFF&}"), "{line}");
+    // A highlight equal to the font colour shows nothing to emphasize.
+    let same = CaptionStyle {
+        highlight_color: "#FFFFFF".into(),
+        ..style("none")
+    };
+    let doc = build_ass(&ws, &same, &opts());
+    assert!(!doc.contains("\\1c"), "{doc}");
+}

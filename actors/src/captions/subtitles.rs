@@ -1,6 +1,9 @@
 //! Subtitle files for a clip: cues built from its words, written and read as
 //! SubRip (SRT) and WebVTT.
 
+use super::ass_lines::is_wide;
+use super::split_unspaced_words;
+use crate::script::join;
 use crate::transcript::Word;
 
 /// One subtitle cue; `text` may hold one '\n' between its two lines.
@@ -27,6 +30,8 @@ const MIN_CUE_SECS: f64 = 1.0;
 /// [`MAX_LINE_CHARS`] or would make the cue longer than [`MAX_CUE_SECS`].
 /// Words are never split; cue i ends no later than cue i+1 starts.
 pub fn cues_from_words(words: &[Word]) -> Vec<Cue> {
+    // Text written without spaces (CJK) may break between any characters.
+    let words = split_unspaced_words(words, MAX_LINE_CHARS / 2);
     let words: Vec<(&str, f64, f64)> = words
         .iter()
         .filter(|w| w.start.is_finite() && w.end.is_finite())
@@ -40,10 +45,7 @@ pub fn cues_from_words(words: &[Word]) -> Vec<Cue> {
         let (prev_text, _, prev_end) = words[i - 1];
         let (_, start, end) = words[i];
         let texts: Vec<&str> = words[first..=i].iter().map(|w| w.0).collect();
-        let cue_chars = texts[..texts.len() - 1]
-            .iter()
-            .map(|t| t.chars().count() + 1)
-            .sum::<usize>();
+        let cue_chars = columns(&join(texts[..texts.len() - 1].iter().copied())) + 1;
         let break_here = ends_sentence(prev_text)
             || start - prev_end > CUE_BREAK_PAUSE
             || (ends_clause(prev_text) && cue_chars > MAX_LINE_CHARS)
@@ -67,7 +69,7 @@ pub fn cues_from_words(words: &[Word]) -> Vec<Cue> {
                 start: slice[0].1,
                 end: slice.iter().map(|w| w.2).fold(slice[0].1, f64::max),
                 // A single word longer than a line is a cue of its own.
-                text: layout_lines(&texts).unwrap_or_else(|| texts.join(" ")),
+                text: layout_lines(&texts).unwrap_or_else(|| join(texts.iter().copied())),
             }
         })
         .collect();
@@ -85,25 +87,30 @@ pub fn cues_from_words(words: &[Word]) -> Vec<Cue> {
     cues
 }
 
-/// The words as at most two lines of at most [`MAX_LINE_CHARS`],
-/// split where the lines are most even; `None` when they do not fit.
+/// The words as at most two lines of at most [`MAX_LINE_CHARS`] columns
+/// (a CJK character takes two), split where the lines are most even; `None`
+/// when they do not fit. Words are joined as their script wants (no spaces
+/// between CJK words).
 fn layout_lines(words: &[&str]) -> Option<String> {
-    let lens: Vec<usize> = words.iter().map(|w| w.chars().count()).collect();
-    let joined_len = |part: &[usize]| part.iter().sum::<usize>() + part.len().saturating_sub(1);
-    if joined_len(&lens) <= MAX_LINE_CHARS {
-        return Some(words.join(" "));
+    let line = |part: &[&str]| join(part.iter().copied());
+    let whole = line(words);
+    if columns(&whole) <= MAX_LINE_CHARS {
+        return Some(whole);
     }
     (1..words.len())
         .map(|split| {
-            (
-                split,
-                joined_len(&lens[..split]),
-                joined_len(&lens[split..]),
-            )
+            let (a, b) = (line(&words[..split]), line(&words[split..]));
+            let (ca, cb) = (columns(&a), columns(&b));
+            (a, b, ca, cb)
         })
-        .filter(|&(_, a, b)| a <= MAX_LINE_CHARS && b <= MAX_LINE_CHARS)
-        .min_by_key(|&(_, a, b)| a.abs_diff(b))
-        .map(|(split, _, _)| format!("{}\n{}", words[..split].join(" "), words[split..].join(" ")))
+        .filter(|(_, _, a, b)| *a <= MAX_LINE_CHARS && *b <= MAX_LINE_CHARS)
+        .min_by_key(|(_, _, a, b)| a.abs_diff(*b))
+        .map(|(a, b, _, _)| format!("{a}\n{b}"))
+}
+
+/// Display width of `text` in columns: wide (CJK) characters take two.
+fn columns(text: &str) -> usize {
+    text.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum()
 }
 
 fn ends_sentence(text: &str) -> bool {

@@ -9,6 +9,7 @@ pub mod face;
 pub mod ffprobe;
 pub mod fonts;
 pub mod frame;
+pub mod loudness;
 pub mod process;
 pub mod scenes;
 pub mod vad;

@@ -1,6 +1,7 @@
 //! Caption: for each planned clip, reframe into the output frame (the
 //! layout chosen or forced, see `project::reframe`), burn in the word-by-word ASS
-//! captions through libass, encode H.264 + AAC with faststart, and write the
+//! captions through libass, normalize the audio to −14 LUFS (loudnorm,
+//! see `media::loudness`), encode H.264 + AAC with faststart, and write the
 //! SRT, WebVTT and JPEG thumbnail. A failed or cancelled run removes every
 //! file it wrote.
 
@@ -16,9 +17,13 @@ use crate::captions::template::CaptionStyle;
 use crate::media::ffprobe::MediaInfo;
 use crate::media::fonts;
 use crate::media::frame;
+use crate::media::loudness;
 use crate::media::process::{last_error_line, progress_seconds, run_with_lines};
 use crate::project::reframe::{self, graph, Layout};
 use crate::transcript::{display_duration, Transcript, Word};
+
+/// Sample rate of the clips' AAC audio.
+const AUDIO_RATE: u32 = 48_000;
 
 #[derive(Clone, Debug)]
 pub struct CaptionOptions {
@@ -210,6 +215,15 @@ async fn render_clip(
     );
     std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
     let graph = graph::filter_graph(&framing.composition, (opts.width, opts.height), &ass_path);
+    // Loudness: measured on the clip's audio, normalized in the encode.
+    let audio = loudness::normalize_chain(input, plan.start, duration, "", AUDIO_RATE, &ctx.cancel)
+        .await?
+        .unwrap_or_default();
+    let (graph, audio_map) = if audio.is_empty() {
+        (graph, "0:a:0".to_string())
+    } else {
+        (format!("{graph};\n[0:a:0]{audio}[a]"), "[a]".to_string())
+    };
     let script = keep.join(format!("clip-{index}.filter"));
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
 
@@ -232,7 +246,7 @@ async fn render_clip(
         "-map",
         "[v]",
         "-map",
-        "0:a:0",
+        &audio_map,
         "-c:v",
         "libx264",
         "-preset",
@@ -248,7 +262,7 @@ async fn render_clip(
         "-ac",
         "2",
         "-ar",
-        "48000",
+        &AUDIO_RATE.to_string(),
         "-movflags",
         "+faststart",
         "-progress",
