@@ -69,6 +69,7 @@ fn node(
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
             ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
             ("CLIPFORGE_STORAGE_LOCAL_DIR", &media),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
     ]);
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     Node { app, addr }
@@ -227,7 +228,8 @@ fn refused_start(cookie: &str, extra: &[(&str, &str)]) -> String {
 
 /// What a clustered node needs besides its cookie and storage (no server
 /// is reached: the checks refuse the start before).
-const STARTABLE: [(&str, &str); 4] = [
+const STARTABLE: [(&str, &str); 5] = [
+    ("CLIPFORGE_CLUSTER_TLS", "false"),
     ("CLIPFORGE_STORAGE_KV", "postgres"),
     ("CLIPFORGE_STORAGE_POSTGRES_URL", "postgres://nobody@127.0.0.1:9/none"),
     ("CLIPFORGE_AUTH_MEDIA_SECRET", MEDIA_SECRET),
@@ -283,73 +285,22 @@ fn a_cluster_on_sled_or_with_the_data_role_or_without_shared_secrets_refuses_to_
     assert!(err.contains("publish.token_key"), "{err}");
 }
 
-/// A CA and one certificate for 127.0.0.1 signed by it, made with openssl.
+/// A CA and one certificate for 127.0.0.1 signed by it, made with
+/// `clipforge cluster init-certs`.
 fn tls_files(dir: &std::path::Path, tag: &str) -> (String, String, String) {
-    let p = |f: &str| dir.join(format!("{tag}-{f}")).to_str().unwrap().to_string();
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .output()
-            .expect("openssl");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        &p("ca.key"),
-        "-out",
-        &p("ca.pem"),
-        "-days",
-        "2",
-        "-subj",
-        &format!("/CN={tag} CA"),
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        &p("node.key"),
-        "-out",
-        &p("node.csr"),
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    std::fs::write(
-        p("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
-    )
-    .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        &p("node.csr"),
-        "-CA",
-        &p("ca.pem"),
-        "-CAkey",
-        &p("ca.key"),
-        "-CAcreateserial",
-        "-out",
-        &p("node.pem"),
-        "-days",
-        "2",
-        "-extfile",
-        &p("ext.cnf"),
-    ]);
+    let dir = dir.join(tag);
+    let out = Command::new(env!("CARGO_BIN_EXE_clipforge"))
+        .args(["cluster", "init-certs"])
+        .arg(&dir)
+        .arg("node=127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
     (p("node.pem"), p("node.key"), p("ca.pem"))
 }
 

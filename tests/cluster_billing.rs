@@ -50,6 +50,7 @@ fn node(pg: &TestPostgres, stripe: &str, name: &str, seeds: &[&Node], media: &st
         ("CLIPFORGE_CLUSTER_HEARTBEAT_MS".into(), "200".into()),
         ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS".into(), "1500".into()),
         ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE".into(), "true".into()),
+        ("CLIPFORGE_CLUSTER_TLS".into(), "false".into()),
         ("CLIPFORGE_STORAGE_LOCAL_DIR".into(), media.into()),
         ("CLIPFORGE_STORAGE_KV".into(), "postgres".into()),
         ("CLIPFORGE_STORAGE_POSTGRES_URL".into(), pg.url()),

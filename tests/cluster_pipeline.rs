@@ -82,6 +82,7 @@ fn node_at(
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
             ("CLIPFORGE_CLUSTER_LEASE_MS", "4000"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
             ("CLIPFORGE_PIPELINE_WORKERS", "1"),
             ("CLIPFORGE_PIPELINE_THREADS", "1"),
             ("CLIPFORGE_STORAGE_BACKEND", "s3"),

@@ -39,10 +39,12 @@ pub struct ClusterConfig {
     /// third of it. A node that dies holding one delays the take-over of
     /// that project or post by at most this long.
     pub lease_ms: u64,
-    /// Mutual TLS between nodes (tokio-rustls): every node presents
-    /// `tls_cert`/`tls_key`, signed by `tls_ca`, and accepts only peers
-    /// whose certificate that CA signed. Peers are dialled by their
-    /// advertised host, which their certificate must name.
+    /// Mutual TLS between nodes (tokio-rustls), on by default: every node
+    /// presents `tls_cert`/`tls_key`, signed by `tls_ca`, and accepts only
+    /// peers whose certificate that CA signed (`clipforge cluster
+    /// init-certs` makes them). Peers are dialled by their advertised host,
+    /// which their certificate must name. `false`: plain TCP, insecure
+    /// (the cookie is the only check, and traffic is readable).
     pub tls: bool,
     pub tls_cert: String,
     pub tls_key: String,
@@ -63,7 +65,7 @@ impl Default for ClusterConfig {
             heartbeat_ms: 1000,
             heartbeat_timeout_ms: 5000,
             lease_ms: 15000,
-            tls: false,
+            tls: true,
             tls_cert: String::new(),
             tls_key: String::new(),
             tls_ca: String::new(),
@@ -108,10 +110,11 @@ impl ClusterConfig {
                 .iter()
                 .any(|p| p.trim().is_empty())
         {
-            return Err(
-                "cluster.tls needs cluster.tls_cert, cluster.tls_key and cluster.tls_ca (PEM files)"
-                    .into(),
-            );
+            return Err("cluster.tls (on by default) needs cluster.tls_cert, cluster.tls_key and \
+                 cluster.tls_ca (PEM files): make them with `clipforge cluster init-certs DIR \
+                 NODE...`, or set cluster.tls = false for plain TCP between nodes (insecure: \
+                 readable traffic, the cookie as the only check)"
+                .into());
         }
         if self.heartbeat_ms == 0 || self.heartbeat_timeout_ms <= self.heartbeat_ms {
             return Err(
@@ -230,6 +233,7 @@ mod tests {
             ("CLIPFORGE_CLUSTER_ROLES", "worker"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
         assert!(!format!("{c:?}").contains(COOKIE));
         let err = c.validate("postgres", "local").unwrap_err();
@@ -247,6 +251,7 @@ mod tests {
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
         shared.validate("postgres", "local").unwrap();
         for bad in [
@@ -273,8 +278,17 @@ mod tests {
         let all = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
         assert_eq!(all.settings("a").unwrap().unwrap().roles, Role::ALL);
+        // TLS is on unless turned off: without certificates, refused.
+        let err = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
+        ])
+        .validate("postgres", "s3")
+        .unwrap_err();
+        assert!(err.contains("init-certs") && err.contains("tls = false"), "{err}");
         let short = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", &COOKIE[1..]),
