@@ -2,8 +2,9 @@
 # make bench-cluster: the same batch of projects through a cluster with one
 # worker node pinned to one core (taskset), then with two worker nodes
 # pinned to one core each; prints the throughput ratio (target >= 1.7).
-# Each run: moto_server (S3), a data node (api,data; no stages) and the
-# worker nodes, all on 127.0.0.1, started fresh and stopped after.
+# Each run: PostgreSQL (the shared records), moto_server (S3), an api node
+# (api,scheduler; no stages) and the worker nodes, all on 127.0.0.1,
+# started fresh and stopped after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
@@ -13,6 +14,8 @@ cargo build --release --locked --bin clipforge >/dev/null
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 command -v taskset >/dev/null || { echo "taskset (util-linux) is needed"; exit 1; }
 command -v moto_server >/dev/null || { echo "moto_server is needed: make setup-test"; exit 1; }
+PG_BIN="${CLIPFORGE_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
+[ -x "$PG_BIN/initdb" ] || { echo "PostgreSQL is needed: make setup-test"; exit 1; }
 CORES=$(nproc)
 [ "$CORES" -ge 2 ] || echo "warning: $CORES core(s); two pinned workers share it"
 
@@ -20,10 +23,29 @@ WORK=$(mktemp -d /tmp/clipforge-bench-cluster.XXXXXX)
 PIDS=()
 # A fresh cluster secret per run (nodes refuse one under 32 characters).
 COOKIE=$(od -An -N24 -tx1 /dev/urandom | tr -d " \n")
+TOKEN_KEY=$(od -An -N32 -tx1 /dev/urandom | tr -d " \n")
+# PostgreSQL refuses to run as root: then it runs as `postgres`.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+PG_DIR=""
+stop_pg() {
+  [ -n "$PG_DIR" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+  PG_DIR=""
+}
+# start_pg: a fresh server on a free port; sets PG_URL
+start_pg() {
+  PG_DIR=$(mktemp -d /tmp/clipforge-bench-pg.XXXXXX)
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$PG_DIR"
+  local pport; pport=$(port)
+  as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
+    -o "-p $pport -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+  PG_URL="postgres://postgres@127.0.0.1:$pport/postgres"
+}
 stop_all() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
   PIDS=()
+  stop_pg
 }
 trap 'stop_all; rm -rf "$WORK"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -53,7 +75,10 @@ start_node() {
   [ -n "$core" ] && pin=(taskset -c "$core")
   CLIPFORGE_NODE_NAME="$name" CLIPFORGE_CLUSTER_LISTEN_ADDR="$caddr" \
   CLIPFORGE_CLUSTER_COOKIE="$COOKIE" CLIPFORGE_CLUSTER_SEEDS="$seeds" CLIPFORGE_CLUSTER_ROLES="$roles" \
+  CLIPFORGE_CLUSTER_TLS=false \
   CLIPFORGE_NODE_HTTP_ADDR=127.0.0.1:0 CLIPFORGE_AUTH_ADMIN_TOKEN=bench-admin \
+  CLIPFORGE_STORAGE_KV=postgres CLIPFORGE_STORAGE_POSTGRES_URL="$PG_URL" \
+  CLIPFORGE_AUTH_MEDIA_SECRET="$COOKIE" CLIPFORGE_PUBLISH_TOKEN_KEY="$TOKEN_KEY" \
   CLIPFORGE_PIPELINE_WORKERS="${6:-1}" CLIPFORGE_PIPELINE_THREADS=1 \
   CLIPFORGE_STORAGE_BACKEND=s3 CLIPFORGE_STORAGE_S3_BUCKET=bench CLIPFORGE_STORAGE_S3_ENDPOINT="$s3" \
   CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID=test CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY=test \
@@ -74,12 +99,13 @@ start_node() {
 run_batch() {
   local workers=$1
   rm -rf "$WORK/run"; mkdir -p "$WORK/run"
+  start_pg
   local mport; mport=$(port)
   moto_server -H 127.0.0.1 -p "$mport" > "$WORK/moto.log" 2>&1 &
   PIDS+=($!)
   local s3="http://127.0.0.1:$mport"
   for _ in $(seq 1 300); do curl -fs "$s3" >/dev/null 2>&1 && break; sleep 0.2; done
-  start_node data "api,data" "" "" "$s3" 16
+  start_node front "api,scheduler" "" "" "$s3" 16
   local a_http=$NODE_HTTP a_addr=$NODE_ADDR
   local names=()
   for i in $(seq 1 "$workers"); do
@@ -97,7 +123,7 @@ def call(method, path, body=None, token=None):
         headers={"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})})
     with urllib.request.urlopen(req) as r:
         return json.loads(r.read() or b"null")
-# every worker up in the data node's view
+# every worker up in the api node's view
 deadline = time.time() + 60
 while True:
     v = call("GET", "/admin/cluster", token="bench-admin")

@@ -109,14 +109,15 @@ pub async fn object_store(
     })
 }
 
-/// The configured record store: sled in `<data_dir>/db`, or this node's
-/// namespace (its name) in PostgreSQL.
+/// The configured record store: sled in `<data_dir>/db`, or the
+/// namespace `storage.postgres_namespace` in PostgreSQL (shared by every
+/// node of a cluster).
 pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
     let storage = &config.storage;
     Ok(match storage.kv.as_str() {
         "postgres" => {
             let mut options =
-                PostgresOptions::new(storage.postgres_url.expose(), config.node.name.clone());
+                PostgresOptions::new(storage.postgres_url.expose(), storage.postgres_namespace.trim());
             options.pool_size = storage.postgres_pool_size;
             // Blocks this thread only (the store runs its own runtime).
             let store = PostgresStore::open(options)
@@ -170,16 +171,23 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         .start_supervision()
         .await
         .map_err(|e| anyhow::anyhow!("starting the supervision tree: {e}"))?;
-    let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
     // Join the cluster first: resumed projects then send their stages to
-    // the cluster's workers.
+    // the cluster's workers, and the scheduler knows it is clustered.
     let cluster = crate::cluster::start(&config, &services).await?;
-    let resumed = services
-        .resume_all()
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
-    if resumed > 0 {
-        tracing::info!(resumed, "resumed unfinished projects");
+    let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
+    match &cluster {
+        // Projects and posts are taken over by their owners once the node
+        // has heard from its peers, and again on every membership change.
+        Some(c) => crate::cluster::start_hand_off(c.clone(), services.clone(), publishing.clone()),
+        None => {
+            let resumed = services
+                .resume_all()
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+            if resumed > 0 {
+                tracing::info!(resumed, "resumed unfinished projects");
+            }
+        }
     }
     {
         let s = services.clone();

@@ -29,7 +29,7 @@ pub fn limit_for(method: &Method, path: &str, json_limit: u64, upload_limit: Opt
     match (method, path.trim_end_matches('/')) {
         (&Method::POST, "/api/upload") => upload_limit.unwrap_or(json_limit) + MULTIPART_SLACK,
         (&Method::PUT, "/api/auth/avatar") => AVATAR_MAX + MULTIPART_SLACK,
-        (&Method::POST, "/api/billing/webhook") => {
+        (&Method::POST, "/api/stripe/webhook") => {
             clipforge_actors::billing::MAX_WEBHOOK_BYTES as u64
         }
         _ => json_limit,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load, Role};
+use clipforge_actors::publish::Publishing;
 use clipforge_actors::service::Services;
 use poem::web::Data;
 use poem::{handler, Request, Response};
@@ -48,6 +49,70 @@ pub async fn start(
     Ok(Some(cluster))
 }
 
+/// Hand-off (single activation): once the node has heard from its peers
+/// (one heartbeat timeout after joining), whenever the set of up nodes
+/// changes, and every four leases, stop the actors this node no longer
+/// owns and take over the unfinished projects and pending posts it now
+/// owns. A hand-off that fails (the store unreachable) is tried again on
+/// the next tick.
+pub fn start_hand_off(cluster: Arc<Cluster>, services: Arc<Services>, publishing: Arc<Publishing>) {
+    tokio::spawn(async move {
+        tokio::time::sleep(cluster.heartbeat_timeout()).await;
+        // Also every few leases with no membership change: picks up a
+        // project whose actor stopped on a lost lease, and posts created
+        // on a node that is not their scheduler.
+        let sweep = cluster.lease_ttl() * 4;
+        let mut done: Option<(u64, std::time::Instant)> = None;
+        loop {
+            let generation = cluster.generation();
+            let due = done.is_none_or(|(g, at)| g != generation || at.elapsed() >= sweep);
+            if due && hand_off(&services, &publishing).await {
+                done = Some((generation, std::time::Instant::now()));
+            }
+            if cluster.is_leaving() {
+                return;
+            }
+            tokio::time::sleep(cluster.heartbeat_every()).await;
+        }
+    });
+}
+
+/// One hand-off; false when it did not complete.
+pub async fn hand_off(services: &Arc<Services>, publishing: &Arc<Publishing>) -> bool {
+    let projects = services.hand_off().await;
+    let posts = publishing.hand_off().await;
+    match (projects, posts) {
+        (Ok(p), Ok((posts_stopped, posts_armed))) => {
+            if p != Default::default() || posts_stopped + posts_armed > 0 {
+                tracing::info!(
+                    accounts_stopped = p.accounts_stopped,
+                    projects_stopped = p.projects_stopped,
+                    projects_started = p.projects_started,
+                    posts_stopped,
+                    posts_armed,
+                    "cluster hand-off"
+                );
+            }
+            true
+        }
+        (p, q) => {
+            let e = p.err().unwrap_or_default();
+            let f = q.err().map(|e| e.to_string()).unwrap_or_default();
+            tracing::warn!(projects = %e, posts = %f, "cluster hand-off incomplete; will retry");
+            false
+        }
+    }
+}
+
+/// A graceful stop: this node owns nothing from now on, hands every actor
+/// off (the owners that follow take them over from the store) and leaves
+/// the cluster, so its peers see it down at once.
+pub async fn leave(cluster: &Arc<Cluster>, services: &Arc<Services>, publishing: &Arc<Publishing>) {
+    cluster.leave();
+    hand_off(services, publishing).await;
+    cluster.stop();
+}
+
 /// Nodes, roles, state, load and last heartbeat age, as this node sees them.
 #[handler]
 pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
@@ -71,7 +136,6 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
 
 use std::sync::OnceLock;
 
-use clipforge_actors::cluster::placement;
 use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest};
 use poem::{Body, Endpoint, EndpointExt};
 
@@ -168,14 +232,27 @@ const HOP_BY_HOP: [&str; 6] = [
     "host",
 ];
 
+const WEBHOOK: &str = "/api/stripe/webhook";
+
+/// The account a Stripe delivery concerns (the body is read and put back);
+/// `None` when billing is off or the event names no account.
+async fn webhook_account(state: &State, req: &mut Request) -> Option<String> {
+    let billing = state.billing.as_ref()?;
+    let bytes = req.take_body().into_bytes().await.ok()?;
+    req.set_body(bytes.clone());
+    billing.account_of_delivery(&state.services, &bytes).await
+}
+
 /// The account a request acts for, when it names one: the session token
 /// (`<account id>.<secret>`), or the email of a sign-up or sign-in (the id
 /// is derived from it). The body is read for the latter and put back.
 async fn account_of(req: &mut Request) -> Option<String> {
     let path = req.uri().path();
-    // OAuth callbacks come with the session that started the flow and go
-    // to its account's node, where the flow's `state` is kept.
-    if !path.starts_with("/api/") || path.starts_with("/api/billing/webhook") {
+    // OAuth callbacks come with the session that started the flow when the
+    // browser sends its cookie, and go to its account's node; without it
+    // they are served where they arrive (the flow's `state` is in the
+    // shared records).
+    if !path.starts_with("/api/") || path == WEBHOOK {
         return None;
     }
     if req.method() == poem::http::Method::POST
@@ -193,8 +270,9 @@ async fn account_of(req: &mut Request) -> Option<String> {
     clipforge_actors::accounts::account_of_token(token.trim()).map(str::to_string)
 }
 
-/// Serves the request on the data node that owns its account when that is
-/// another node; `None` to serve it here.
+/// Serves the request on the node that owns its account (rendezvous
+/// hashing over the up `api` nodes) when that is another node; `None` to
+/// serve it here.
 pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     let cluster = state.cluster.as_ref()?;
     if req.header(FORWARDED).is_some() {
@@ -217,21 +295,25 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
             None => return None,
         }
     } else {
-        let account = account_of(req).await?;
-        let nodes = cluster.data_nodes();
-        let owner = placement::owner(&account, nodes.iter().map(|(n, _)| n.as_str()))?.to_string();
-        if owner == cluster.node_name() {
-            return None;
+        // A Stripe delivery goes to the node hosting its account, which
+        // checks its signature and applies it; any node can receive it.
+        let account = if path == WEBHOOK && req.method() == poem::http::Method::POST {
+            webhook_account(state, req).await?
+        } else {
+            account_of(req).await?
+        };
+        match cluster.owner_of(&account, Role::Api) {
+            Some(owner) if owner == cluster.node_name() => return None,
+            Some(owner) => (owner, true),
+            None => ("an api node".to_string(), false),
         }
-        let up = nodes.iter().any(|(n, up)| *n == owner && *up);
-        (owner, up)
     };
     let unavailable = |why: String| {
         tracing::warn!(%owner, error = %why, "cannot route a request");
         crate::error_body::error_response(
             poem::http::StatusCode::SERVICE_UNAVAILABLE,
             "node_unavailable",
-            "the node that keeps this account is unavailable; try again shortly",
+            "no node can serve this account right now; try again shortly",
         )
     };
     if !up {

@@ -385,7 +385,19 @@ impl Config {
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
         }
-        self.cluster.validate(&self.storage.backend)?;
+        self.cluster
+            .validate(&self.storage.kv, &self.storage.backend)?;
+        if self.cluster.enabled()
+            && (self.auth.media_secret.is_empty() || self.publish.token_key.is_empty())
+        {
+            // Each node would otherwise generate its own in its data
+            // directory: links signed on one node would fail on another,
+            // and tokens sealed on one could not be opened on another.
+            return Err("a cluster needs the same auth.media_secret and publish.token_key \
+                 on every node (CLIPFORGE_AUTH_MEDIA_SECRET, CLIPFORGE_PUBLISH_TOKEN_KEY: \
+                 e.g. `openssl rand -hex 32` each)"
+                .into());
+        }
         self.security.validate()?;
         self.publish.validate()
     }

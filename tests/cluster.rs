@@ -1,12 +1,17 @@
 //! Cluster membership across real processes: `clipforge serve` nodes on
-//! 127.0.0.1 joined by seeds, heartbeats, a wrong cookie, SIGSTOP/SIGCONT.
+//! 127.0.0.1 joined by seeds, sharing their records in a real PostgreSQL
+//! started for the test; heartbeats, a wrong cookie, SIGSTOP/SIGCONT.
 
 mod common;
+
+#[path = "../actors/tests/common/postgres.rs"]
+mod postgres;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{spawn_app_with, App};
+use postgres::TestPostgres;
 use serde_json::Value;
 
 const ADMIN: &str = "admin-secret";
@@ -14,6 +19,20 @@ const ADMIN: &str = "admin-secret";
 const COOKIE: &str = "test-cluster-cookie-0123456789abcdef";
 /// Generous: state changes are waited for, never timed.
 const DEADLINE: Duration = Duration::from_secs(60);
+/// Every node of a cluster signs media links and seals tokens alike.
+const MEDIA_SECRET: &str = "test-media-secret-0123456789abcdef0123";
+const TOKEN_KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/// The settings every node of one test's cluster shares: its records in
+/// `pg`, the same media secret and token key.
+fn shared(pg: &TestPostgres) -> Vec<(&'static str, String)> {
+    vec![
+        ("CLIPFORGE_STORAGE_KV", "postgres".into()),
+        ("CLIPFORGE_STORAGE_POSTGRES_URL", pg.url()),
+        ("CLIPFORGE_AUTH_MEDIA_SECRET", MEDIA_SECRET.into()),
+        ("CLIPFORGE_PUBLISH_TOKEN_KEY", TOKEN_KEY.into()),
+    ]
+}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -28,14 +47,20 @@ struct Node {
     addr: String,
 }
 
-fn node(name: &str, cookie: &str, seeds: &[&Node], media: &std::path::Path) -> Node {
+fn node(
+    pg: &TestPostgres,
+    name: &str,
+    cookie: &str,
+    seeds: &[&Node],
+    media: &std::path::Path,
+) -> Node {
     let addr = format!("127.0.0.1:{}", free_port());
     let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
     let seeds = seeds.join(",");
     let media = media.to_str().unwrap().to_string();
-    let app = spawn_app_with(
-        tempfile::tempdir().unwrap(),
-        &[
+    let shared = shared(pg);
+    let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend([
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
             ("CLIPFORGE_CLUSTER_COOKIE", cookie),
@@ -44,8 +69,9 @@ fn node(name: &str, cookie: &str, seeds: &[&Node], media: &std::path::Path) -> N
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
             ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
             ("CLIPFORGE_STORAGE_LOCAL_DIR", &media),
-        ],
-    );
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
+    ]);
+    let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     Node { app, addr }
 }
 
@@ -85,11 +111,12 @@ fn signal(n: &Node, sig: i32) {
 
 #[tokio::test]
 async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
+    let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
-    let a = node("node-a", COOKIE, &[], media.path());
-    let b = node("node-b", COOKIE, &[&a], media.path());
+    let a = node(&pg, "node-a", COOKIE, &[], media.path());
+    let b = node(&pg, "node-b", COOKIE, &[&a], media.path());
     // c only knows b: it reaches a transitively.
-    let c = node("node-c", COOKIE, &[&b], media.path());
+    let c = node(&pg, "node-c", COOKIE, &[&b], media.path());
 
     let (s, _) = a
         .app
@@ -117,7 +144,7 @@ async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
             .iter()
             .find(|x| x["name"] == peers[0])
             .unwrap();
-        assert_eq!(peer["roles"], serde_json::json!(["api", "data", "worker"]));
+        assert_eq!(peer["roles"], serde_json::json!(["api", "worker", "scheduler"]));
         assert_eq!(peer["load"]["slots"], 1);
         assert!(peer["lastHeartbeatMs"].is_u64());
     }
@@ -147,9 +174,11 @@ async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
 
 #[tokio::test]
 async fn a_wrong_cookie_is_refused() {
+    let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
-    let a = node("node-a", COOKIE, &[], media.path());
+    let a = node(&pg, "node-a", COOKIE, &[], media.path());
     let intruder = node(
+        &pg,
         "node-x",
         "another-cluster-cookie-also-32-characters",
         &[&a],
@@ -197,12 +226,23 @@ fn refused_start(cookie: &str, extra: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// What a clustered node needs besides its cookie and storage (no server
+/// is reached: the checks refuse the start before).
+const STARTABLE: [(&str, &str); 5] = [
+    ("CLIPFORGE_CLUSTER_TLS", "false"),
+    ("CLIPFORGE_STORAGE_KV", "postgres"),
+    ("CLIPFORGE_STORAGE_POSTGRES_URL", "postgres://nobody@127.0.0.1:9/none"),
+    ("CLIPFORGE_AUTH_MEDIA_SECRET", MEDIA_SECRET),
+    ("CLIPFORGE_PUBLISH_TOKEN_KEY", TOKEN_KEY),
+];
+
 #[test]
 fn a_short_cluster_cookie_is_refused_at_start() {
-    let shared = [
+    let mut shared = STARTABLE.to_vec();
+    shared.extend([
         ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
         ("CLIPFORGE_STORAGE_LOCAL_DIR", "/tmp"),
-    ];
+    ]);
     let err = refused_start("change-me-cookie", &shared);
     assert!(err.contains("cluster.cookie"), "{err}");
     assert!(
@@ -217,82 +257,55 @@ fn a_short_cluster_cookie_is_refused_at_start() {
 
 #[test]
 fn a_cluster_node_with_private_local_storage_refuses_to_start() {
-    let err = refused_start(COOKIE, &[]);
+    let err = refused_start(COOKIE, &STARTABLE);
     assert!(err.contains("storage.backend = \"s3\""), "{err}");
     assert!(err.contains("shared_local_storage"), "{err}");
 }
 
-/// A CA and one certificate for 127.0.0.1 signed by it, made with openssl.
+#[test]
+fn a_cluster_on_sled_or_with_the_data_role_or_without_shared_secrets_refuses_to_start() {
+    let mut sled = STARTABLE.to_vec();
+    sled.retain(|(k, _)| !k.starts_with("CLIPFORGE_STORAGE_"));
+    sled.push(("CLIPFORGE_STORAGE_BACKEND", "s3"));
+    let err = refused_start(COOKIE, &sled);
+    assert!(err.contains("storage.kv = \"postgres\""), "{err}");
+
+    let mut data = STARTABLE.to_vec();
+    data.extend([
+        ("CLIPFORGE_STORAGE_BACKEND", "s3"),
+        ("CLIPFORGE_CLUSTER_ROLES", "api,data"),
+    ]);
+    let err = refused_start(COOKIE, &data);
+    assert!(err.contains("\"data\" role is gone"), "{err}");
+
+    let mut private = STARTABLE.to_vec();
+    private.retain(|(k, _)| *k != "CLIPFORGE_PUBLISH_TOKEN_KEY");
+    private.push(("CLIPFORGE_STORAGE_BACKEND", "s3"));
+    let err = refused_start(COOKIE, &private);
+    assert!(err.contains("publish.token_key"), "{err}");
+}
+
+/// A CA and one certificate for 127.0.0.1 signed by it, made with
+/// `clipforge cluster init-certs`.
 fn tls_files(dir: &std::path::Path, tag: &str) -> (String, String, String) {
-    let p = |f: &str| dir.join(format!("{tag}-{f}")).to_str().unwrap().to_string();
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .output()
-            .expect("openssl");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        &p("ca.key"),
-        "-out",
-        &p("ca.pem"),
-        "-days",
-        "2",
-        "-subj",
-        &format!("/CN={tag} CA"),
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        &p("node.key"),
-        "-out",
-        &p("node.csr"),
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    std::fs::write(
-        p("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
-    )
-    .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        &p("node.csr"),
-        "-CA",
-        &p("ca.pem"),
-        "-CAkey",
-        &p("ca.key"),
-        "-CAcreateserial",
-        "-out",
-        &p("node.pem"),
-        "-days",
-        "2",
-        "-extfile",
-        &p("ext.cnf"),
-    ]);
+    let dir = dir.join(tag);
+    let out = Command::new(env!("CARGO_BIN_EXE_clipforge"))
+        .args(["cluster", "init-certs"])
+        .arg(&dir)
+        .arg("node=127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
     (p("node.pem"), p("node.key"), p("ca.pem"))
 }
 
 fn tls_node(
+    pg: &TestPostgres,
     name: &str,
     seeds: &[&Node],
     media: &std::path::Path,
@@ -301,9 +314,9 @@ fn tls_node(
     let addr = format!("127.0.0.1:{}", free_port());
     let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
     let seeds = seeds.join(",");
-    let app = spawn_app_with(
-        tempfile::tempdir().unwrap(),
-        &[
+    let shared = shared(pg);
+    let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend([
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
             ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
@@ -316,21 +329,22 @@ fn tls_node(
             ("CLIPFORGE_CLUSTER_TLS_CERT", &tls.0),
             ("CLIPFORGE_CLUSTER_TLS_KEY", &tls.1),
             ("CLIPFORGE_CLUSTER_TLS_CA", &tls.2),
-        ],
-    );
+    ]);
+    let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     Node { app, addr }
 }
 
 #[tokio::test]
 async fn nodes_join_over_mutual_tls_and_a_foreign_certificate_is_refused() {
+    let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
     let certs = tempfile::tempdir().unwrap();
     let ours = tls_files(certs.path(), "ours");
     let theirs = tls_files(certs.path(), "theirs");
-    let a = tls_node("node-a", &[], media.path(), &ours);
-    let b = tls_node("node-b", &[&a], media.path(), &ours);
+    let a = tls_node(&pg, "node-a", &[], media.path(), &ours);
+    let b = tls_node(&pg, "node-b", &[&a], media.path(), &ours);
     // c only knows b: with TLS the membership dials the peers it hears of.
-    let c = tls_node("node-c", &[&b], media.path(), &ours);
+    let c = tls_node(&pg, "node-c", &[&b], media.path(), &ours);
     for (n, peers) in [
         (&a, ["node-b", "node-c"]),
         (&b, ["node-a", "node-c"]),
@@ -344,7 +358,7 @@ async fn nodes_join_over_mutual_tls_and_a_foreign_certificate_is_refused() {
         .await;
     }
     // Same cookie, certificate from another CA: never admitted.
-    let x = tls_node("node-x", &[&a], media.path(), &theirs);
+    let x = tls_node(&pg, "node-x", &[&a], media.path(), &theirs);
     // The handshake fails before any session exists; give x several seed
     // redials (every 5 heartbeats) to be sure it stays out.
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -383,9 +397,10 @@ fn with_cookie(
 
 #[tokio::test]
 async fn cookie_only_requests_work_through_the_owner_and_another_node() {
+    let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
-    let a = node("node-a", COOKIE, &[], media.path());
-    let b = node("node-b", COOKIE, &[&a], media.path());
+    let a = node(&pg, "node-a", COOKIE, &[], media.path());
+    let b = node(&pg, "node-b", COOKIE, &[&a], media.path());
     for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
         wait_view(n, "peer up", |v| state_of(v, peer).as_deref() == Some("up")).await;
     }

@@ -1,13 +1,20 @@
-//! Projects across a cluster of real processes on 127.0.0.1 with moto S3:
-//! node A (api, data) owns the account and its projects, the stages run on
-//! worker nodes; a worker killed mid-stage has its stage re-run elsewhere,
-//! and a worker that joins later receives work.
+//! Projects across a cluster of real processes on 127.0.0.1 with moto S3
+//! and the records in a real PostgreSQL: node A (api) owns the account and
+//! its projects, the stages run on worker nodes; a worker killed mid-stage
+//! has its stage re-run elsewhere, a worker that joins later receives work,
+//! and projects hand off when api nodes join or die.
 
 mod common;
 
+#[path = "../actors/tests/common/postgres.rs"]
+mod postgres;
+
 use std::time::{Duration, Instant};
 
+use clipforge_actors::accounts::account_id_for_email;
+use clipforge_actors::cluster::placement;
 use common::*;
+use postgres::TestPostgres;
 use serde_json::{json, Value};
 
 const ADMIN: &str = "admin-secret";
@@ -26,8 +33,9 @@ struct Node {
     addr: String,
 }
 
-fn node(name: &str, roles: &str, seeds: &[&Node], s3: &str) -> Node {
+fn node(pg: &TestPostgres, name: &str, roles: &str, seeds: &[&Node], s3: &str) -> Node {
     node_at(
+        pg,
         name,
         roles,
         seeds,
@@ -39,6 +47,7 @@ fn node(name: &str, roles: &str, seeds: &[&Node], s3: &str) -> Node {
 
 /// A node on a given cluster address and data directory (for restarts).
 fn node_at(
+    pg: &TestPostgres,
     name: &str,
     roles: &str,
     seeds: &[&Node],
@@ -48,9 +57,20 @@ fn node_at(
 ) -> Node {
     let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
     let seeds = seeds.join(",");
+    let url = pg.url();
     let app = spawn_app_with(
         dir,
         &[
+            ("CLIPFORGE_STORAGE_KV", "postgres"),
+            ("CLIPFORGE_STORAGE_POSTGRES_URL", &url),
+            (
+                "CLIPFORGE_AUTH_MEDIA_SECRET",
+                "test-media-secret-0123456789abcdef0123",
+            ),
+            (
+                "CLIPFORGE_PUBLISH_TOKEN_KEY",
+                "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+            ),
             ("CLIPFORGE_NODE_NAME", name),
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
             (
@@ -61,6 +81,8 @@ fn node_at(
             ("CLIPFORGE_CLUSTER_ROLES", roles),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+            ("CLIPFORGE_CLUSTER_LEASE_MS", "4000"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
             ("CLIPFORGE_PIPELINE_WORKERS", "1"),
             ("CLIPFORGE_PIPELINE_THREADS", "1"),
             ("CLIPFORGE_STORAGE_BACKEND", "s3"),
@@ -156,10 +178,11 @@ async fn completes(n: &Node, token: &str, pid: &str) {
 
 #[tokio::test]
 async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
+    let pg = TestPostgres::start();
     let moto = start_moto().await;
-    let a = node("node-a", "api,data", &[], &moto.1);
-    let b = node("node-b", "api,worker", &[&a], &moto.1);
-    let c = node("node-c", "api,worker", &[&a], &moto.1);
+    let a = node(&pg, "node-a", "api,scheduler", &[], &moto.1);
+    let b = node(&pg, "node-b", "worker", &[&a], &moto.1);
+    let c = node(&pg, "node-c", "worker", &[&a], &moto.1);
     wait_up(&a, &["node-b", "node-c"]).await;
 
     let token = a.app.sign_up("ops@example.com").await;
@@ -175,7 +198,7 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
     let (sb, sc) = (stages_run(&b).await, stages_run(&c).await);
     assert_eq!(sb + sc, 4, "four stages on the workers (b {sb}, c {sc})");
     assert!(sb > 0 && sc > 0, "both workers got work (b {sb}, c {sc})");
-    assert_eq!(stages_run(&a).await, 0, "the data node ran no stage");
+    assert_eq!(stages_run(&a).await, 0, "the api node ran no stage");
 
     // 2. Kill the worker running a stage: the stage re-runs on the other.
     let pid = create(&a, &token, &key, "second").await;
@@ -214,7 +237,7 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
     );
 
     // 3. A worker that joins now receives work with no restart elsewhere.
-    let d = node("node-d", "api,worker", &[&a], &moto.1);
+    let d = node(&pg, "node-d", "worker", &[&a], &moto.1);
     wait_up(&a, &["node-d"]).await;
     let pid = create(&a, &token, &key, "third").await;
     completes(&a, &token, &pid).await;
@@ -225,15 +248,16 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
 
 #[tokio::test]
 async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project() {
+    let pg = TestPostgres::start();
     let moto = start_moto().await;
-    let a = node("node-a", "api,data", &[], &moto.1);
-    let e = node("node-e", "api,data", &[&a], &moto.1);
-    let c = node("node-c", "api,worker", &[&a], &moto.1);
+    let a = node(&pg, "node-a", "api", &[], &moto.1);
+    let e = node(&pg, "node-e", "api,scheduler", &[&a], &moto.1);
+    let c = node(&pg, "node-c", "worker", &[&a], &moto.1);
     wait_up(&a, &["node-e", "node-c"]).await;
     wait_up(&c, &["node-a", "node-e"]).await;
     wait_up(&e, &["node-a", "node-c"]).await;
 
-    // Two accounts signed up through the worker node land on data nodes;
+    // Accounts signed up through the worker node land on api nodes;
     // their sessions work through every node.
     let mut owners = Vec::new();
     for email in [
@@ -324,54 +348,107 @@ async fn any_node_serves_any_account_and_streams_events_of_another_nodes_project
     assert_eq!(s, 401);
 }
 
-#[tokio::test]
-async fn a_restarted_data_node_resumes_its_projects() {
-    let moto = start_moto().await;
-    let mut a = node("node-a", "api,data", &[], &moto.1);
-    let b = node("node-b", "api,worker", &[&a], &moto.1);
-    wait_up(&a, &["node-b"]).await;
-    let token = b.app.sign_up("restart@example.com").await;
-    let dir = tempfile::tempdir().unwrap();
-    let video = speech_video(dir.path());
-    let (s, up) = upload(&b.app, &token, &video, "talk.mp4").await;
-    assert_eq!(s, 200, "{up}");
-    let pid = create(&b, &token, up["fileKey"].as_str().unwrap(), "resumed").await;
-    // Kill the data node once a stage after download has started.
+/// The node (of `nodes`) that owns `email`'s account.
+fn owner_of(email: &str, nodes: &[&str]) -> String {
+    let id = account_id_for_email(email);
+    placement::owner(&id, nodes.iter().copied())
+        .unwrap()
+        .to_string()
+}
+
+/// The node that served `path` for `token` through `n` (`x-clipforge-node`
+/// when forwarded, else `n`'s name).
+async fn served_by(n: &Node, name: &str, path: &str, token: &str) -> (u16, String) {
+    let r = n
+        .app
+        .client
+        .get(format!("{}{path}", n.app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let by = r
+        .headers()
+        .get("x-clipforge-node")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or(name)
+        .to_string();
+    (r.status().as_u16(), by)
+}
+
+async fn wait_served_by(n: &Node, name: &str, token: &str, want: &str) {
     let start = Instant::now();
     loop {
-        let (_, p) = a.app.get(&format!("/api/projects/{pid}"), &token).await;
+        let (s, by) = served_by(n, name, "/api/credits", token).await;
+        if s == 200 && by == want {
+            return;
+        }
+        assert!(start.elapsed() < DEADLINE, "still served by {by} ({s})");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the project runs a stage after download.
+async fn wait_mid_stage(n: &Node, token: &str, pid: &str) {
+    let start = Instant::now();
+    loop {
+        let (_, p) = n.app.get(&format!("/api/projects/{pid}"), token).await;
         let state = p["project"]["state"].as_str().unwrap_or("").to_string();
         if ["transcribing", "cutting", "captioning"].contains(&state.as_str()) {
-            break;
+            return;
         }
         assert!(state != "completed", "too late: {p}");
         assert!(start.elapsed() < DEADLINE, "{p}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let data = std::mem::replace(&mut a.app._dir, tempfile::tempdir().unwrap());
-    let addr = a.addr.clone();
-    drop(a); // SIGKILL
-             // Meanwhile the account is unavailable, not lost or moved.
-    let start = Instant::now();
-    loop {
-        let (s, v) = b.app.get("/api/credits", &token).await;
-        if s == 503 {
-            assert_eq!(v["error"], "node_unavailable", "{v}");
-            break;
-        }
-        assert!(start.elapsed() < DEADLINE, "{s} {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let a = node_at("node-a", "api,data", &[&b], &moto.1, addr, data);
+}
+
+#[tokio::test]
+async fn projects_hand_off_to_a_joining_node_and_back_when_it_dies() {
+    let pg = TestPostgres::start();
+    let moto = start_moto().await;
+    let b = node(&pg, "node-b", "api,worker,scheduler", &[], &moto.1);
+    // An account that node-a will own once it is up (b owns it until then).
+    let email = (0..)
+        .map(|i| format!("handoff-{i}@example.com"))
+        .find(|e| owner_of(e, &["node-a", "node-b"]) == "node-a")
+        .unwrap();
+    let token = b.app.sign_up(&email).await;
+    let dir = tempfile::tempdir().unwrap();
+    // About 45 s of speech at 120 words a minute: the project is still
+    // running when the ownership moves.
+    let text = "Here is the biggest mistake I see every day. Creators start with a long \
+                introduction. Nobody cares about your name before they care about your idea. "
+        .repeat(3);
+    let video = speech_video_saying(dir.path(), &text, 120);
+    let (s, up) = upload(&b.app, &token, &video, "talk.mp4").await;
+    assert_eq!(s, 200, "{up}");
+    let pid = create(&b, &token, up["fileKey"].as_str().unwrap(), "moving").await;
+    wait_mid_stage(&b, &token, &pid).await;
+
+    // A node joins while the project runs: the account and its project
+    // move to it (b stops its actor, a resumes from the store).
+    let a = node(&pg, "node-a", "api,scheduler", &[&b], &moto.1);
     wait_up(&a, &["node-b"]).await;
     wait_up(&b, &["node-a"]).await;
-    // Followed through the worker node, routed to the restarted owner.
-    let events = follow_sse(&b.app, &token, &pid).await;
-    assert_eq!(
-        events.last().map(|e| e.0.as_str()),
-        Some("completed"),
-        "{events:?}"
-    );
+    wait_served_by(&b, "node-b", &token, "node-a").await;
+    let start = Instant::now();
+    loop {
+        let (s, v) = a.app.get("/admin/actors?node=node-a", ADMIN).await;
+        assert_eq!(s, 200, "{v}");
+        if v.to_string().contains(&format!("project:{pid}")) {
+            break;
+        }
+        let (_, p) = b.app.get(&format!("/api/projects/{pid}"), &token).await;
+        assert!(p["project"]["state"] != "completed", "finished before the hand-off: {p}");
+        assert!(start.elapsed() < DEADLINE, "node-a never took the project: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The new owner dies: b takes the account and the project back.
+    drop(a); // SIGKILL
+    wait_served_by(&b, "node-b", &token, "node-b").await;
+    completes(&b, &token, &pid).await;
     let (_, credits) = b.app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 59, "charged once: {credits}");
 }

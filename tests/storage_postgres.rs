@@ -40,7 +40,7 @@ async fn records_in_postgres_survive_a_restart() {
         "no sled database is opened"
     );
     let rows: u64 = pg
-        .psql("SELECT count(*) FROM clipforge_kv WHERE ns = 'node-1'")
+        .psql("SELECT count(*) FROM clipforge_kv WHERE ns = 'clipforge'")
         .parse()
         .unwrap();
     assert!(rows > 0, "records are written to PostgreSQL");

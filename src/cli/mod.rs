@@ -11,6 +11,7 @@ use crate::config::{Config, PipelineConfig};
 mod bench_schedule;
 mod bench_seed;
 mod clip;
+mod cluster_certs;
 mod serve;
 
 #[derive(Parser, Debug)]
@@ -91,11 +92,20 @@ pub enum Command {
     BenchSeed(bench_seed::BenchSeedArgs),
     /// Measure the scheduler: re-arm after restart, firing lateness.
     BenchSchedule(bench_schedule::BenchArgs),
+    /// Cluster tools.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Write the OpenAPI document (default: openapi/openapi.json).
     Openapi {
         #[arg(default_value = "openapi/openapi.json")]
         out: PathBuf,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Make a CA and one certificate per node for mutual TLS between nodes.
+    InitCerts(cluster_certs::InitCertsArgs),
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
@@ -113,6 +123,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .await
             .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
+        Command::Cluster(ClusterCommand::InitCerts(args)) => cluster_certs::run(args),
         Command::Openapi { out } => {
             let spec = crate::api::openapi::finish(&crate::app::api_service().spec());
             if let Some(dir) = out.parent() {

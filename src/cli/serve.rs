@@ -102,12 +102,17 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         std::sync::Arc::new(move |ip: std::net::IpAddr| guard.trusted(ip)),
     );
     let server = poem::Server::new_with_acceptor(acceptor);
-    let shutdown = async {
+    let leaving = state.clone();
+    let shutdown = async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        // A clustered node hands its actors off before it stops serving.
+        if let Some(c) = &leaving.cluster {
+            crate::cluster::leave(c, &leaving.services, &leaving.publishing).await;
         }
     };
     let served = server.run_with_graceful_shutdown(

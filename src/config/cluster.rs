@@ -28,16 +28,23 @@ pub struct ClusterConfig {
     /// `host:port` cluster addresses to join; their peers are joined too.
     #[serde(deserialize_with = "super::serde_env::list")]
     pub seeds: Vec<String>,
-    /// Any of "api", "data", "worker".
+    /// Any of "api" (hosts accounts and their projects), "worker" (runs
+    /// stages), "scheduler" (hosts scheduled posts); default all three.
     #[serde(deserialize_with = "super::serde_env::list")]
     pub roles: Vec<String>,
     pub heartbeat_ms: u64,
     /// A peer silent this long is marked down.
     pub heartbeat_timeout_ms: u64,
-    /// Mutual TLS between nodes (tokio-rustls): every node presents
-    /// `tls_cert`/`tls_key`, signed by `tls_ca`, and accepts only peers
-    /// whose certificate that CA signed. Peers are dialled by their
-    /// advertised host, which their certificate must name.
+    /// Lifetime of a project or post lease in PostgreSQL, renewed every
+    /// third of it. A node that dies holding one delays the take-over of
+    /// that project or post by at most this long.
+    pub lease_ms: u64,
+    /// Mutual TLS between nodes (tokio-rustls), on by default: every node
+    /// presents `tls_cert`/`tls_key`, signed by `tls_ca`, and accepts only
+    /// peers whose certificate that CA signed (`clipforge cluster
+    /// init-certs` makes them). Peers are dialled by their advertised host,
+    /// which their certificate must name. `false`: plain TCP, insecure
+    /// (the cookie is the only check, and traffic is readable).
     pub tls: bool,
     pub tls_cert: String,
     pub tls_key: String,
@@ -54,10 +61,11 @@ impl Default for ClusterConfig {
             advertise_host: None,
             cookie: Secret::default(),
             seeds: Vec::new(),
-            roles: vec!["api".into(), "data".into(), "worker".into()],
+            roles: vec!["api".into(), "worker".into(), "scheduler".into()],
             heartbeat_ms: 1000,
             heartbeat_timeout_ms: 5000,
-            tls: false,
+            lease_ms: 15000,
+            tls: true,
             tls_cert: String::new(),
             tls_key: String::new(),
             tls_ca: String::new(),
@@ -71,8 +79,9 @@ impl ClusterConfig {
         !self.listen_addr.trim().is_empty()
     }
 
-    /// Checks the section; `storage_backend` is `storage.backend`.
-    pub fn validate(&self, storage_backend: &str) -> Result<(), String> {
+    /// Checks the section; `storage_kv` is `storage.kv` and
+    /// `storage_backend` is `storage.backend`.
+    pub fn validate(&self, storage_kv: &str, storage_backend: &str) -> Result<(), String> {
         self.roles()?;
         if !self.enabled() {
             if !self.seeds.is_empty() {
@@ -101,16 +110,26 @@ impl ClusterConfig {
                 .iter()
                 .any(|p| p.trim().is_empty())
         {
-            return Err(
-                "cluster.tls needs cluster.tls_cert, cluster.tls_key and cluster.tls_ca (PEM files)"
-                    .into(),
-            );
+            return Err("cluster.tls (on by default) needs cluster.tls_cert, cluster.tls_key and \
+                 cluster.tls_ca (PEM files): make them with `clipforge cluster init-certs DIR \
+                 NODE...`, or set cluster.tls = false for plain TCP between nodes (insecure: \
+                 readable traffic, the cookie as the only check)"
+                .into());
         }
         if self.heartbeat_ms == 0 || self.heartbeat_timeout_ms <= self.heartbeat_ms {
             return Err(
                 "cluster.heartbeat_timeout_ms must be larger than cluster.heartbeat_ms (> 0)"
                     .into(),
             );
+        }
+        if self.lease_ms < 3 * self.heartbeat_ms {
+            return Err("cluster.lease_ms must be at least three heartbeats (cluster.heartbeat_ms)".into());
+        }
+        if storage_kv != "postgres" {
+            return Err("a cluster keeps its records in PostgreSQL, shared by every node: set \
+                 storage.kv = \"postgres\" and storage.postgres_url (CLIPFORGE_STORAGE_KV, \
+                 CLIPFORGE_STORAGE_POSTGRES_URL); sled is for a single node"
+                .into());
         }
         if storage_backend == "local" && !self.shared_local_storage {
             return Err("a cluster needs object storage every node can read: set \
@@ -123,13 +142,20 @@ impl ClusterConfig {
 
     fn roles(&self) -> Result<Vec<Role>, String> {
         if self.roles.is_empty() {
-            return Err("cluster.roles: give at least one of api, data, worker".into());
+            return Err("cluster.roles: give at least one of api, worker, scheduler".into());
         }
         self.roles
             .iter()
-            .map(|r| {
-                Role::parse(r)
-                    .ok_or_else(|| format!("cluster.roles: {r:?} is not one of api, data, worker"))
+            .map(|r| match Role::parse(r) {
+                Some(role) => Ok(role),
+                None if r.trim() == "data" => Err(
+                    "cluster.roles: the \"data\" role is gone: every node reads and writes \
+                     the records shared in PostgreSQL; use api, worker, scheduler"
+                        .to_string(),
+                ),
+                None => Err(format!(
+                    "cluster.roles: {r:?} is not one of api, worker, scheduler"
+                )),
             })
             .collect()
     }
@@ -154,6 +180,7 @@ impl ClusterConfig {
             roles: self.roles()?,
             heartbeat: Duration::from_millis(self.heartbeat_ms),
             timeout: Duration::from_millis(self.heartbeat_timeout_ms),
+            lease: Duration::from_millis(self.lease_ms),
             tls: if self.tls {
                 Some(clipforge_actors::cluster::ClusterTls::from_pem(
                     std::path::Path::new(self.tls_cert.trim()),
@@ -181,7 +208,7 @@ mod tests {
     fn off_by_default_and_needs_nothing() {
         let c = ClusterConfig::default();
         assert!(!c.enabled());
-        c.validate("local").unwrap();
+        c.validate("sled", "local").unwrap();
         assert!(c.settings("n").unwrap().is_none());
     }
 
@@ -206,11 +233,14 @@ mod tests {
             ("CLIPFORGE_CLUSTER_ROLES", "worker"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
             ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
         assert!(!format!("{c:?}").contains(COOKIE));
-        let err = c.validate("local").unwrap_err();
+        let err = c.validate("postgres", "local").unwrap_err();
         assert!(err.contains("storage.backend = \"s3\""), "{err}");
-        c.validate("s3").unwrap();
+        let err = c.validate("sled", "s3").unwrap_err();
+        assert!(err.contains("storage.kv = \"postgres\""), "{err}");
+        c.validate("postgres", "s3").unwrap();
         let s = c.settings("a").unwrap().unwrap();
         assert_eq!(s.seeds, ["127.0.0.1:7071", "127.0.0.1:7072"]);
         assert_eq!(s.roles, [Role::Worker]);
@@ -221,12 +251,14 @@ mod tests {
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
-        shared.validate("local").unwrap();
+        shared.validate("postgres", "local").unwrap();
         for bad in [
             vec![("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070")],
             vec![("CLIPFORGE_CLUSTER_SEEDS", "127.0.0.1:1")],
             vec![("CLIPFORGE_CLUSTER_ROLES", "api,cook")],
+            vec![("CLIPFORGE_CLUSTER_ROLES", "api,data,worker")],
             vec![
                 ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
                 ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
@@ -237,13 +269,31 @@ mod tests {
                 ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ],
         ] {
-            assert!(with_env(&bad).validate("s3").is_err(), "{bad:?}");
+            assert!(with_env(&bad).validate("postgres", "s3").is_err(), "{bad:?}");
         }
+        let err = with_env(&[("CLIPFORGE_CLUSTER_ROLES", "api,data")])
+            .validate("postgres", "s3")
+            .unwrap_err();
+        assert!(err.contains("\"data\" role is gone"), "{err}");
+        let all = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
+            ("CLIPFORGE_CLUSTER_TLS", "false"),
+        ]);
+        assert_eq!(all.settings("a").unwrap().unwrap().roles, Role::ALL);
+        // TLS is on unless turned off: without certificates, refused.
+        let err = with_env(&[
+            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
+            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
+        ])
+        .validate("postgres", "s3")
+        .unwrap_err();
+        assert!(err.contains("init-certs") && err.contains("tls = false"), "{err}");
         let short = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", &COOKIE[1..]),
         ]);
-        let err = short.validate("s3").unwrap_err();
+        let err = short.validate("postgres", "s3").unwrap_err();
         assert!(
             err.contains("31 characters") && err.contains("at least 32"),
             "{err}"

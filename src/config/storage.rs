@@ -17,6 +17,10 @@ pub struct StorageConfig {
     /// (or a `host=… dbname=…` connection string). Holds a password, so
     /// it never prints.
     pub postgres_url: Secret,
+    /// The namespace (`ns` column) of the records in PostgreSQL. Every node
+    /// of a cluster uses the same one: they share one set of records.
+    /// Different namespaces keep separate deployments apart in one database.
+    pub postgres_namespace: String,
     /// Connections the node keeps to PostgreSQL at most.
     pub postgres_pool_size: usize,
     /// Media: "local" or "s3".
@@ -41,6 +45,7 @@ impl Default for StorageConfig {
         Self {
             kv: "sled".into(),
             postgres_url: Secret::default(),
+            postgres_namespace: "clipforge".into(),
             postgres_pool_size: 8,
             backend: "local".into(),
             local_dir: None,
@@ -63,6 +68,9 @@ impl StorageConfig {
                 return Err("storage.postgres_url (CLIPFORGE_STORAGE_POSTGRES_URL) is \
                      required with storage.kv = \"postgres\""
                     .into())
+            }
+            "postgres" if self.postgres_namespace.trim().is_empty() => {
+                return Err("storage.postgres_namespace must not be empty".into())
             }
             "postgres" if self.postgres_pool_size == 0 => {
                 return Err("storage.postgres_pool_size must be at least 1".into())

@@ -113,7 +113,7 @@ impl Accounts {
     /// Adds a notification and applies `with` in the same atomic write, so
     /// the change it reports and the notification appear together. An
     /// account that no longer exists gets no notification; `with` is still
-    /// applied.
+    /// applied. Under `fence`, all of it only while that lease is held.
     pub fn notify_with(
         &self,
         user_id: &str,
@@ -121,6 +121,7 @@ impl Accounts {
         title: &str,
         message: &str,
         with: Vec<KvOp>,
+        fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<Option<Notification>> {
         let _guard = self.lock(user_id);
         let mut batch = Batch::new();
@@ -137,7 +138,7 @@ impl Accounts {
             Err(AccountError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
-        self.commit(batch)?;
+        batch.commit_under(&*self.kv, fence)?;
         Ok(notification)
     }
 

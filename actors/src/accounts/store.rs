@@ -74,6 +74,20 @@ impl Batch {
         kv.apply(self.ops)?;
         Ok(())
     }
+
+    /// [`Self::commit`], under a lease when one is given (refused once the
+    /// lease is lost; `storage::leases`).
+    pub(crate) fn commit_under(
+        self,
+        kv: &dyn KvStore,
+        fence: Option<&crate::storage::leases::Fence>,
+    ) -> Result<()> {
+        match (fence, kv.leases()) {
+            (Some(f), Some(l)) => l.apply_fenced(f, self.ops)?,
+            _ => kv.apply(self.ops)?,
+        }
+        Ok(())
+    }
 }
 
 impl Accounts {

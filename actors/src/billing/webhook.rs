@@ -211,6 +211,15 @@ impl Billing {
         }))
     }
 
+    /// The account a delivery concerns, for sending it to the node that
+    /// hosts that account (a cluster): read without checking the signature,
+    /// which the node that applies it checks. `None` when it names none.
+    pub async fn account_of_delivery(&self, services: &Services, payload: &[u8]) -> Option<String> {
+        let event: Value = serde_json::from_slice(payload).ok()?;
+        let object = event.get("data")?.get("object")?;
+        self.owner(services, object).await.ok().flatten()
+    }
+
     /// The account an object belongs to: its customer's, else the user id in
     /// its metadata or `client_reference_id` when that account exists.
     async fn owner(

@@ -20,7 +20,7 @@ pub struct Load {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Heartbeat {
     pub node: String,
-    /// "api", "data", "worker".
+    /// "api", "worker", "scheduler".
     pub roles: Vec<String>,
     pub load: Load,
     /// The sender's wall clock (ms since the Unix epoch); informative only,

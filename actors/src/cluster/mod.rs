@@ -7,6 +7,7 @@ mod heartbeat;
 mod membership;
 pub mod placement;
 pub mod relay;
+mod ownership;
 mod stage_job;
 mod view;
 pub mod workers;
@@ -24,30 +25,36 @@ pub use membership::{MembershipMsg, GROUP};
 use view::View;
 pub use view::{ClusterSnapshot, NodeState, NodeStatus};
 
+/// What a node does. Every node serves every HTTP request (forwarding
+/// it to the account's owner); the roles say which actors it may host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// Serves the HTTP API.
+    /// Hosts account actors and their projects (owner by rendezvous
+    /// hashing of the account id over the up `api` nodes).
     Api,
-    /// Owns account shards (sled).
-    Data,
     /// Runs pipeline stages.
     Worker,
+    /// Hosts scheduled-post actors (owner by rendezvous hashing of the
+    /// post id over the up `scheduler` nodes).
+    Scheduler,
 }
 
 impl Role {
+    pub const ALL: [Role; 3] = [Role::Api, Role::Worker, Role::Scheduler];
+
     pub fn parse(s: &str) -> Option<Self> {
         match s.trim() {
             "api" => Some(Self::Api),
-            "data" => Some(Self::Data),
             "worker" => Some(Self::Worker),
+            "scheduler" => Some(Self::Scheduler),
             _ => None,
         }
     }
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Api => "api",
-            Self::Data => "data",
             Self::Worker => "worker",
+            Self::Scheduler => "scheduler",
         }
     }
 }
@@ -130,6 +137,9 @@ pub struct ClusterSettings {
     pub roles: Vec<Role>,
     pub heartbeat: Duration,
     pub timeout: Duration,
+    /// How long a project or post lease lasts unless renewed (a third of
+    /// it between renewals).
+    pub lease: Duration,
     /// `None`: plain TCP (cookie authentication only).
     pub tls: Option<ClusterTls>,
 }
@@ -146,6 +156,8 @@ pub struct Cluster {
     load: Arc<dyn Fn() -> Load + Send + Sync>,
     node_server: ActorRef<NodeServerMessage>,
     membership: ActorRef<MembershipMsg>,
+    /// Set on a graceful stop: this node hands everything off.
+    leaving: std::sync::atomic::AtomicBool,
 }
 
 /// The advertised host: the setting, else the listen IP, else (listening
@@ -271,6 +283,7 @@ impl Cluster {
             load,
             node_server,
             membership,
+            leaving: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -309,6 +322,10 @@ impl Cluster {
 
     pub fn heartbeat_timeout(&self) -> Duration {
         self.settings.timeout
+    }
+
+    pub fn lease_ttl(&self) -> Duration {
+        self.settings.lease
     }
 
     /// Whether `node` is this node or a peer that is up.

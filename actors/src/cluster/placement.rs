@@ -1,7 +1,7 @@
-//! Rendezvous (highest random weight) hashing: which data node owns an
-//! account. Every node computes the same owner from the same member list,
-//! and a node joining or leaving moves only the accounts it wins or held.
-//! Not yet used for request routing (see ARCHITECTURE.md, "Cluster").
+//! Rendezvous (highest random weight) hashing: which node owns a key (an
+//! account, `ownership.rs`). Every node computes the same owner from the
+//! same member list, and a node joining or leaving moves only the keys it
+//! wins or held.
 
 use sha2::{Digest, Sha256};
 

@@ -328,21 +328,4 @@ impl Cluster {
             Err(_) => Err(format!("node {owner} did not answer")),
         }
     }
-
-    /// The data nodes (this one included when it has the role), with
-    /// whether each is up. Down nodes stay listed: their accounts are not
-    /// moved elsewhere, they are unavailable until the node returns.
-    pub fn data_nodes(&self) -> Vec<(String, bool)> {
-        let mut out = Vec::new();
-        if self.has_role(super::Role::Data) {
-            out.push((self.settings.node_name.clone(), true));
-        }
-        out.extend(
-            self.view
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .nodes_with_role("data"),
-        );
-        out
-    }
 }

@@ -82,6 +82,8 @@ pub struct View {
     roles: Vec<String>,
     peers: BTreeMap<String, Peer>,
     pub(crate) refused: u64,
+    /// Grows whenever the set of up nodes changes (ownership moves).
+    generation: u64,
 }
 
 impl View {
@@ -92,7 +94,29 @@ impl View {
             roles,
             peers: BTreeMap::new(),
             refused: 0,
+            generation: 0,
         }
+    }
+
+    /// How many times the set of up nodes has changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The nodes with `role` that are up: this one (when it has the role)
+    /// and the up peers that announce it.
+    pub fn up_with_role(&self, role: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.roles.iter().any(|r| r == role) {
+            out.push(self.node.clone());
+        }
+        out.extend(
+            self.peers
+                .iter()
+                .filter(|(_, p)| p.state == NodeState::Up && p.roles.iter().any(|r| r == role))
+                .map(|(n, _)| n.clone()),
+        );
+        out
     }
 
     /// Records a heartbeat; returns true when the peer is new or was down.
@@ -107,10 +131,14 @@ impl View {
             last: now,
             state: NodeState::Up,
         };
-        match self.peers.insert(hb.node, peer) {
+        let came_up = match self.peers.insert(hb.node, peer) {
             Some(old) => old.state == NodeState::Down,
             None => true,
+        };
+        if came_up {
+            self.generation += 1;
         }
+        came_up
     }
 
     /// Marks down every up peer silent for longer than `timeout`; returns
@@ -123,6 +151,9 @@ impl View {
                 down.push(name.clone());
             }
         }
+        if !down.is_empty() {
+            self.generation += 1;
+        }
         down
     }
 
@@ -131,6 +162,7 @@ impl View {
         match self.peers.get_mut(name) {
             Some(p) if p.state == NodeState::Up => {
                 p.state = NodeState::Down;
+                self.generation += 1;
                 true
             }
             _ => false,
@@ -152,15 +184,6 @@ impl View {
             .values()
             .filter(|p| p.state == NodeState::Up && !p.addr.is_empty())
             .map(|p| p.addr.clone())
-            .collect()
-    }
-
-    /// Every known peer with `role`, up or not.
-    pub fn nodes_with_role(&self, role: &str) -> Vec<(String, bool)> {
-        self.peers
-            .iter()
-            .filter(|(_, p)| p.roles.iter().any(|r| r == role))
-            .map(|(n, p)| (n.clone(), p.state == NodeState::Up))
             .collect()
     }
 

@@ -33,6 +33,9 @@ pub struct Publishing {
     pub(crate) live: Live,
     post_locks: Box<[Mutex<()>]>,
     token_locks: Box<[tokio::sync::Mutex<()>]>,
+    /// The leases of the posts this node is publishing now (clustered):
+    /// every write to such a post is fenced by its lease (`run.rs`).
+    pub(crate) fences: Mutex<std::collections::HashMap<String, crate::storage::leases::Fence>>,
 }
 
 fn stripe(key: &str) -> usize {
@@ -80,6 +83,7 @@ impl Publishing {
             live: Live::default(),
             post_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            fences: Mutex::default(),
         });
         super::supervision::start(&this).await;
         this.rearm_all().await?;
@@ -106,7 +110,12 @@ impl Publishing {
     }
 
     /// Starts an actor for every unfinished post in the `posts_due` index.
+    /// On a cluster the hand-off does it instead, once the node has heard
+    /// from its peers (`handoff.rs`): only the owner arms a post.
     pub(crate) async fn rearm_all(self: &Arc<Self>) -> Result<()> {
+        if self.services.cluster.get().is_some() {
+            return Ok(());
+        }
         let entries = self.services.blocking(posts::due_entries).await?;
         for (at, id) in &entries {
             self.arm(id, *at).await;
@@ -146,11 +155,18 @@ impl Publishing {
 
     /// Reads, changes and (when changed) durably writes one post, serialised
     /// with every other change to it. `None` when the post does not exist.
+    /// While this node publishes the post, the write is fenced by its lease.
     pub async fn update_post<T: Send + 'static>(
         self: &Arc<Self>,
         id: &str,
         f: impl FnOnce(&mut PostRecord) -> T + Send + 'static,
     ) -> Result<Option<(PostRecord, T)>> {
+        let fence = self
+            .fences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned();
         let (this, id) = (self.clone(), id.to_string());
         let out = self
             .services
@@ -175,10 +191,13 @@ impl Publishing {
                     Some((kind, title, msg)) => this
                         .services
                         .accounts
-                        .notify_with(&new.user_id, kind, title, &msg, ops)
+                        .notify_with(&new.user_id, kind, title, &msg, ops, fence.as_ref())
                         .map(drop)
                         .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?,
-                    None => kv.apply(ops)?,
+                    None => match (&fence, kv.leases()) {
+                        (Some(f), Some(l)) => l.apply_fenced(f, ops)?,
+                        _ => kv.apply(ops)?,
+                    },
                 }
                 Ok(Some((new, t)))
             })
@@ -306,7 +325,7 @@ impl Publishing {
             ops.extend(posts::insert_ops(r)?);
         }
         self.services.blocking(move |kv| kv.apply(ops)).await?;
-        for r in &records {
+        for r in records.iter().filter(|r| self.owns_posts_of(&r.user_id)) {
             self.arm(&r.id, r.scheduled_at).await;
         }
         Ok(())
@@ -483,7 +502,7 @@ impl Publishing {
             .await?
             .ok_or(PublishError::NotFound("scheduled post"))
             .and_then(|(rec, r)| r.map(|old| (rec, old)).map_err(not_pending))?;
-        if updated.scheduled_at != old_at {
+        if updated.scheduled_at != old_at && self.owns_posts_of(&updated.user_id) {
             self.arm(id, updated.scheduled_at).await;
         }
         Ok(updated)

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod crypto;
 pub mod engine;
+mod handoff;
 pub mod http;
 pub mod instagram;
 pub mod integrations;

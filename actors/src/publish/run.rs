@@ -15,7 +15,7 @@ use crate::service::projects::ClipRecord;
 #[async_trait::async_trait]
 impl Steps for Publishing {
     async fn fire(self: Arc<Self>, post_id: &str) -> Step {
-        self.step(post_id).await
+        self.leased_step(post_id).await
     }
 
     fn stopped(&self, post_id: &str, actor: ractor::ActorId) {
@@ -30,7 +30,52 @@ enum Begin {
 }
 
 impl Publishing {
-    pub async fn step(self: &Arc<Self>, id: &str) -> Step {
+    /// One step under the post's lease (`post:<id>`) on a clustered node:
+    /// while another node holds it, try again a third of a lease later;
+    /// every write of the step is fenced by it (`update_post`), and it is
+    /// checked again right before the platform call.
+    pub async fn leased_step(self: &Arc<Self>, id: &str) -> Step {
+        let Some((_, ttl)) = self.services.leasing() else {
+            return self.step(id).await;
+        };
+        let fence = match self.services.acquire_lease(&format!("post:{id}")).await {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                tracing::info!(post_id = id, "post leased by another node; waiting");
+                return Step::RetryIn(ttl / 3);
+            }
+            Err(e) => {
+                tracing::warn!(post_id = id, error = %e, "cannot take the post lease");
+                return Step::RetryIn(self.settings.backoff_base);
+            }
+        };
+        self.fences_mut().insert(id.to_string(), fence.clone());
+        let step = self.step(id).await;
+        self.fences_mut().remove(id);
+        self.services.release_lease(&fence).await;
+        step
+    }
+
+    fn fences_mut(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, crate::storage::leases::Fence>>
+    {
+        self.fences
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether this node may still call the platform for the post: always
+    /// unclustered; clustered, while its lease renews.
+    async fn still_leased(&self, id: &str) -> bool {
+        let fence = self.fences_mut().get(id).cloned();
+        match fence {
+            Some(f) => self.services.renew_lease(&f).await,
+            None => self.services.leasing().is_none(),
+        }
+    }
+
+    pub(crate) async fn step(self: &Arc<Self>, id: &str) -> Step {
         let now = now_ms();
         let begun = self
             .update_post(id, move |p| match p.status {
@@ -55,6 +100,10 @@ impl Publishing {
             }
         };
         let _slot = self.slots.acquire().await;
+        if !self.still_leased(id).await {
+            tracing::warn!(post_id = id, "post lease lost before publishing; leaving it to its owner");
+            return Step::RetryIn(self.settings.backoff_base);
+        }
         let mut forced = false;
         let outcome = loop {
             match self.attempt(&mut post, forced).await {

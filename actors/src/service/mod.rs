@@ -13,10 +13,14 @@ use tokio::sync::{OnceCell, Semaphore};
 use crate::accounts::{Accounts, NotificationKind};
 use crate::media::whisper::{ModelOptions, WhisperModel};
 use crate::storage::kv::{self, KvOp, KvStore};
+use crate::storage::leases::Fence;
 use crate::storage::objects::ObjectStore;
 
 pub mod events;
 pub mod export;
+mod handoff;
+mod leases;
+pub use handoff::HandOff;
 pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
@@ -150,16 +154,24 @@ impl Services {
 
     /// Starts (or resumes) processing of a stored project, supervised by
     /// the tree's `projects` branch.
+    /// Starting a project that already runs here (a hand-off racing its
+    /// creation) does nothing.
     pub async fn start_project(self: &Arc<Self>, project: ProjectRecord) -> Result<(), String> {
         let id = project.id.clone();
+        if self.project_actor(&id).is_some() {
+            return Ok(());
+        }
         let meta = ActorMeta::new();
         let name = Some(format!("project:{id}"));
         let args = (self.clone(), project, meta.clone());
-        let (actor, _) = match self.tree.projects.cell() {
+        let (actor, _) = match match self.tree.projects.cell() {
             Some(sup) => Actor::spawn_linked(name, ProjectActor, args, sup).await,
             None => Actor::spawn(name, ProjectActor, args).await,
-        }
-        .map_err(|e| e.to_string())?;
+        } {
+            Ok(spawned) => spawned,
+            Err(ractor::SpawnErr::ActorAlreadyRegistered(_)) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        };
         self.projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -182,7 +194,8 @@ impl Services {
             .clear();
     }
 
-    /// Resumes every project a previous run left unfinished.
+    /// Resumes every project a previous run left unfinished (on a cluster:
+    /// those of the accounts this node owns).
     pub async fn resume_all(self: &Arc<Self>) -> Result<usize, String> {
         let indexed = self
             .blocking(projects::ensure_order_index)
@@ -195,6 +208,10 @@ impl Services {
             .blocking(projects::unfinished_projects)
             .await
             .map_err(|e| e.to_string())?;
+        let unfinished: Vec<_> = unfinished
+            .into_iter()
+            .filter(|p| self.owns_account(&p.user_id))
+            .collect();
         let n = unfinished.len();
         for p in unfinished {
             tracing::info!(project_id = %p.id, state = p.state.as_str(), "resuming project");
@@ -232,6 +249,17 @@ impl Services {
         project: &mut ProjectRecord,
         event: Option<(&str, serde_json::Value)>,
     ) -> kv::Result<()> {
+        self.save_project_under(None, project, event).await
+    }
+
+    /// [`Self::save_project`] under the project's lease (fenced: refused
+    /// once the lease is lost).
+    pub(crate) async fn save_project_under(
+        &self,
+        fence: Option<&Fence>,
+        project: &mut ProjectRecord,
+        event: Option<(&str, serde_json::Value)>,
+    ) -> kv::Result<()> {
         let event = event.map(|(kind, data)| {
             project.last_event += 1;
             ProjectEvent {
@@ -244,7 +272,7 @@ impl Services {
         if let Some(e) = &event {
             ops.push(event_op(&project.id, e)?);
         }
-        self.blocking(move |kv| kv.apply(ops)).await?;
+        self.apply_under(fence, ops).await?;
         self.projects_changed(&project.user_id);
         if let Some(e) = event {
             self.hub.publish(&project.id, e);
@@ -253,7 +281,12 @@ impl Services {
     }
 
     /// Stores the rendered clips and announces each one.
-    pub(crate) async fn store_clips(&self, project: &mut ProjectRecord, clips: Vec<ClipRecord>) {
+    pub(crate) async fn store_clips(
+        &self,
+        fence: Option<&Fence>,
+        project: &mut ProjectRecord,
+        clips: Vec<ClipRecord>,
+    ) {
         project.clip_count = clips.len() as u32;
         let mut ops = Vec::new();
         for c in &clips {
@@ -266,18 +299,33 @@ impl Services {
                 Err(e) => tracing::error!(error = %e, "cannot encode a clip"),
             }
         }
-        if let Err(e) = self.blocking(move |kv| kv.apply(ops)).await {
+        if let Err(e) = self.apply_under(fence, ops).await {
             tracing::error!(project_id = %project.id, error = %e, "cannot store clips");
         }
         for c in &clips {
             let view = serde_json::json!({ "projectId": project.id, "clipId": c.id, "index": c.index, "title": c.title, "score": c.score, "reason": c.reason, "scores": c.scores });
-            if let Err(e) = self.save_project(project, Some(("clip", view))).await {
+            if let Err(e) = self
+                .save_project_under(fence, project, Some(("clip", view)))
+                .await
+            {
                 tracing::error!(error = %e, "cannot persist a clip event");
             }
         }
     }
 
-    pub(crate) async fn complete_project(&self, project: &mut ProjectRecord, took: Duration) {
+    pub(crate) async fn complete_project(
+        &self,
+        fence: Option<&Fence>,
+        project: &mut ProjectRecord,
+        took: Duration,
+    ) {
+        if let Some(f) = fence {
+            // A node that lost the project must not charge for it.
+            if !self.renew_lease(f).await {
+                tracing::warn!(project_id = %project.id, "lease lost before completion");
+                return;
+            }
+        }
         let minutes = (project.duration_sec / 60.0).ceil().max(1.0) as u64;
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let title = project.title.clone();
@@ -307,7 +355,10 @@ impl Services {
         project.state = ProjectState::Completed;
         project.step_progress = [100; 4];
         let data = serde_json::json!({ "projectId": project.id, "state": "completed", "status": "Concluído", "clips": project.clip_count });
-        if let Err(e) = self.save_project(project, Some(("completed", data))).await {
+        if let Err(e) = self
+            .save_project_under(fence, project, Some(("completed", data)))
+            .await
+        {
             tracing::error!(project_id = %project.id, error = %e, "cannot persist completion");
         }
         self.metrics
@@ -315,7 +366,18 @@ impl Services {
         self.remove_work(&project.id).await;
     }
 
-    pub(crate) async fn fail_project(&self, project: &mut ProjectRecord, reason: &str) {
+    pub(crate) async fn fail_project(
+        &self,
+        fence: Option<&Fence>,
+        project: &mut ProjectRecord,
+        reason: &str,
+    ) {
+        if let Some(f) = fence {
+            if !self.renew_lease(f).await {
+                tracing::warn!(project_id = %project.id, "lease lost before failing the project");
+                return;
+            }
+        }
         let (user, pid, title) = (
             project.user_id.clone(),
             project.id.clone(),
@@ -343,7 +405,10 @@ impl Services {
         project.state = ProjectState::Failed;
         project.error = Some(reason.to_string());
         let data = serde_json::json!({ "projectId": project.id, "state": "failed", "status": "Falhou", "message": reason });
-        if let Err(e) = self.save_project(project, Some(("failed", data))).await {
+        if let Err(e) = self
+            .save_project_under(fence, project, Some(("failed", data)))
+            .await
+        {
             tracing::error!(project_id = %project.id, error = %e, "cannot persist failure");
         }
         self.metrics.project_finished("failed", 0.0);

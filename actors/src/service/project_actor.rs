@@ -2,7 +2,9 @@
 //! slot (`queued`), then runs the stages download → transcribe → cut →
 //! caption one by one, each in a `StageActor` spawned linked to it, persists
 //! the project after every step, publishes every change as an SSE event,
-//! retries a failed stage with backoff, and handles cancel.
+//! retries a failed stage with backoff, and handles cancel. On a cluster it
+//! first takes the project's lease (`project:<id>`, `service/leases.rs`),
+//! renews it on a timer, writes only under it, and stops when it is lost.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +19,10 @@ use super::Services;
 use crate::project::stages::{Progress, Stage, StageError};
 
 pub enum ProjectMsg {
+    /// Take the project's lease (clustered), then start.
+    Acquire,
+    /// Renew the lease; stop when it is lost.
+    Renew,
     /// Start (or resume) processing.
     Start,
     /// A worker slot was granted.
@@ -45,6 +51,9 @@ pub struct ProjectActorState {
     started: std::time::Instant,
     /// This actor's reference with counted sends (mailbox length).
     me: Tracked<ProjectMsg>,
+    /// The project's lease while held (clustered nodes only).
+    fence: Option<crate::storage::leases::Fence>,
+    renewing: Option<ractor::concurrency::JoinHandle<()>>,
 }
 
 impl ProjectActorState {
@@ -56,9 +65,36 @@ impl ProjectActorState {
 
     async fn save(&mut self, event: Option<(&str, serde_json::Value)>) {
         self.project.updated_at = now_ms();
-        if let Err(e) = self.services.save_project(&mut self.project, event).await {
-            tracing::error!(project_id = %self.project.id, error = %e, "cannot persist the project");
+        let fence = self.fence.clone();
+        match self
+            .services
+            .save_project_under(fence.as_ref(), &mut self.project, event)
+            .await
+        {
+            Ok(()) => {}
+            Err(crate::storage::kv::StorageError::Fenced { .. }) => self.lost(),
+            Err(e) => {
+                tracing::error!(project_id = %self.project.id, error = %e, "cannot persist the project")
+            }
         }
+    }
+
+    /// The lease is gone: another node runs the project now. Stop without
+    /// writing anything more.
+    fn lost(&mut self) {
+        tracing::warn!(project_id = %self.project.id, "project lease lost; stopping here");
+        self.fence = None;
+        self.cancel.cancel();
+        self.me.actor.stop(Some("lease lost".into()));
+    }
+
+    /// Sends `msg` to this actor after `delay`, counted in its mailbox.
+    fn later(&self, delay: Duration, msg: impl FnOnce() -> ProjectMsg + Send + 'static) {
+        let meta = self.me.meta.clone();
+        self.me.actor.send_after(delay, move || {
+            meta.sent();
+            msg()
+        });
     }
 
     fn progress_event(&self, stage: Option<Stage>) -> serde_json::Value {
@@ -158,7 +194,7 @@ impl Actor for ProjectActor {
         (services, project, meta): Self::Arguments,
     ) -> Result<ProjectActorState, ActorProcessingErr> {
         let me = Tracked::new(myself, meta);
-        me.send(ProjectMsg::Start)?;
+        me.send(ProjectMsg::Acquire)?;
         Ok(ProjectActorState {
             services,
             project,
@@ -168,6 +204,8 @@ impl Actor for ProjectActor {
             current: None,
             started: std::time::Instant::now(),
             me,
+            fence: None,
+            renewing: None,
         })
     }
 
@@ -177,6 +215,12 @@ impl Actor for ProjectActor {
         state: &mut ProjectActorState,
     ) -> Result<(), ActorProcessingErr> {
         state.cancel.cancel();
+        if let Some(r) = state.renewing.take() {
+            r.abort();
+        }
+        if let Some(f) = state.fence.take() {
+            state.services.release_lease(&f).await;
+        }
         state.services.forget_project(&state.project.id);
         Ok(())
     }
@@ -189,6 +233,14 @@ impl Actor for ProjectActor {
     ) -> Result<(), ActorProcessingErr> {
         state.me.meta.received();
         match msg {
+            ProjectMsg::Acquire => self.acquire(&myself, state).await?,
+            ProjectMsg::Renew => {
+                if let Some(f) = state.fence.clone() {
+                    if !state.services.renew_lease(&f).await {
+                        state.lost();
+                    }
+                }
+            }
             ProjectMsg::Start => {
                 state.project.state = ProjectState::Queued;
                 let event = state.progress_event(None);
@@ -263,6 +315,54 @@ impl Actor for ProjectActor {
 }
 
 impl ProjectActor {
+    /// Takes the project's lease when the node leases (else starts at
+    /// once): with it, reloads the record (a previous holder may have
+    /// written since it was read) and starts; while another node holds it,
+    /// tries again a third of a lease later.
+    async fn acquire(
+        &self,
+        myself: &ActorRef<ProjectMsg>,
+        state: &mut ProjectActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some((_, ttl)) = state.services.leasing() else {
+            state.me.send(ProjectMsg::Start)?;
+            return Ok(());
+        };
+        let key = format!("project:{}", state.project.id);
+        match state.services.acquire_lease(&key).await {
+            Ok(Some(fence)) => {
+                state.fence = Some(fence);
+                let meta = state.me.meta.clone();
+                state.renewing = Some(myself.send_interval(ttl / 3, move || {
+                    meta.sent();
+                    ProjectMsg::Renew
+                }));
+                let (user, id) = (state.project.user_id.clone(), state.project.id.clone());
+                let stored = state
+                    .services
+                    .blocking(move |kv| super::projects::load_project(kv, &user, &id))
+                    .await;
+                match stored {
+                    Ok(Some(p)) if !p.state.is_terminal() => {
+                        state.project = p;
+                        state.me.send(ProjectMsg::Start)?;
+                    }
+                    Ok(_) => myself.stop(Some("finished elsewhere".into())),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(None) => {
+                tracing::info!(project_id = %state.project.id, "project leased by another node; waiting");
+                state.later(ttl / 3, || ProjectMsg::Acquire);
+            }
+            Err(e) => {
+                tracing::warn!(project_id = %state.project.id, error = %e, "cannot take the project lease; retrying");
+                state.later(ttl / 3, || ProjectMsg::Acquire);
+            }
+        }
+        Ok(())
+    }
+
     async fn run_next(
         &self,
         myself: &ActorRef<ProjectMsg>,
@@ -274,9 +374,10 @@ impl ProjectActor {
                 self.spawn_stage(myself, state, stage).await
             }
             None => {
+                let fence = state.fence.clone();
                 state
                     .services
-                    .complete_project(&mut state.project, state.started.elapsed())
+                    .complete_project(fence.as_ref(), &mut state.project, state.started.elapsed())
                     .await;
                 myself.stop(None);
                 Ok(())
@@ -335,7 +436,11 @@ impl ProjectActor {
             Ok(output) => {
                 if let Some(CaptionResult { clips, language }) = output {
                     state.project.language = Some(language);
-                    state.services.store_clips(&mut state.project, clips).await;
+                    let fence = state.fence.clone();
+                    state
+                        .services
+                        .store_clips(fence.as_ref(), &mut state.project, clips)
+                        .await;
                 }
                 state.project.finished.push(stage);
                 state.project.step_progress[stage as usize] = 100;
@@ -349,18 +454,15 @@ impl ProjectActor {
                 state.attempts += 1;
                 let delay = Duration::from_millis(500 * 2u64.pow(state.attempts));
                 tracing::warn!(project_id = %state.project.id, %stage, attempt = state.attempts, error = %e, "stage failed; retrying");
-                let meta = state.me.meta.clone();
-                myself.send_after(delay, move || {
-                    meta.sent();
-                    ProjectMsg::Retry(stage)
-                });
+                state.later(delay, move || ProjectMsg::Retry(stage));
                 Ok(())
             }
             Err(e) => {
                 tracing::warn!(project_id = %state.project.id, %stage, error = %e, "project failed");
+                let fence = state.fence.clone();
                 state
                     .services
-                    .fail_project(&mut state.project, &e.to_string())
+                    .fail_project(fence.as_ref(), &mut state.project, &e.to_string())
                     .await;
                 myself.stop(None);
                 Ok(())

@@ -109,7 +109,7 @@ impl Children for ProjectChildren {
         services.forget_project_actor(id, failed.get_id());
         if let Some(mut project) = Self::stored(&services, id).await {
             let why = format!("processing kept crashing ({reason})");
-            services.fail_project(&mut project, &why).await;
+            services.fail_project(None, &mut project, &why).await;
         }
     }
 

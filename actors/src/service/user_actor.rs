@@ -252,6 +252,22 @@ impl UserRegistry {
         before - live.len()
     }
 
+    /// Stops the actors of the accounts `keep` rejects (this node no
+    /// longer owns them): each finishes the jobs already in its mailbox
+    /// first. Returns how many.
+    pub fn hand_off(&self, keep: impl Fn(&str) -> bool) -> usize {
+        let mut live = self.live();
+        let before = live.len();
+        live.retain(|id, l| {
+            let keep = keep(id);
+            if !keep && l.actor.drain().is_err() {
+                l.actor.stop(Some("handed off".into()));
+            }
+            keep
+        });
+        before - live.len()
+    }
+
     pub fn len(&self) -> usize {
         self.live.lock().map(|l| l.len()).unwrap_or(0)
     }

@@ -30,6 +30,11 @@ pub enum StorageError {
     /// The store was configured with unusable settings.
     #[error("invalid storage configuration: {0}")]
     Config(String),
+    /// A write guarded by a lease was refused: the writer no longer holds
+    /// the lease (it expired, was released, or another holder took it
+    /// with a newer fencing token).
+    #[error("lease {key:?} lost (fencing token {token} is no longer current)")]
+    Fenced { key: String, token: i64 },
     /// A stored record has a schema version this build cannot read: newer
     /// (written by a later build) or older with no upgrade.
     #[error("{kind} record of schema version {found}: this build reads version {supported}")]

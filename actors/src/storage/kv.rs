@@ -98,6 +98,12 @@ pub trait KvStore: Send + Sync + 'static {
 
     /// Makes everything written so far durable.
     fn flush(&self) -> Result<()>;
+
+    /// The store's leases with fencing tokens, when it is shared between
+    /// nodes (PostgreSQL); `None` for a store one process owns.
+    fn leases(&self) -> Option<&dyn super::leases::Leases> {
+        None
+    }
 }
 
 /// Shows a binary key readably in error messages.

@@ -34,6 +34,8 @@ use tokio_postgres::Row;
 
 use super::kv::{KvOp, KvStore, Result, StorageError};
 
+#[path = "kv_postgres_leases.rs"]
+mod leases;
 #[path = "kv_postgres_pool.rs"]
 mod pool;
 use pool::{describe, Conn, Failure, Inner};
@@ -174,8 +176,10 @@ impl PostgresStore {
         store.run(
             || format!("creating the table {TABLE}"),
             |conn| async move {
-                let sql =
-                    format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA}; COMMIT");
+                let sql = format!(
+                    "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA}; {}; COMMIT",
+                    leases::SCHEMA
+                );
                 let r = conn
                     .client
                     .batch_execute(&sql)
@@ -335,15 +339,36 @@ fn lock_key(ns: &str, op: &KvOp) -> i64 {
     h as i64
 }
 
+/// Writes `batch` in one transaction; with a `fence`, only while that lease
+/// is still current (checked in the same transaction, see
+/// `kv_postgres_leases.rs`).
 async fn apply_batch(
     conn: &mut Conn,
     ns: &str,
     batch: &[KvOp],
+    fence: Option<&crate::storage::leases::Fence>,
 ) -> std::result::Result<(), Failure> {
     let put = conn.statement(PUT).await?;
     let delete = conn.statement(DELETE).await?;
     let lock = conn.statement(LOCK).await?;
+    let check = match fence {
+        Some(_) => Some(conn.statement(leases::CHECK).await?),
+        None => None,
+    };
     let tx = conn.client.transaction().await.map_err(Failure::Query)?;
+    if let (Some(f), Some(check)) = (fence, &check) {
+        // FOR SHARE: a node taking the lease over waits for this commit.
+        let held = tx
+            .query(check, &[&ns, &f.key, &f.holder, &f.token])
+            .await
+            .map_err(Failure::Query)?;
+        if held.is_empty() {
+            return Err(Failure::Fenced {
+                key: f.key.clone(),
+                token: f.token,
+            });
+        }
+    }
     if batch.len() > 1 {
         // Batches touching the same keys in different orders would
         // deadlock on their row locks: take every key's advisory lock
@@ -489,7 +514,7 @@ impl KvStore for PostgresStore {
             move |mut conn| {
                 let (ns, batch) = (ns.clone(), batch.clone());
                 async move {
-                    let r = apply_batch(&mut conn, &ns, &batch).await;
+                    let r = apply_batch(&mut conn, &ns, &batch, None).await;
                     (conn, r)
                 }
             },
@@ -499,6 +524,10 @@ impl KvStore for PostgresStore {
     fn flush(&self) -> Result<()> {
         // Every write was committed (and so made durable) before it returned.
         Ok(())
+    }
+
+    fn leases(&self) -> Option<&dyn crate::storage::leases::Leases> {
+        Some(self)
     }
 }
 

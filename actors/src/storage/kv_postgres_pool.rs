@@ -49,6 +49,8 @@ pub(super) enum Failure {
     Query(tokio_postgres::Error),
     Timeout(Duration),
     Corrupt(String),
+    /// The batch's lease is not held any more (`kv_postgres_leases.rs`).
+    Fenced { key: String, token: i64 },
 }
 
 impl Failure {
@@ -63,7 +65,7 @@ impl Failure {
                             || *c == SqlState::T_R_DEADLOCK_DETECTED
                     )
             }
-            Failure::Timeout(_) | Failure::Corrupt(_) => false,
+            Failure::Timeout(_) | Failure::Corrupt(_) | Failure::Fenced { .. } => false,
         }
     }
 
@@ -80,6 +82,7 @@ impl Failure {
                 StorageError::Backend(format!("{context}: PostgreSQL did not answer within {t:?}"))
             }
             Failure::Corrupt(m) => StorageError::Corrupt(format!("{context}: {m}")),
+            Failure::Fenced { key, token } => StorageError::Fenced { key, token },
         }
     }
 }

@@ -10,6 +10,7 @@
 pub mod error;
 pub mod kv;
 pub mod kv_postgres;
+pub mod leases;
 pub mod links;
 pub mod objects;
 pub mod record;

@@ -1,0 +1,74 @@
+//! Hand-off on a clustered node (`cluster::ownership`): after the set of
+//! up nodes changed, stop the account and project actors this node no
+//! longer owns, and start the unfinished projects of the accounts it now
+//! owns from their stored records (they continue from their first
+//! unfinished stage). Scheduled posts hand off in `publish::engine`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{projects, Services};
+use crate::cluster::Role;
+
+/// How long a hand-off waits for a project actor to stop.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// What one hand-off did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HandOff {
+    pub accounts_stopped: usize,
+    pub projects_stopped: usize,
+    pub projects_started: usize,
+}
+
+impl Services {
+    /// Whether this node hosts `user_id`'s actors: always on a single node.
+    pub fn owns_account(&self, user_id: &str) -> bool {
+        self.cluster
+            .get()
+            .is_none_or(|c| c.owns(user_id, Role::Api))
+    }
+
+    /// Brings the actors on this node in line with the ownership now (see
+    /// the module documentation). Nothing to do on a single node.
+    pub async fn hand_off(self: &Arc<Self>) -> Result<HandOff, String> {
+        let mut done = HandOff::default();
+        if self.cluster.get().is_none() {
+            return Ok(done);
+        }
+        done.accounts_stopped = self.users.hand_off(|id| self.owns_account(id));
+        for (id, tracked) in self.live_projects() {
+            let lookup = id.clone();
+            let owner = self
+                .blocking(move |kv| projects::owner_of(kv, &lookup))
+                .await
+                .map_err(|e| e.to_string())?;
+            if owner.is_some_and(|u| !self.owns_account(&u)) {
+                tracing::info!(project_id = %id, "handing the project off");
+                for child in tracked.actor.get_children() {
+                    child.stop(Some("handed off".into()));
+                }
+                // Waits for its `post_stop`, which releases the lease, so
+                // the new owner need not wait for the expiry.
+                let _ = tracked
+                    .actor
+                    .stop_and_wait(Some("handed off".into()), Some(STOP_WAIT))
+                    .await;
+                self.forget_project_actor(&id, tracked.actor.get_id());
+                done.projects_stopped += 1;
+            }
+        }
+        let unfinished = self
+            .blocking(projects::unfinished_projects)
+            .await
+            .map_err(|e| e.to_string())?;
+        for p in unfinished {
+            if self.owns_account(&p.user_id) && self.project_actor(&p.id).is_none() {
+                tracing::info!(project_id = %p.id, state = p.state.as_str(), "taking the project over");
+                self.start_project(p).await?;
+                done.projects_started += 1;
+            }
+        }
+        Ok(done)
+    }
+}

@@ -1,0 +1,82 @@
+//! The project and post leases of a clustered node (`storage::leases`):
+//! taken in PostgreSQL under the node's name, for `cluster.lease_ms`, and
+//! every write made under one fenced by it. A single node (sled) takes no
+//! leases and writes plainly.
+
+use std::time::Duration;
+
+use super::Services;
+use crate::storage::kv::{self, KvOp};
+use crate::storage::leases::Fence;
+
+impl Services {
+    /// `(holder, ttl)` when this node must lease what it runs: clustered,
+    /// on a store with leases.
+    pub fn leasing(&self) -> Option<(String, Duration)> {
+        let cluster = self.cluster.get()?;
+        self.kv.leases()?;
+        Some((cluster.node_name().to_string(), cluster.lease_ttl()))
+    }
+
+    /// Takes `key` for this node; `Ok(None)` while another node holds it
+    /// (or when this node takes no leases).
+    pub async fn acquire_lease(&self, key: &str) -> kv::Result<Option<Fence>> {
+        let Some((holder, ttl)) = self.leasing() else {
+            return Ok(None);
+        };
+        let key = key.to_string();
+        self.blocking(move |kv| match kv.leases() {
+            Some(l) => l.acquire(&key, &holder, ttl),
+            None => Ok(None),
+        })
+        .await
+    }
+
+    /// Extends the lease; false when it is lost (or cannot be renewed now:
+    /// the caller then stops, as it would have to by the expiry).
+    pub async fn renew_lease(&self, fence: &Fence) -> bool {
+        let Some((_, ttl)) = self.leasing() else {
+            return false;
+        };
+        let f = fence.clone();
+        match self
+            .blocking(move |kv| match kv.leases() {
+                Some(l) => l.renew(&f, ttl),
+                None => Ok(false),
+            })
+            .await
+        {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(lease = %fence.key, error = %e, "cannot renew a lease");
+                false
+            }
+        }
+    }
+
+    /// Gives the lease up (a hand-off: the next owner need not wait for
+    /// the expiry).
+    pub async fn release_lease(&self, fence: &Fence) {
+        let f = fence.clone();
+        if let Err(e) = self
+            .blocking(move |kv| match kv.leases() {
+                Some(l) => l.release(&f),
+                None => Ok(()),
+            })
+            .await
+        {
+            tracing::warn!(lease = %fence.key, error = %e, "cannot release a lease; it expires");
+        }
+    }
+
+    /// Applies `ops` atomically; under `fence`, only while that lease is
+    /// still current ([`kv::StorageError::Fenced`] otherwise).
+    pub async fn apply_under(&self, fence: Option<&Fence>, ops: Vec<KvOp>) -> kv::Result<()> {
+        let fence = fence.cloned();
+        self.blocking(move |kv| match (&fence, kv.leases()) {
+            (Some(f), Some(l)) => l.apply_fenced(f, ops),
+            _ => kv.apply(ops),
+        })
+        .await
+    }
+}
