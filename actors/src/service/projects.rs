@@ -523,16 +523,21 @@ mod tests {
             scores: ClipScores::default(),
         };
         let full = bincode::serde::encode_to_vec(&clip, bincode::config::standard()).unwrap();
-        let defaults =
-            bincode::serde::encode_to_vec((String::new(), ClipScores::default()), bincode::config::standard())
-                .unwrap();
+        let defaults = bincode::serde::encode_to_vec(
+            (String::new(), ClipScores::default()),
+            bincode::config::standard(),
+        )
+        .unwrap();
         let v1 = &full[..full.len() - defaults.len()]; // no header: version 1
         let read: ClipRecord = kv::decode(v1).expect("upgraded from version 1");
         assert_eq!(read, clip);
         let mut now = clip.clone();
         now.reason = "Opens with a strong hook (hook 80).".into();
         now.scores.prompt_match = Some(40);
-        assert_eq!(kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(), now);
+        assert_eq!(
+            kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(),
+            now
+        );
     }
 
     fn sample_project() -> ProjectRecord {
