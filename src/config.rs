@@ -106,7 +106,11 @@ pub struct PipelineConfig {
 impl PipelineConfig {
     /// The re-ranker's settings, when `rerank_url` is set.
     pub fn rerank(&self) -> Option<clipforge_actors::project::stages::rerank::RerankConfig> {
-        let url = self.rerank_url.as_deref().map(str::trim).filter(|u| !u.is_empty())?;
+        let url = self
+            .rerank_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())?;
         Some(clipforge_actors::project::stages::rerank::RerankConfig {
             base_url: url.to_string(),
             api_key: Some(self.rerank_api_key.expose().to_string()).filter(|k| !k.is_empty()),
@@ -502,7 +506,10 @@ mod tests {
 
     #[test]
     fn the_reranker_is_a_pipeline_setting_for_every_command() {
-        assert!(Config::default().pipeline.rerank().is_none(), "off by default");
+        assert!(
+            Config::default().pipeline.rerank().is_none(),
+            "off by default"
+        );
         let cfg = layers(
             "[pipeline]\nrerank_model = \"local-llm\"\n",
             vec![

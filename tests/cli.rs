@@ -144,9 +144,15 @@ fn clip_command_writes_clips_and_reports_progress() {
     );
     // Every clip says why, with sub-scores (and the prompt's match).
     let c = &clips["clips"][0];
-    assert!(c["reason"].as_str().is_some_and(|r| r.ends_with('.')), "{c}");
+    assert!(
+        c["reason"].as_str().is_some_and(|r| r.ends_with('.')),
+        "{c}"
+    );
     for k in ["hook", "completeness", "emotion", "pace", "promptMatch"] {
-        assert!(c["scores"][k].as_u64().is_some_and(|v| v <= 100), "{k}: {c}");
+        assert!(
+            c["scores"][k].as_u64().is_some_and(|v| v <= 100),
+            "{k}: {c}"
+        );
     }
     // The editor timelines point at the input, and put the clip at 0–5 s.
     let fcpxml = std::fs::read_to_string(out.join("project.fcpxml")).unwrap();

@@ -86,7 +86,10 @@ async fn a_prompt_steers_clips_and_every_clip_says_why() {
         )
         .await;
     assert_error(s, &body, 400);
-    assert!(body["message"].as_str().unwrap().contains("prompt"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("prompt"),
+        "{body}"
+    );
 
     let prompt = "the part about cooking fresh pasta with tomato sauce";
     let (s, created) = app
@@ -118,13 +121,18 @@ async fn a_prompt_steers_clips_and_every_clip_says_why() {
             !title.is_empty() && title.chars().count() <= 60 && !title.ends_with(','),
             "{title}"
         );
-        assert!(!DANGLING.contains(&last.as_str()), "title ends on {last:?}: {title}");
+        assert!(
+            !DANGLING.contains(&last.as_str()),
+            "title ends on {last:?}: {title}"
+        );
         assert!(title.starts_with(|ch: char| ch.is_uppercase()), "{title}");
         let reason = c["reason"].as_str().unwrap();
         assert!(reason.len() > 20 && reason.ends_with('.'), "{reason}");
         let scores = &c["scores"];
         for k in ["hook", "completeness", "emotion", "pace", "promptMatch"] {
-            let v = scores[k].as_u64().unwrap_or_else(|| panic!("{k} in {scores}"));
+            let v = scores[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{k} in {scores}"));
             assert!(v <= 100, "{scores}");
         }
         eprintln!("{} | {} | {} | {scores}", c["score"], title, reason);
@@ -145,9 +153,15 @@ async fn a_prompt_steers_clips_and_every_clip_says_why() {
         text.contains("pasta") || text.contains("sauce"),
         "best clip is not about the prompt: {text}"
     );
-    assert!(best["scores"]["promptMatch"].as_u64().unwrap() >= 40, "{best}");
     assert!(
-        best["reason"].as_str().unwrap().starts_with("Matches your prompt on "),
+        best["scores"]["promptMatch"].as_u64().unwrap() >= 40,
+        "{best}"
+    );
+    assert!(
+        best["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("Matches your prompt on "),
         "{best}"
     );
 

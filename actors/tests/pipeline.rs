@@ -211,6 +211,8 @@ async fn clips_are_cut_on_words_inside_the_preset_and_encoded() {
     for key in [
         "title",
         "score",
+        "reason",
+        "scores",
         "startSec",
         "endSec",
         "duration",

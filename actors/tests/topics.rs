@@ -70,7 +70,9 @@ fn join(dir: &Path, parts: &[PathBuf]) -> PathBuf {
     for p in parts {
         cmd.arg("-i").arg(p);
     }
-    let inputs: String = (0..parts.len()).map(|i| format!("[{i}:v][{i}:a]")).collect();
+    let inputs: String = (0..parts.len())
+        .map(|i| format!("[{i}:v][{i}:a]"))
+        .collect();
     cmd.args([
         "-filter_complex",
         &format!("{inputs}concat=n={}:v=1:a=1[v][a]", parts.len()),
@@ -168,6 +170,9 @@ async fn no_clip_runs_across_the_join_of_two_recordings() {
             // Its padded cut stays in the silence around the join.
             assert!(p.end <= j + 0.6 || p.start >= j - 0.6, "{p:?} vs {j}");
         }
-        assert!(!p.reason.is_empty() && p.title.chars().count() <= 60, "{p:?}");
+        assert!(
+            !p.reason.is_empty() && p.title.chars().count() <= 60,
+            "{p:?}"
+        );
     }
 }

@@ -232,9 +232,15 @@ pub async fn run(args: ClipArgs) -> ExitCode {
             return usage_error("--duration must be a positive number of seconds");
         }
     }
-    let prompt = args.prompt.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    let prompt = args
+        .prompt
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
     if prompt.is_some_and(|p| p.chars().count() > MAX_PROMPT_CHARS) {
-        return usage_error(format!("--prompt is longer than {MAX_PROMPT_CHARS} characters"));
+        return usage_error(format!(
+            "--prompt is longer than {MAX_PROMPT_CHARS} characters"
+        ));
     }
     let pipeline = match args.model.pipeline() {
         Ok(p) => p,

@@ -172,7 +172,13 @@ pub fn find(t: &Transcript, scene_changes: &[f64]) -> Vec<Boundary> {
     }
     info.iter()
         .zip(kinds)
-        .filter_map(|(&(word, at, _, _), kind)| Some(Boundary { word, at, kind: kind? }))
+        .filter_map(|(&(word, at, _, _), kind)| {
+            Some(Boundary {
+                word,
+                at,
+                kind: kind?,
+            })
+        })
         .collect()
 }
 
@@ -226,7 +232,10 @@ mod tests {
         let t = talk(&s, &[]);
         let b = find(&t, &[]);
         assert_eq!(b.len(), 1, "{b:?}");
-        assert_eq!((b[0].word, b[0].kind), (t.sentences[join].first_word, BoundaryKind::Vocabulary));
+        assert_eq!(
+            (b[0].word, b[0].kind),
+            (t.sentences[join].first_word, BoundaryKind::Vocabulary)
+        );
         // One topic throughout: no boundary; with a scene cut between every
         // sentence (jump cuts), at most one, where the vocabulary changes most.
         let one = talk(&sentences_of(PASTA), &[]);
@@ -247,7 +256,10 @@ mod tests {
         let words: Vec<usize> = find(&t, &[]).iter().map(|b| b.word).collect();
         assert_eq!(
             words,
-            [t.sentences[first].first_word, t.sentences[second].first_word]
+            [
+                t.sentences[first].first_word,
+                t.sentences[second].first_word
+            ]
         );
     }
 
@@ -261,6 +273,9 @@ mod tests {
         let mid_sentence = (t.sentences[2].start + t.sentences[2].end) / 2.0;
         let b = find(&t, &[cut_in_pause, mid_sentence]);
         assert_eq!(b.len(), 2, "{b:?}");
-        assert_eq!((b[1].word, b[1].kind), (t.sentences[4].first_word, BoundaryKind::Scene));
+        assert_eq!(
+            (b[1].word, b[1].kind),
+            (t.sentences[4].first_word, BoundaryKind::Scene)
+        );
     }
 }

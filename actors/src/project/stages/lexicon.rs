@@ -239,7 +239,12 @@ pub fn cosine(a: &Bag, b: &Bag) -> f64 {
         .iter()
         .filter_map(|(k, x)| b.get(k).map(|y| f64::from(*x) * f64::from(*y)))
         .sum();
-    let norm = |m: &Bag| m.values().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
+    let norm = |m: &Bag| {
+        m.values()
+            .map(|v| f64::from(*v).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
     let (na, nb) = (norm(a), norm(b));
     if na == 0.0 || nb == 0.0 {
         0.0

@@ -65,7 +65,11 @@ pub fn reason(scores: &ClipScores, matched: &[String]) -> String {
     }
     let mut strong: Vec<(u8, &str, &str)> = [
         (scores.hook, "opens with a strong hook", "hook"),
-        (scores.completeness, "tells a complete thought", "completeness"),
+        (
+            scores.completeness,
+            "tells a complete thought",
+            "completeness",
+        ),
         (scores.emotion, "is emphatic and expressive", "emotion"),
         (scores.pace, "keeps a lively pace", "pace"),
     ]
@@ -143,7 +147,13 @@ mod tests {
             ..ScoreBreakdown::default()
         };
         let s = ClipScores::from_breakdown(&b);
-        assert_eq!((s.hook, s.completeness, s.pace, s.prompt_match), (50, 100, 75, None));
-        assert_eq!(reason(&s, &[]), "Tells a complete thought (completeness 100) and keeps a lively pace (pace 75).");
+        assert_eq!(
+            (s.hook, s.completeness, s.pace, s.prompt_match),
+            (50, 100, 75, None)
+        );
+        assert_eq!(
+            reason(&s, &[]),
+            "Tells a complete thought (completeness 100) and keeps a lively pace (pace 75)."
+        );
     }
 }

@@ -359,8 +359,8 @@ mod tests {
             Some("the part about \"second\" things"),
             &config(url, Duration::from_secs(10)),
         )
-            .await
-            .unwrap();
+        .await
+        .unwrap();
         let order: Vec<(f64, u8)> = ranked.iter().map(|c| (c.start, c.score)).collect();
         assert_eq!(order, [(100.0, 80), (200.0, 50), (0.0, 45)]);
 
@@ -443,8 +443,13 @@ mod tests {
     async fn nothing_to_rank_makes_no_request() {
         // Port 9 (discard) on loopback: would fail if contacted.
         let cfg = config("http://127.0.0.1:9/v1".into(), Duration::from_millis(300));
-        assert!(rerank(Vec::new(), &[], None, &cfg).await.unwrap().is_empty());
-        assert!(rerank(vec![candidate(0.0, 1)], &[], None, &cfg).await.is_err());
+        assert!(rerank(Vec::new(), &[], None, &cfg)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(rerank(vec![candidate(0.0, 1)], &[], None, &cfg)
+            .await
+            .is_err());
     }
 
     #[test]

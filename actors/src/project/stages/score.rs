@@ -18,9 +18,9 @@ use super::lexicon::{
     EMPHASIS_WORDS,
 };
 use super::reasons::{reason, ClipScores};
-use super::steer::{Hits, Prompt, PROMPT_WEIGHT};
 pub use super::signals::Signals;
 use super::signals::{LoudnessIndex, SceneIndex};
+use super::steer::{Hits, Prompt, PROMPT_WEIGHT};
 pub use super::titles::{make_title, MAX_TITLE_CHARS};
 use crate::transcript::{Sentence, Transcript, Word};
 
@@ -28,7 +28,6 @@ use crate::transcript::{Sentence, Transcript, Word};
 pub const PAD_BEFORE: f64 = 0.15;
 /// Seconds of silence kept after a clip's last word (when the gap allows).
 pub const PAD_AFTER: f64 = 0.3;
-
 
 /// Two clips are near-duplicates when this share of the shorter one's
 /// 3-word shingles is also in the other; the lower-scored one is dropped.
@@ -222,7 +221,8 @@ pub fn select_clips_steered(
         {
             continue;
         }
-        let text = crate::transcript::join_words(&t.words[candidate.first_word..candidate.end_word]);
+        let text =
+            crate::transcript::join_words(&t.words[candidate.first_word..candidate.end_word]);
         let own = shingles(&text, SHINGLE_WORDS);
         if taken.iter().any(|(_, other)| near_duplicate(&own, other)) {
             continue;
@@ -271,8 +271,7 @@ fn enumerate(
         let mut run = RunStats::default();
         for (last, f) in features.iter().enumerate().skip(first) {
             let Some(f) = f else { break };
-            if last > first && (f.first_word < run.end_word || boundaries.contains(&f.first_word))
-            {
+            if last > first && (f.first_word < run.end_word || boundaries.contains(&f.first_word)) {
                 break;
             }
             run.add(f);
@@ -344,7 +343,9 @@ pub fn score_span(
         ScoringContext::new(signals, None, prompt).score(&run, start, end)
     };
     let scores = ClipScores::from_breakdown(&breakdown);
-    let matched = prompt.map(|p| p.matched_words(&run.hits)).unwrap_or_default();
+    let matched = prompt
+        .map(|p| p.matched_words(&run.hits))
+        .unwrap_or_default();
     Candidate {
         start,
         end,

@@ -74,11 +74,7 @@ fn varied_talk(n: usize) -> Transcript {
             // Two-syllable words: a 225-word vocabulary, so the subject
             // never changes (no vocabulary boundaries).
             let words: Vec<String> = (0..len)
-                .map(|_| {
-                    (0..2)
-                        .map(|_| SYLLABLES[next(SYLLABLES.len())])
-                        .collect()
-                })
+                .map(|_| (0..2).map(|_| SYLLABLES[next(SYLLABLES.len())]).collect())
                 .collect();
             format!("{}.", words.join(" "))
         })
@@ -520,13 +516,24 @@ fn a_prompt_steers_selection_and_explains_it() {
     assert!(steered[0].first_word >= cooking_start, "{steered:?}");
     let s = &steered[0];
     assert!(s.scores.prompt_match.unwrap() >= 50, "{:?}", s.scores);
-    assert!(s.reason.starts_with("Matches your prompt on "), "{}", s.reason);
-    assert!(s.reason.contains("“pasta”") || s.reason.contains("“sauce”"), "{}", s.reason);
+    assert!(
+        s.reason.starts_with("Matches your prompt on "),
+        "{}",
+        s.reason
+    );
+    assert!(
+        s.reason.contains("“pasta”") || s.reason.contains("“sauce”"),
+        "{}",
+        s.reason
+    );
     assert_eq!(plain[0].scores.prompt_match, None);
     assert!(!plain[0].reason.contains("prompt"), "{}", plain[0].reason);
     // Sub-scores are the breakdown in percent.
     assert_eq!(s.scores.hook, (s.breakdown.hook * 100.0).round() as u8);
-    assert_eq!(s.scores.completeness, (s.breakdown.completeness * 100.0).round() as u8);
+    assert_eq!(
+        s.scores.completeness,
+        (s.breakdown.completeness * 100.0).round() as u8
+    );
 }
 
 #[test]
@@ -545,13 +552,24 @@ fn near_duplicate_clips_are_dropped() {
     let copies = [0, t.sentences[hook.len() + FLAT.len()].first_word];
     let clips = select_clips(&t, &Signals::default(), (5.0, 12.0), 3);
     assert!(clips.len() >= 2, "{clips:?}");
-    let on_copy = clips.iter().filter(|c| copies.contains(&c.first_word)).count();
+    let on_copy = clips
+        .iter()
+        .filter(|c| copies.contains(&c.first_word))
+        .count();
     assert_eq!(on_copy, 1, "{clips:#?}");
     for (i, a) in clips.iter().enumerate() {
         for b in &clips[i + 1..] {
-            let (sa, sb) = (lexicon::shingles(&a.text(&t), 3), lexicon::shingles(&b.text(&t), 3));
+            let (sa, sb) = (
+                lexicon::shingles(&a.text(&t), 3),
+                lexicon::shingles(&b.text(&t), 3),
+            );
             let shared = sa.intersection(&sb).count() as f64 / sa.len().min(sb.len()) as f64;
-            assert!(shared < NEAR_DUPLICATE_SHARE, "{} / {}", a.text(&t), b.text(&t));
+            assert!(
+                shared < NEAR_DUPLICATE_SHARE,
+                "{} / {}",
+                a.text(&t),
+                b.text(&t)
+            );
         }
     }
 }
@@ -566,7 +584,10 @@ fn clips_do_not_cross_a_change_of_subject() {
     let clips = select_clips(&t, &Signals::default(), (8.0, 40.0), 10);
     assert!(clips.len() >= 2, "{clips:?}");
     for c in &clips {
-        assert!(c.end_word <= join || c.first_word >= join, "{c:?} crosses the join at word {join}");
+        assert!(
+            c.end_word <= join || c.first_word >= join,
+            "{c:?} crosses the join at word {join}"
+        );
         assert!(c.end <= join_at || c.start >= t.words[join - 1].end);
     }
     // Too short to fit between boundaries: they are ignored rather than

@@ -99,4 +99,3 @@ impl SceneIndex {
         hi.saturating_sub(lo) as f64 * 60.0 / len
     }
 }
-

@@ -161,7 +161,9 @@ mod tests {
     fn terms_and_phrases_are_stemmed_content_words() {
         let p = Prompt::parse("  Show me the moments about cooking \"tomato sauces\"!  ").unwrap();
         assert_eq!(p.terms(), ["show", "cook", "tomato", "sauc"]);
-        assert!(p.phrases.contains(&vec!["tomato".to_string(), "sauc".to_string()]));
+        assert!(p
+            .phrases
+            .contains(&vec!["tomato".to_string(), "sauc".to_string()]));
         assert!(Prompt::parse("the of and").is_none());
         assert!(Prompt::parse("").is_none());
     }

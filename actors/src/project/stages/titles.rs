@@ -43,12 +43,17 @@ pub fn make_title(sentence_texts: &[&str]) -> String {
     let pick = |texts: &[&str]| {
         let mut best: Option<(bool, f64, String)> = None;
         for text in texts {
-            let Some(title) = headline(text) else { continue };
+            let Some(title) = headline(text) else {
+                continue;
+            };
             let key = (
                 title.split_whitespace().count() >= MIN_HEADLINE_WORDS,
                 hook_strength(text),
             );
-            if best.as_ref().is_none_or(|b| key.0 > b.0 || (key.0 == b.0 && key.1 > b.1)) {
+            if best
+                .as_ref()
+                .is_none_or(|b| key.0 > b.0 || (key.0 == b.0 && key.1 > b.1))
+            {
                 best = Some((key.0, key.1, title));
             }
         }
@@ -201,14 +206,19 @@ mod tests {
     #[test]
     fn longest_fitting_run_of_clauses_without_a_dangling_end() {
         assert_eq!(
-            make_title(&["If you want to grow, post every day, and answer every single comment you get."]),
+            make_title(&[
+                "If you want to grow, post every day, and answer every single comment you get."
+            ]),
             "If you want to grow, post every day"
         );
         // Ends on a clause, not on "my" or "and".
         let t = make_title(&["We tried it for a year, and my team and I learned more than in the ten years before that."]);
         assert_eq!(t, "We tried it for a year");
         // A whole sentence that fits is kept as it is (minus the full stop).
-        assert_eq!(make_title(&["Salt the water before the pasta goes in."]), "Salt the water before the pasta goes in");
+        assert_eq!(
+            make_title(&["Salt the water before the pasta goes in."]),
+            "Salt the water before the pasta goes in"
+        );
     }
 
     #[test]
