@@ -130,6 +130,11 @@ def main_path(run: Run):
         expect(page.get_by_text("Uploaded:")).to_be_visible(timeout=60_000)
         run.page_check("new-project")
         page.get_by_label("Clip length").select_option("15-30")
+        # Steering and framing: a prompt, and every layout and shape offered.
+        page.get_by_label("What should the clips be about?").fill("the main idea")
+        expect(page.get_by_label("Framing").locator("option")).to_have_count(6)
+        page.get_by_label("Framing").select_option("auto")
+        expect(page.get_by_label("Aspect ratio").locator("option")).to_have_count(4)
         tab_to(page, "BUTTON:Create project")
         page.keyboard.press("Enter")
         expect(page).to_have_url(re.compile(r"/projects/[0-9a-f-]{36}$"))
@@ -155,6 +160,10 @@ def main_path(run: Run):
 
     def play_clip():
         clip = page.get_by_role("article").first
+        # Why it was picked: the reason and its sub-scores, with the prompt's.
+        expect(clip.get_by_text(re.compile(r"^Why this clip:"))).to_be_visible()
+        expect(clip.get_by_role("list", name="Scores").get_by_text("matches your prompt")).to_be_visible()
+        expect(clip.get_by_text(re.compile(r"^Framing: "))).to_be_visible()
         video = clip.locator("video")
         expect(video).to_have_count(1)
         video.evaluate("v => { v.muted = true; return v.play(); }")

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Clip, Integration } from "../api/models";
 import { clock } from "../components/ui";
-import { t } from "../i18n";
+import { t, type Key } from "../i18n";
 import { ScheduleOne } from "./ScheduleForms";
 
 export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Integration[] | undefined }) {
@@ -20,7 +20,21 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
           </span>{" "}
           · {clock(clip.startSec)}–{clock(clip.endSec)} ({clip.duration}) · {clip.quality}
         </p>
-        {"reason" in clip && clip.reason && <p class="reason">{clip.reason}</p>}
+        <p class="small muted">{t("framedAs", { l: t(("layout_" + clip.layout) as Key) })}</p>
+        {clip.reason && (
+          <div class="reason">
+            <p>
+              <strong>{t("whyPicked")}:</strong> {clip.reason}
+            </p>
+            <ul class="scores" aria-label={t("subScores")}>
+              {SUB_SCORES.filter((k) => clip.scores[k] != null).map((k) => (
+                <li key={k}>
+                  {t(("score_" + k) as Key)} <strong>{clip.scores[k]}</strong>
+                </li>
+              ))}
+            </ul>
+          </div>
+        )}
         <div class="downloads">
           <a class="button secondary" href={clip.url} download={`${clip.title}.mp4`}>
             {t("downloadMp4")}
@@ -55,3 +69,6 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
     </article>
   );
 }
+
+/** The sub-scores of a clip, in the order shown. */
+const SUB_SCORES = ["hook", "completeness", "emotion", "pace", "promptMatch"] as const;

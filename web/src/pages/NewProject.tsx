@@ -5,6 +5,7 @@ import { uploadVideo } from "../api/upload";
 import { Choice, clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
 import { t } from "../i18n";
 import { navigate } from "../router";
+import { DEFAULT_OPTIONS, optionsBody, ProjectOptions, type Options } from "./ProjectOptions";
 
 export const PRESETS = ["default", "shorts", "karaoke", "minimal", "bold"];
 
@@ -18,6 +19,7 @@ export function NewProject() {
   const [preset, setPreset] = useState<Preset>("auto");
   const [template, setTemplate] = useState("default");
   const [skipCuts, setSkipCuts] = useState(false);
+  const [options, setOptions] = useState<Options>(DEFAULT_OPTIONS);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const abort = useRef<(() => void) | null>(null);
@@ -66,6 +68,7 @@ export function NewProject() {
       clipDurationPreset: preset,
       captionTemplate: template,
       skipCuts,
+      ...optionsBody(options),
     };
     if (mode === "file") {
       if (!upload) return;
@@ -179,6 +182,7 @@ export function NewProject() {
           <input type="checkbox" checked={skipCuts} onChange={(e) => setSkipCuts(e.currentTarget.checked)} />
           {t("skipCuts")}
         </label>
+        <ProjectOptions value={options} onChange={setOptions} />
         <ErrorBox error={error} />
         <button type="submit" disabled={!ready || busy || uploadPct !== null}>
           {t("createProject")}
