@@ -337,6 +337,8 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
         title: "t".into(),
         first_word: 0,
         end_word: 0,
+        reason: String::new(),
+        scores: Default::default(),
     };
     let layouts = [
         Layout::Single,
