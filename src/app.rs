@@ -116,8 +116,10 @@ pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
     let storage = &config.storage;
     Ok(match storage.kv.as_str() {
         "postgres" => {
-            let mut options =
-                PostgresOptions::new(storage.postgres_url.expose(), storage.postgres_namespace.trim());
+            let mut options = PostgresOptions::new(
+                storage.postgres_url.expose(),
+                storage.postgres_namespace.trim(),
+            );
             options.pool_size = storage.postgres_pool_size;
             // Blocks this thread only (the store runs its own runtime).
             let store = PostgresStore::open(options)

@@ -397,10 +397,12 @@ impl Config {
             // Each node would otherwise generate its own in its data
             // directory: links signed on one node would fail on another,
             // and tokens sealed on one could not be opened on another.
-            return Err("a cluster needs the same auth.media_secret and publish.token_key \
+            return Err(
+                "a cluster needs the same auth.media_secret and publish.token_key \
                  on every node (CLIPFORGE_AUTH_MEDIA_SECRET, CLIPFORGE_PUBLISH_TOKEN_KEY: \
                  e.g. `openssl rand -hex 32` each)"
-                .into());
+                    .into(),
+            );
         }
         self.security.validate()?;
         self.publish.validate()

@@ -57,7 +57,10 @@ async fn selecting_free_cancels_the_subscription_at_period_end() {
 
     // The balance says when the plan becomes free.
     let (_, balance) = app.get("/api/credits", &token).await;
-    assert_eq!(balance["planEndsAt"], "2100-01-01T00:00:00.000Z", "{balance}");
+    assert_eq!(
+        balance["planEndsAt"], "2100-01-01T00:00:00.000Z",
+        "{balance}"
+    );
 
     // Asking again changes nothing at Stripe.
     let (s, v) = select_free(&app, &token).await;
@@ -66,7 +69,11 @@ async fn selecting_free_cancels_the_subscription_at_period_end() {
 
     // Choosing Creator again keeps it: the cancellation is withdrawn.
     let (s, v) = app
-        .post("/api/credits/select-plan", &token, json!({"plan": "creator"}))
+        .post(
+            "/api/credits/select-plan",
+            &token,
+            json!({"plan": "creator"}),
+        )
         .await;
     assert_eq!((s, v["plan"].clone()), (200, json!("creator")), "{v}");
     assert_eq!(v["changesAt"], Value::Null, "{v}");

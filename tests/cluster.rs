@@ -61,15 +61,15 @@ fn node(
     let shared = shared(pg);
     let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
     env.extend([
-            ("CLIPFORGE_NODE_NAME", name),
-            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-            ("CLIPFORGE_CLUSTER_COOKIE", cookie),
-            ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
-            ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
-            ("CLIPFORGE_STORAGE_LOCAL_DIR", &media),
-            ("CLIPFORGE_CLUSTER_TLS", "false"),
+        ("CLIPFORGE_NODE_NAME", name),
+        ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
+        ("CLIPFORGE_CLUSTER_COOKIE", cookie),
+        ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
+        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
+        ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+        ("CLIPFORGE_STORAGE_LOCAL_DIR", &media),
+        ("CLIPFORGE_CLUSTER_TLS", "false"),
     ]);
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     Node { app, addr }
@@ -144,7 +144,10 @@ async fn three_nodes_join_and_a_stopped_node_goes_down_and_comes_back() {
             .iter()
             .find(|x| x["name"] == peers[0])
             .unwrap();
-        assert_eq!(peer["roles"], serde_json::json!(["api", "worker", "scheduler"]));
+        assert_eq!(
+            peer["roles"],
+            serde_json::json!(["api", "worker", "scheduler"])
+        );
         assert_eq!(peer["load"]["slots"], 1);
         assert!(peer["lastHeartbeatMs"].is_u64());
     }
@@ -231,7 +234,10 @@ fn refused_start(cookie: &str, extra: &[(&str, &str)]) -> String {
 const STARTABLE: [(&str, &str); 5] = [
     ("CLIPFORGE_CLUSTER_TLS", "false"),
     ("CLIPFORGE_STORAGE_KV", "postgres"),
-    ("CLIPFORGE_STORAGE_POSTGRES_URL", "postgres://nobody@127.0.0.1:9/none"),
+    (
+        "CLIPFORGE_STORAGE_POSTGRES_URL",
+        "postgres://nobody@127.0.0.1:9/none",
+    ),
     ("CLIPFORGE_AUTH_MEDIA_SECRET", MEDIA_SECRET),
     ("CLIPFORGE_PUBLISH_TOKEN_KEY", TOKEN_KEY),
 ];
@@ -317,18 +323,18 @@ fn tls_node(
     let shared = shared(pg);
     let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
     env.extend([
-            ("CLIPFORGE_NODE_NAME", name),
-            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-            ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
-            ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
-            ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
-            ("CLIPFORGE_STORAGE_LOCAL_DIR", media.to_str().unwrap()),
-            ("CLIPFORGE_CLUSTER_TLS", "true"),
-            ("CLIPFORGE_CLUSTER_TLS_CERT", &tls.0),
-            ("CLIPFORGE_CLUSTER_TLS_KEY", &tls.1),
-            ("CLIPFORGE_CLUSTER_TLS_CA", &tls.2),
+        ("CLIPFORGE_NODE_NAME", name),
+        ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
+        ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
+        ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
+        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
+        ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
+        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+        ("CLIPFORGE_STORAGE_LOCAL_DIR", media.to_str().unwrap()),
+        ("CLIPFORGE_CLUSTER_TLS", "true"),
+        ("CLIPFORGE_CLUSTER_TLS_CERT", &tls.0),
+        ("CLIPFORGE_CLUSTER_TLS_KEY", &tls.1),
+        ("CLIPFORGE_CLUSTER_TLS_CA", &tls.2),
     ]);
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     Node { app, addr }

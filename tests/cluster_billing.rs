@@ -48,8 +48,14 @@ fn node(pg: &TestPostgres, stripe: &str, name: &str, seeds: &[&Node], media: &st
         ),
         ("CLIPFORGE_CLUSTER_SEEDS".into(), seeds.join(",")),
         ("CLIPFORGE_CLUSTER_HEARTBEAT_MS".into(), "200".into()),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS".into(), "1500".into()),
-        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE".into(), "true".into()),
+        (
+            "CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS".into(),
+            "1500".into(),
+        ),
+        (
+            "CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE".into(),
+            "true".into(),
+        ),
         ("CLIPFORGE_CLUSTER_TLS".into(), "false".into()),
         ("CLIPFORGE_STORAGE_LOCAL_DIR".into(), media.into()),
         ("CLIPFORGE_STORAGE_KV".into(), "postgres".into()),
@@ -62,8 +68,14 @@ fn node(pg: &TestPostgres, stripe: &str, name: &str, seeds: &[&Node], media: &st
             "CLIPFORGE_PUBLISH_TOKEN_KEY".into(),
             "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff".into(),
         ),
-        ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY".into(), SECRET_KEY.into()),
-        ("CLIPFORGE_BILLING_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into()),
+        (
+            "CLIPFORGE_BILLING_STRIPE_SECRET_KEY".into(),
+            SECRET_KEY.into(),
+        ),
+        (
+            "CLIPFORGE_BILLING_WEBHOOK_SECRET".into(),
+            WEBHOOK_SECRET.into(),
+        ),
         ("CLIPFORGE_BILLING_SUCCESS_URL".into(), SUCCESS_URL.into()),
         ("CLIPFORGE_BILLING_CANCEL_URL".into(), CANCEL_URL.into()),
         ("CLIPFORGE_BILLING_STRIPE_API_BASE".into(), stripe.into()),
@@ -111,7 +123,10 @@ async fn deliver(n: &Node, name: &str, event: &Value) -> (u16, Value, String) {
         .client
         .post(format!("{}/api/stripe/webhook", n.app.base))
         .header("content-type", "application/json; charset=utf-8")
-        .header("stripe-signature", signature(&payload, WEBHOOK_SECRET, now()))
+        .header(
+            "stripe-signature",
+            signature(&payload, WEBHOOK_SECRET, now()),
+        )
         .body(payload)
         .send()
         .await
@@ -145,7 +160,11 @@ async fn a_stripe_delivery_to_a_node_not_hosting_the_account_is_applied_by_its_o
         .unwrap();
     let sub = subscribe(&b.app, &stripe, &email, "pro", "yearly").await;
 
-    let completed = event("evt_cluster_1", "checkout.session.completed", sub.paid.clone());
+    let completed = event(
+        "evt_cluster_1",
+        "checkout.session.completed",
+        sub.paid.clone(),
+    );
     let (s, v, by) = deliver(&b, "node-b", &completed).await;
     assert_eq!((s, v["result"].clone()), (200, json!("changed")), "{v}");
     assert_eq!(by, "node-a", "applied by the account's node");
@@ -165,7 +184,10 @@ async fn a_stripe_delivery_to_a_node_not_hosting_the_account_is_applied_by_its_o
         .client
         .post(format!("{}/api/stripe/webhook", b.app.base))
         .header("content-type", "application/json")
-        .header("stripe-signature", signature(&payload, "whsec_wrong", now()))
+        .header(
+            "stripe-signature",
+            signature(&payload, "whsec_wrong", now()),
+        )
         .body(payload)
         .send()
         .await

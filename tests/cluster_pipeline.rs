@@ -440,8 +440,14 @@ async fn projects_hand_off_to_a_joining_node_and_back_when_it_dies() {
             break;
         }
         let (_, p) = b.app.get(&format!("/api/projects/{pid}"), &token).await;
-        assert!(p["project"]["state"] != "completed", "finished before the hand-off: {p}");
-        assert!(start.elapsed() < DEADLINE, "node-a never took the project: {v}");
+        assert!(
+            p["project"]["state"] != "completed",
+            "finished before the hand-off: {p}"
+        );
+        assert!(
+            start.elapsed() < DEADLINE,
+            "node-a never took the project: {v}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 

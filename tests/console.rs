@@ -10,10 +10,10 @@
 #[allow(dead_code)]
 mod common;
 #[allow(dead_code)]
+mod fake_stripe;
+#[allow(dead_code)]
 #[path = "publishing/platforms.rs"]
 mod platforms;
-#[allow(dead_code)]
-mod fake_stripe;
 use fake_stripe as stripe;
 
 use std::path::{Path, PathBuf};

@@ -173,15 +173,11 @@ fn paid(plan: clipforge_actors::accounts::Plan) -> bool {
     matches!(plan, Plan::Creator | Plan::Pro)
 }
 
-fn raw(
-    b: CreditBalance,
-    storage: (u64, u64),
-    ends: Option<String>,
-) -> ApiResult<RawJson<Balance>> {
+fn raw(b: CreditBalance, storage: (u64, u64), ends: Option<String>) -> ApiResult<RawJson<Balance>> {
     let mut balance = Balance::new(b, storage);
     balance.plan_ends_at = ends.map(DateTime::from);
-    let body = serde_json::to_vec(&balance.to_json())
-        .map_err(|e| ApiError::internal("encoding", e))?;
+    let body =
+        serde_json::to_vec(&balance.to_json()).map_err(|e| ApiError::internal("encoding", e))?;
     Ok(RawJson::new(body.into()))
 }
 

@@ -32,7 +32,10 @@ pub struct InitCertsArgs {
 /// One node of the command line: its name and the hosts its certificate names.
 fn parse_node(arg: &str) -> Result<(String, Vec<String>), String> {
     let (name, hosts) = match arg.split_once('=') {
-        Some((n, h)) => (n.trim(), h.split(',').map(|h| h.trim().to_string()).collect()),
+        Some((n, h)) => (
+            n.trim(),
+            h.split(',').map(|h| h.trim().to_string()).collect(),
+        ),
         None => (arg.trim(), vec![arg.trim().to_string()]),
     };
     let valid = |s: &str| {
@@ -125,7 +128,10 @@ fn node_certificate(
     hosts: Vec<String>,
     days: u32,
 ) -> Result<(), String> {
-    let (cert_path, key_path) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    let (cert_path, key_path) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
     if cert_path.exists() || key_path.exists() {
         return Err(format!(
             "{} exists: remove it to make a new certificate for {name}",
@@ -199,7 +205,10 @@ mod tests {
         );
         assert_eq!(
             parse_node("node-b=10.0.0.5,b.internal").unwrap(),
-            ("node-b".into(), vec!["10.0.0.5".into(), "b.internal".into()])
+            (
+                "node-b".into(),
+                vec!["10.0.0.5".into(), "b.internal".into()]
+            )
         );
         for bad in ["", "a b", "n=", "../x", "n=h/1"] {
             assert!(parse_node(bad).is_err(), "{bad:?}");
@@ -222,7 +231,10 @@ mod tests {
             ..first
         };
         init_certs(&later).unwrap();
-        assert!(init_certs(&later).is_err(), "never overwrites a node's files");
+        assert!(
+            init_certs(&later).is_err(),
+            "never overwrites a node's files"
+        );
         let p = |f: &str| dir.path().join(f);
         let tls = |node: &str| {
             clipforge_actors::cluster::ClusterTls::from_pem(

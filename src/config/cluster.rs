@@ -110,11 +110,13 @@ impl ClusterConfig {
                 .iter()
                 .any(|p| p.trim().is_empty())
         {
-            return Err("cluster.tls (on by default) needs cluster.tls_cert, cluster.tls_key and \
+            return Err(
+                "cluster.tls (on by default) needs cluster.tls_cert, cluster.tls_key and \
                  cluster.tls_ca (PEM files): make them with `clipforge cluster init-certs DIR \
                  NODE...`, or set cluster.tls = false for plain TCP between nodes (insecure: \
                  readable traffic, the cookie as the only check)"
-                .into());
+                    .into(),
+            );
         }
         if self.heartbeat_ms == 0 || self.heartbeat_timeout_ms <= self.heartbeat_ms {
             return Err(
@@ -123,13 +125,17 @@ impl ClusterConfig {
             );
         }
         if self.lease_ms < 3 * self.heartbeat_ms {
-            return Err("cluster.lease_ms must be at least three heartbeats (cluster.heartbeat_ms)".into());
+            return Err(
+                "cluster.lease_ms must be at least three heartbeats (cluster.heartbeat_ms)".into(),
+            );
         }
         if storage_kv != "postgres" {
-            return Err("a cluster keeps its records in PostgreSQL, shared by every node: set \
+            return Err(
+                "a cluster keeps its records in PostgreSQL, shared by every node: set \
                  storage.kv = \"postgres\" and storage.postgres_url (CLIPFORGE_STORAGE_KV, \
                  CLIPFORGE_STORAGE_POSTGRES_URL); sled is for a single node"
-                .into());
+                    .into(),
+            );
         }
         if storage_backend == "local" && !self.shared_local_storage {
             return Err("a cluster needs object storage every node can read: set \
@@ -269,7 +275,10 @@ mod tests {
                 ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
             ],
         ] {
-            assert!(with_env(&bad).validate("postgres", "s3").is_err(), "{bad:?}");
+            assert!(
+                with_env(&bad).validate("postgres", "s3").is_err(),
+                "{bad:?}"
+            );
         }
         let err = with_env(&[("CLIPFORGE_CLUSTER_ROLES", "api,data")])
             .validate("postgres", "s3")
@@ -288,7 +297,10 @@ mod tests {
         ])
         .validate("postgres", "s3")
         .unwrap_err();
-        assert!(err.contains("init-certs") && err.contains("tls = false"), "{err}");
+        assert!(
+            err.contains("init-certs") && err.contains("tls = false"),
+            "{err}"
+        );
         let short = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", &COOKIE[1..]),

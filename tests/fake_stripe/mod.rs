@@ -388,7 +388,10 @@ pub async fn start_stripe() -> (FakeStripe, String) {
         .at("/v1/checkout/sessions/:id", get(retrieve_session))
         .at("/v1/billing_portal/sessions", post(create_portal))
         .at("/v1/subscriptions/:id", post(update_subscription))
-        .at("/c/pay/:id", get(pages::checkout_page).post(pages::checkout_pay))
+        .at(
+            "/c/pay/:id",
+            get(pages::checkout_page).post(pages::checkout_pay),
+        )
         .at("/p/session/:id", get(pages::portal_page))
         .data(fake.clone());
     let acceptor = TcpListener::bind("127.0.0.1:0")

@@ -26,8 +26,8 @@ use std::collections::HashMap;
 
 use crate::accounts::{Account, AccountError, Accounts, Activation, BillingFrequency, Plan};
 use crate::service::Services;
-use stripe_client::{NewCheckout, StripeApi, StripeCallError};
 pub use plan_change::FreeSelection;
+use stripe_client::{NewCheckout, StripeApi, StripeCallError};
 pub use webhook::{sign, verify_signature, SignatureError, WebhookOutcome, MAX_WEBHOOK_BYTES};
 
 /// Placeholder Stripe replaces with the session id in the success URL.

@@ -88,7 +88,10 @@ impl Billing {
         sub: &SubscriptionRecord,
         ending: bool,
     ) -> Result<SubscriptionUpdate> {
-        let snap = self.stripe.set_cancel_at_period_end(&sub.id, ending).await?;
+        let snap = self
+            .stripe
+            .set_cancel_at_period_end(&sub.id, ending)
+            .await?;
         tracing::info!(user_id = %user_id, subscription_id = %sub.id, ending, "subscription cancellation at period end set");
         let update = SubscriptionUpdate {
             subscription_id: sub.id.clone(),

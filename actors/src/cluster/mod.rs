@@ -5,9 +5,9 @@
 
 mod heartbeat;
 mod membership;
+mod ownership;
 pub mod placement;
 pub mod relay;
-mod ownership;
 mod stage_job;
 mod view;
 pub mod workers;

@@ -41,7 +41,8 @@ impl Cluster {
     /// Marks this node as leaving (a graceful stop): it owns nothing from
     /// now on, so the next hand-off stops every actor it hosts.
     pub fn leave(&self) {
-        self.leaving.store(true, std::sync::atomic::Ordering::Release);
+        self.leaving
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub fn is_leaving(&self) -> bool {

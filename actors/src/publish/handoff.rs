@@ -30,7 +30,10 @@ impl Publishing {
         let mut stopped = 0;
         for (id, _) in self.live.list() {
             let lookup = id.clone();
-            let post = self.services.blocking(move |kv| posts::load(kv, &lookup)).await?;
+            let post = self
+                .services
+                .blocking(move |kv| posts::load(kv, &lookup))
+                .await?;
             if post.is_some_and(|p| !self.owns_posts_of(&p.user_id)) {
                 tracing::info!(post_id = %id, "handing the scheduled post off");
                 self.live.stop(&id);
@@ -45,7 +48,10 @@ impl Publishing {
                 continue;
             }
             let lookup = id.clone();
-            let post = self.services.blocking(move |kv| posts::load(kv, &lookup)).await?;
+            let post = self
+                .services
+                .blocking(move |kv| posts::load(kv, &lookup))
+                .await?;
             if post.is_some_and(|p| self.owns_posts_of(&p.user_id)) {
                 self.arm(&id, at).await;
                 armed += 1;

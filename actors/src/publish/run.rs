@@ -101,7 +101,10 @@ impl Publishing {
         };
         let _slot = self.slots.acquire().await;
         if !self.still_leased(id).await {
-            tracing::warn!(post_id = id, "post lease lost before publishing; leaving it to its owner");
+            tracing::warn!(
+                post_id = id,
+                "post lease lost before publishing; leaving it to its owner"
+            );
             return Step::RetryIn(self.settings.backoff_base);
         }
         let mut forced = false;

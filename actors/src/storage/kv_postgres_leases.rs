@@ -99,7 +99,8 @@ impl Leases for PostgresStore {
             move |mut conn| {
                 let (ns, f) = (ns.clone(), f.clone());
                 async move {
-                    let r = write_one(&mut conn, RELEASE, &[&ns, &f.key, &f.holder, &f.token]).await;
+                    let r =
+                        write_one(&mut conn, RELEASE, &[&ns, &f.key, &f.holder, &f.token]).await;
                     (conn, r)
                 }
             },
@@ -111,7 +112,12 @@ impl Leases for PostgresStore {
         let ns = self.inner.namespace.clone();
         let (f, batch) = (Arc::new(fence.clone()), Arc::new(batch));
         self.run(
-            || format!("applying a batch of {n} writes under the lease {:?}", fence.key),
+            || {
+                format!(
+                    "applying a batch of {n} writes under the lease {:?}",
+                    fence.key
+                )
+            },
             move |mut conn| {
                 let (ns, f, batch) = (ns.clone(), f.clone(), batch.clone());
                 async move {

@@ -68,7 +68,10 @@ fn an_expired_lease_is_taken_over_with_a_larger_token_and_the_stale_holder_canno
 
     // a is paused past its expiry (the server's clock decides).
     pg.psql("UPDATE clipforge_leases SET expires_at = clock_timestamp() - interval '1 second'");
-    let fb = b.acquire(key, "node-b", TTL).unwrap().expect("expired: free");
+    let fb = b
+        .acquire(key, "node-b", TTL)
+        .unwrap()
+        .expect("expired: free");
     assert!(fb.token > fa.token, "{fb:?} after {fa:?}");
 
     // a wakes up: it can neither renew nor write, and writes nothing.
@@ -78,9 +81,15 @@ fn an_expired_lease_is_taken_over_with_a_larger_token_and_the_stale_holder_canno
         matches!(err, StorageError::Fenced { ref key, token } if key == "project:p1" && token == fa.token),
         "{err}"
     );
-    assert_eq!(b.get("projects", b"p1").unwrap(), Some(b"a: stage 1".to_vec()));
+    assert_eq!(
+        b.get("projects", b"p1").unwrap(),
+        Some(b"a: stage 1".to_vec())
+    );
     b.apply_fenced(&fb, put("p1", "b: stage 2")).unwrap();
-    assert_eq!(a.get("projects", b"p1").unwrap(), Some(b"b: stage 2".to_vec()));
+    assert_eq!(
+        a.get("projects", b"p1").unwrap(),
+        Some(b"b: stage 2".to_vec())
+    );
     // a's release of a lease it lost changes nothing.
     a.release(&fa).unwrap();
     b.apply_fenced(&fb, put("p1", "b: stage 3")).unwrap();
@@ -101,11 +110,18 @@ fn a_released_lease_is_free_at_once_and_every_acquisition_fences_the_previous_on
         Err(StorageError::Fenced { .. })
     ));
     a.release(&second).unwrap();
-    let third = b.acquire(key, "node-b", TTL).unwrap().expect("released: free");
+    let third = b
+        .acquire(key, "node-b", TTL)
+        .unwrap()
+        .expect("released: free");
     assert_eq!(third.token, second.token + 1);
     assert!(matches!(
         a.apply_fenced(&second, put("q", "released")),
         Err(StorageError::Fenced { .. })
     ));
-    assert_eq!(b.get("projects", b"q").unwrap(), None, "nothing fenced was written");
+    assert_eq!(
+        b.get("projects", b"q").unwrap(),
+        None,
+        "nothing fenced was written"
+    );
 }

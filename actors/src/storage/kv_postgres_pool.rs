@@ -50,7 +50,10 @@ pub(super) enum Failure {
     Timeout(Duration),
     Corrupt(String),
     /// The batch's lease is not held any more (`kv_postgres_leases.rs`).
-    Fenced { key: String, token: i64 },
+    Fenced {
+        key: String,
+        token: i64,
+    },
 }
 
 impl Failure {
