@@ -6,8 +6,8 @@ use poem::{handler, Request, Response};
 use ractor::ActorCell;
 use serde_json::{json, Value};
 
-use crate::api::State;
 use crate::error_body::error_response;
+use crate::state::State;
 
 fn age_secs(started: std::time::Duration) -> f64 {
     (started.as_secs_f64() * 1000.0).round() / 1000.0
@@ -138,7 +138,7 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
         let found = state
             .services
             .blocking(move |kv| {
-                use clipforge_actors::service::projects::{load_project, owner_of};
+                use clipforge_actors::project::records::{load_project, owner_of};
                 match owner_of(kv, &id)? {
                     Some(user) => load_project(kv, &user, &id),
                     None => Ok(None),
@@ -148,7 +148,7 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
         if let Ok(Some(p)) = found {
             view["project"] = json!({
                 "userId": p.user_id, "title": p.title, "state": p.state.as_str(),
-                "stepProgress": clipforge_actors::service::projects::step_progress_json(&p.step_progress),
+                "stepProgress": clipforge_actors::project::records::step_progress_json(&p.step_progress),
             });
         }
     }

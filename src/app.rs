@@ -28,9 +28,9 @@ use crate::api::notifications::NotificationsApi;
 use crate::api::projects::ProjectsApi;
 use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
-use crate::api::{AppState, State};
 use crate::config::Config;
 use crate::error_body::error_response;
+use crate::state::{AppState, State};
 
 pub type Apis = (
     AuthApi,

@@ -8,8 +8,8 @@ use clipforge_actors::service::Services;
 use poem::web::Data;
 use poem::{handler, Request, Response};
 
-use crate::api::State;
 use crate::config::Config;
+use crate::state::State;
 
 /// This node's worker slots: projects running of `pipeline.workers`.
 fn load_of(services: &Services) -> Load {
@@ -43,7 +43,11 @@ pub async fn start(
     tracing::info!(%listen, "cluster node server listening");
     let cluster = Arc::new(cluster);
     if cluster.has_role(Role::Worker) {
-        cluster.start_worker(services.clone()).await?;
+        clipforge_actors::service::workers::start_worker(
+            services.clone(),
+            cluster.node_name().to_string(),
+        )
+        .await?;
     }
     let _ = services.cluster.set(cluster.clone());
     Ok(Some(cluster))
@@ -139,10 +143,9 @@ use std::sync::OnceLock;
 use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest};
 use poem::{Body, Endpoint, EndpointExt};
 
-use crate::api::request_token;
+use crate::session::request_token;
 
-/// Marks a request another node forwarded here: it is served locally.
-pub const FORWARDED: &str = "x-clipforge-forwarded";
+use crate::security::FORWARDED;
 
 type SharedEndpoint = Arc<poem::endpoint::BoxEndpoint<'static, Response>>;
 

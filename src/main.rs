@@ -20,6 +20,8 @@ mod middleware;
 mod publishing;
 mod ratelimit;
 mod security;
+mod session;
+mod state;
 mod telemetry;
 
 fn main() -> ExitCode {

@@ -10,8 +10,8 @@ use poem::http::{header, StatusCode};
 use poem::web::{Data, Path as PPath, Query};
 use poem::{handler, FromRequest, IntoResponse, Request, Response};
 
-use crate::api::State;
 use crate::error_body::error_response;
+use crate::state::State;
 
 #[derive(serde::Deserialize)]
 pub struct Signed {

@@ -9,13 +9,13 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 
 use clipforge_actors::accounts::Account;
 
-use crate::api::State;
 use crate::bodylimit;
 use crate::ratelimit::{too_many, Class};
+use crate::state::State;
 
 /// The signed-in account of a request, looked up only where a limit needs it.
 fn account_of(st: &State, req: &Request) -> Option<Account> {
-    let token = crate::api::request_token(req)?;
+    let token = crate::session::request_token(req)?;
     st.services
         .accounts
         .session(&token)
@@ -62,7 +62,7 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
         return Ok(resp);
     }
     // Only the relay sets it now (clients' copies are removed on entry).
-    let relayed = req.header(crate::cluster::FORWARDED).is_some();
+    let relayed = req.header(crate::security::FORWARDED).is_some();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let class = Class::of(&method, &path);

@@ -18,6 +18,10 @@ use crate::ratelimit::RateLimits;
 /// it resolved it. Taken from clients never (removed on entry).
 pub const CLIENT_IP: &str = "x-clipforge-client-ip";
 
+/// Set on a request one node relays to another (the entry node already
+/// resolved the client and applied the limits).
+pub const FORWARDED: &str = "x-clipforge-forwarded";
+
 /// Everything the middleware needs besides the engine.
 pub struct Guard {
     pub rates: RateLimits,
@@ -73,7 +77,7 @@ impl Guard {
     /// relay, for the node that serves the request.
     pub fn on_entry(&self, req: &mut Request) {
         let headers = req.headers_mut();
-        headers.remove(crate::cluster::FORWARDED);
+        headers.remove(FORWARDED);
         headers.remove(CLIENT_IP);
         let peer = match req.remote_addr().as_socket_addr() {
             Some(a) => a.ip(),
@@ -182,14 +186,6 @@ impl Guard {
 /// The client address the entry node resolved (see [`Guard::on_entry`]).
 pub fn client_ip(req: &Request) -> Option<IpAddr> {
     req.header(CLIENT_IP)?.parse().ok()
-}
-
-/// The account id and session token a request comes with (bearer or
-/// cookie), when the session is valid.
-pub fn session_of(state: &crate::api::State, req: &Request) -> Option<(String, String)> {
-    let token = crate::api::request_token(req)?;
-    let (account, _) = state.services.accounts.session(&token).ok()??;
-    Some((account.id, token))
 }
 
 /// One open event stream; released when dropped.

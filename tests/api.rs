@@ -332,6 +332,12 @@ async fn upload_process_follow_and_download() {
         text.contains("event: completed") && !text.contains("event: progress"),
         "{text}"
     );
+    // The engine's events carry the state; the HTTP edge adds the contract's
+    // localized status.
+    assert!(
+        text.contains(r#""state":"completed""#) && text.contains(r#""status":"Concluído""#),
+        "{text}"
+    );
 
     let (s, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     assert_eq!(s, 200, "{v}");

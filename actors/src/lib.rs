@@ -11,6 +11,7 @@ pub mod project;
 pub mod publish;
 pub mod script;
 pub mod service;
+pub mod stage;
 pub mod storage;
 pub mod supervisor;
 pub mod transcript;

@@ -7,6 +7,7 @@ use poem_openapi::{ApiResponse, OpenApi, Tags};
 
 use super::formats::ExportFormat;
 use super::projects::owned_project;
+use super::projects_types::status_text;
 use super::{ApiError, ApiResult, Auth, State};
 use clipforge_actors::project::export::ExportFormat as Format;
 use clipforge_actors::service::export::{ExportBody, ExportError, ExportRequest};
@@ -66,7 +67,13 @@ impl ExportApi {
             .export_project(&p, what)
             .await
             .map_err(|e| match e {
-                ExportError::NotFinished(_) => ApiError::conflict("not_finished", e.to_string()),
+                ExportError::NotFinished(st) => ApiError::conflict(
+                    "not_finished",
+                    format!(
+                        "the project is not finished ({}): only a finished project can be exported",
+                        status_text(st)
+                    ),
+                ),
                 ExportError::Storage(m) => ApiError::internal("exporting a project", m),
             })?;
         let body = match file.body {

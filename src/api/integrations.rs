@@ -143,7 +143,7 @@ impl IntegrationsApi {
         error: Query<Option<String>>,
     ) -> ApiResult<Json<Connected>> {
         let p = self::provider(&provider.0)?;
-        let caller = crate::security::session_of(&state, req);
+        let caller = crate::session::session_of(&state.services, req);
         let view = state
             .publishing
             .callback(

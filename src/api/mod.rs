@@ -2,17 +2,11 @@
 //! the uniform error body, authentication (bearer or cookie), pagination and
 //! the application state handed to every handler.
 
-use std::sync::Arc;
-
 use clipforge_actors::accounts::{Account, AccountError};
-use clipforge_actors::service::Services;
-use clipforge_actors::storage::objects::ObjectStore;
 use poem::Request;
 use poem_openapi::auth::{ApiKey, Bearer};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, SecurityScheme};
-
-use crate::config::Config;
 
 pub mod auth;
 pub mod billing;
@@ -28,29 +22,8 @@ pub mod projects_types;
 pub mod schedule;
 pub mod templates;
 
-/// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "clipforge.session_token";
-
-/// Everything a handler needs.
-pub struct AppState {
-    pub services: Arc<Services>,
-    pub objects: Arc<dyn ObjectStore>,
-    /// Set when media is stored locally and served by `/media/...`.
-    pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,
-    /// Stable media links (`/media/<key>?sig=`) in project and clip JSON.
-    pub links: Arc<clipforge_actors::storage::links::StableLinks>,
-    pub config: Config,
-    /// Stripe billing; `None` when not configured (billing routes answer 503).
-    pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
-    /// Scheduling and publishing to the platforms.
-    pub publishing: Arc<clipforge_actors::publish::Publishing>,
-    /// Cluster membership; `None` for a single node (no `[cluster]`).
-    pub cluster: Option<Arc<clipforge_actors::cluster::Cluster>>,
-    /// Rate limits, client address, browser safety (`crate::security`).
-    pub guard: Arc<crate::security::Guard>,
-}
-
-pub type State = Arc<AppState>;
+pub use crate::session::SESSION_COOKIE;
+pub use crate::state::State;
 
 /// The one error body: `{"error": "<snake_case_code>", "message": "<text>"}`.
 #[derive(Object, Debug, Clone)]
@@ -327,31 +300,6 @@ impl Auth {
             Auth::Cookie(c) => &c.0,
         }
     }
-}
-
-/// The session token of a raw request: the bearer token, else the
-/// session cookie. Read from the headers, not with poem's `CookieJar`
-/// extractor: this runs before routing (cluster routing, limits, uploads),
-/// outside the `CookieJarManager` that the API installs, where the
-/// extractor panics.
-pub(crate) fn request_token(req: &Request) -> Option<String> {
-    req.header("authorization")
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::to_string)
-        .or_else(|| session_cookie(req.headers()))
-}
-
-/// The first `clipforge.session_token` cookie of the `Cookie` headers,
-/// parsed as poem's cookie jar parses them.
-fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
-    headers
-        .get_all(poem::http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';').map(str::trim))
-        .filter_map(|c| poem::web::cookie::Cookie::parse(c).ok())
-        .find(|c| c.name() == SESSION_COOKIE)
-        .map(|c| c.value_str().to_string())
 }
 
 /// `page` from 1 (default 1), `limit` default 20, max 100; out-of-range values

@@ -9,26 +9,24 @@ use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::{EventStream, Json};
 use poem_openapi::types::ToJSON;
 use poem_openapi::{OpenApi, Tags};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::media::{meta_error, meta_timeout};
 use super::projects_types::{
-    clip_view, project_view, CancelledProject, CreateProject, CreatedProject, DeletedProject,
-    NewProject, ProjectPage, ProjectWithClips, SseEvent,
+    clip_view, localize_event_data, project_view, status_text, CancelledProject, CreateProject,
+    CreatedProject, DeletedProject, NewProject, ProjectPage, ProjectWithClips, SseEvent,
 };
 use super::templates::TemplateStyle;
-use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
+use super::{paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
+use clipforge_actors::project::events::ProjectEvent;
+use clipforge_actors::project::records::{ProjectRecord, ProjectState};
 use clipforge_actors::project::reframe::{AspectRatio, Layout};
 use clipforge_actors::project::stages::score::preset_range;
 use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
-use clipforge_actors::service::events::{events_after, ProjectEvent};
-use clipforge_actors::service::projects::{
-    self as records, now_ms, ProjectRecord, ProjectState, Source,
+use clipforge_actors::service::project_api::{
+    NewProject as CreateRequest, NewSource, ProjectError,
 };
-use clipforge_actors::service::uploads::{UploadRecord, UPLOADS};
-use clipforge_actors::storage::kv;
 
 #[derive(Tags)]
 enum Tag {
@@ -44,20 +42,32 @@ pub(super) async fn owned_project(
     user_id: &str,
     id: &str,
 ) -> ApiResult<ProjectRecord> {
-    let (uid, pid) = (user_id.to_string(), id.to_string());
     state
         .services
-        .blocking(move |kv| records::load_project(kv, &uid, &pid))
+        .project(user_id, id)
         .await
-        .map_err(|e| ApiError::internal("loading a project", e))?
-        .ok_or_else(|| ApiError::not_found("project"))
+        .map_err(project_error)
+}
+
+/// The engine's typed refusal as the uniform error body.
+fn project_error(e: ProjectError) -> ApiError {
+    match e {
+        ProjectError::Invalid { field, message } => bad(field, &message),
+        ProjectError::NotFound(what) => ApiError::not_found(what),
+        ProjectError::NotRunning(st) => ApiError::conflict(
+            "not_running",
+            format!("the project is already {}", status_text(st)),
+        ),
+        ProjectError::Account(e) => e.into(),
+        ProjectError::Internal(e) => ApiError::internal("project operation", e),
+    }
 }
 
 fn sse_event(e: ProjectEvent) -> SseEvent {
     SseEvent {
         id: e.id.to_string().into(),
         event: e.kind.into(),
-        data: e.data.into(),
+        data: localize_event_data(&e.data).into(),
     }
 }
 
@@ -144,135 +154,52 @@ impl ProjectsApi {
                 &format!("at most {MAX_PROMPT_CHARS} characters"),
             ));
         }
-        let (source, source_secs, meta_title, meta_thumb, language) =
-            match (b.source_url.as_deref(), b.file_key.as_deref()) {
-                (Some(_), Some(_)) => {
-                    return Err(bad("sourceUrl", "send sourceUrl or fileKey, not both"))
+        let source = match (b.source_url.as_deref(), b.file_key.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(bad("sourceUrl", "send sourceUrl or fileKey, not both"))
+            }
+            (None, None) => return Err(bad("sourceUrl", "sourceUrl or fileKey is required")),
+            (Some(url), None) => {
+                let url = url.trim().to_string();
+                if !download::is_supported_url(&url, &state.config.sources.extra_hosts) {
+                    return Err(ApiError::bad_request(
+                        "unsupported_platform",
+                        "sourceUrl: not a supported platform (YouTube or Vimeo)",
+                    ));
                 }
-                (None, None) => return Err(bad("sourceUrl", "sourceUrl or fileKey is required")),
-                (Some(url), None) => {
-                    let url = url.trim().to_string();
-                    if !download::is_supported_url(&url, &state.config.sources.extra_hosts) {
-                        return Err(ApiError::bad_request(
-                            "unsupported_platform",
-                            "sourceUrl: not a supported platform (YouTube or Vimeo)",
-                        ));
-                    }
-                    let meta =
-                        download::metadata(&url, meta_timeout(&state), &CancellationToken::new())
-                            .await
-                            .map_err(meta_error)?;
-                    (
-                        Source::Url(url),
-                        meta.duration_sec,
-                        meta.title,
-                        meta.thumbnail,
-                        download::language_code(&meta.language),
-                    )
-                }
-                (None, Some(key)) => {
-                    let k = key.to_string();
-                    let rec: Option<UploadRecord> = state
-                        .services
-                        .blocking(move |kv| kv::get_value(kv, UPLOADS, k.as_bytes()))
+                let meta =
+                    download::metadata(&url, meta_timeout(&state), &CancellationToken::new())
                         .await
-                        .map_err(|e| ApiError::internal("loading an upload", e))?;
-                    match rec {
-                        Some(r) if r.user_id == user.id => {
-                            let name = key.rsplit('/').next().unwrap_or("upload").to_string();
-                            (
-                                Source::Upload(key.to_string()),
-                                r.duration_sec,
-                                name,
-                                String::new(),
-                                None,
-                            )
-                        }
-                        _ => return Err(ApiError::not_found("fileKey")),
-                    }
+                        .map_err(meta_error)?;
+                NewSource::Url {
+                    url,
+                    duration_sec: meta.duration_sec,
+                    title: meta.title,
+                    thumbnail: meta.thumbnail,
+                    language: download::language_code(&meta.language),
                 }
-            };
-        if source_secs <= 0.0 {
-            return Err(bad("sourceUrl", "the video has no known duration"));
-        }
-        let duration = b
-            .duration_sec
-            .map(|d| d.min(source_secs))
-            .unwrap_or(source_secs);
-        let credits = (duration / 60.0).ceil().max(1.0) as u64;
-        let spec = b.caption_template.clone().map(|t| t.0).unwrap_or_default();
-        let project_id = uuid::Uuid::new_v4().to_string();
-        let now = now_ms();
-        let mut record = ProjectRecord {
-            id: project_id.clone(),
-            user_id: user.id.clone(),
-            title: b
-                .title
-                .map(|t| t.0)
-                .filter(|t| !t.trim().is_empty())
-                .unwrap_or(meta_title)
-                .chars()
-                .take(200)
-                .collect(),
-            source,
-            thumbnail: b.thumbnail.map(|t| t.0).unwrap_or(meta_thumb),
-            duration_sec: (duration * 1000.0).round() / 1000.0,
-            preset,
-            caption_template: if spec.is_empty() {
-                "default".into()
-            } else {
-                spec.clone()
-            },
-            style: Default::default(),
-            skip_cuts: b.skip_cuts.unwrap_or(false),
-            state: ProjectState::Queued,
-            step_progress: [0; 4],
-            error: None,
-            reserved_credits: credits,
-            clip_count: 0,
-            finished: Vec::new(),
-            created_at: now,
-            updated_at: now,
-            last_event: 0,
-            language,
-            layout,
-            aspect_ratio,
-            prompt,
+            }
+            (None, Some(key)) => NewSource::Upload(key.to_string()),
         };
-        // In the account's actor: resolve the template, reserve, store — in order.
-        let uid = user.id.clone();
-        let mut rec = record.clone();
-        let store = state.services.kv.clone();
-        let stored = state
+        let record = state
             .services
-            .with_account(
-                &uid.clone(),
-                move |a| -> Result<ProjectRecord, clipforge_actors::accounts::AccountError> {
-                    let acc = a.get_account(&uid)?;
-                    // Contract 4.5 rule 4: the free plan's watermark is forced here.
-                    rec.style = a
-                        .plan_limits(acc.plan)
-                        .enforce(a.resolve_template(&uid, &spec)?);
-                    a.reserve(&uid, &rec.id, rec.reserved_credits)?;
-                    let ops = records::new_project_ops(&rec)
-                        .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                    if let Err(e) = store.apply(ops) {
-                        let _ = a.release(&uid, &rec.id);
-                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
-                    }
-                    Ok(rec)
-                },
-            )
-            .await;
-        record = account(stored)?;
-        state.services.projects_changed(&record.user_id);
-        state
-            .services
-            .start_project(record.clone())
+            .create_project(CreateRequest {
+                user_id: user.id.clone(),
+                source,
+                title: b.title.map(|t| t.0),
+                thumbnail: b.thumbnail.map(|t| t.0),
+                duration_sec: b.duration_sec,
+                preset,
+                caption_template: b.caption_template.map(|t| t.0).unwrap_or_default(),
+                skip_cuts: b.skip_cuts.unwrap_or(false),
+                layout,
+                aspect_ratio,
+                prompt,
+            })
             .await
-            .map_err(|e| ApiError::internal("starting a project", e))?;
+            .map_err(project_error)?;
         Ok(CreatedProject::Created(Json(NewProject {
-            project_id: project_id.into(),
+            project_id: record.id.clone().into(),
             project: project_view(&record, &state.links),
         })))
     }
@@ -286,13 +213,11 @@ impl ProjectsApi {
         auth: Auth,
         id: Path<String>,
     ) -> ApiResult<Json<ProjectWithClips>> {
-        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
-        let pid = p.id.clone();
-        let clips = state
+        let (p, clips) = state
             .services
-            .blocking(move |kv| records::load_clips(kv, &pid))
+            .project_with_clips(&auth.user().account.id, &id.0)
             .await
-            .map_err(|e| ApiError::internal("loading clips", e))?;
+            .map_err(project_error)?;
         Ok(Json(ProjectWithClips {
             project: project_view(&p, &state.links),
             clips: clips.iter().map(|c| clip_view(c, &state.links)).collect(),
@@ -309,30 +234,14 @@ impl ProjectsApi {
         auth: Auth,
         id: Path<String>,
     ) -> ApiResult<Json<CancelledProject>> {
-        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
-        if p.state.is_terminal() {
-            return Err(ApiError::conflict(
-                "not_running",
-                format!("the project is already {}", p.state.localized()),
-            ));
-        }
-        match state.services.project_actor(&p.id) {
-            Some(actor) => {
-                ractor::call_t!(
-                    actor.sent(),
-                    clipforge_actors::service::project_actor::ProjectMsg::Cancel,
-                    30_000
-                )
-                .map_err(|e| ApiError::internal("cancelling", e))?;
-            }
-            None => {
-                let mut p = p.clone();
-                state.services.cancel_project(&mut p).await;
-            }
-        }
+        let p = state
+            .services
+            .cancel_project_of(&auth.user().account.id, &id.0)
+            .await
+            .map_err(project_error)?;
         Ok(Json(CancelledProject {
             project_id: p.id.into(),
-            status: "Cancelado".into(),
+            status: status_text(ProjectState::Cancelled).into(),
         }))
     }
 
@@ -352,18 +261,11 @@ impl ProjectsApi {
             .cancel_project_posts(&p.user_id, &p.id)
             .await
             .map_err(|e| ApiError::internal("cancelling the project's posts", e))?;
-        if let Some(actor) = state.services.project_actor(&p.id) {
-            let _ = ractor::call_t!(
-                actor.sent(),
-                clipforge_actors::service::project_actor::ProjectMsg::Cancel,
-                30_000
-            );
-        }
         state
             .services
-            .remove_project(&p)
+            .delete_project_of(&p)
             .await
-            .map_err(|e| ApiError::internal("deleting a project", e))?;
+            .map_err(project_error)?;
         Ok(Json(DeletedProject {
             project_id: p.id.into(),
             deleted: true,
@@ -381,7 +283,6 @@ impl ProjectsApi {
         id: Path<String>,
         #[oai(name = "Last-Event-ID")] last_event_id: Header<Option<String>>,
     ) -> ApiResult<EventStream<BoxStream<'static, SseEvent>>> {
-        let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         // Held by the stream: at most `limits.sse_per_account` open at once.
         let permit = state
             .guard
@@ -398,41 +299,16 @@ impl ProjectsApi {
             .as_deref()
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
-        // Subscribe before reading the log so nothing falls in between.
-        let rx = state.services.hub.subscribe(&p.id);
-        let pid = p.id.clone();
-        let stored = state
+        let sub = state
             .services
-            .blocking(move |kv| events_after(kv, &pid, after))
+            .subscribe_project(&auth.user().account.id, &id.0, after)
             .await
-            .map_err(|e| ApiError::internal("reading events", e))?;
-        let mut last = after;
-        let mut backlog: Vec<ProjectEvent> = Vec::new();
-        let mut ended = false;
-        for e in stored {
-            last = e.id;
-            ended = e.is_terminal();
-            backlog.push(e);
-        }
-        if !ended && p.state.is_terminal() && backlog.is_empty() {
-            // A finished project answers with its terminal event at once.
-            let kind = match p.state {
-                ProjectState::Completed => "completed",
-                ProjectState::Failed => "failed",
-                _ => "cancelled",
-            };
-            backlog.push(ProjectEvent {
-                id: p.last_event,
-                kind: kind.into(),
-                data: json!({ "projectId": p.id, "state": p.state.as_str(), "status": p.state.localized(), "message": p.error }).to_string(),
-            });
-            ended = true;
-        }
+            .map_err(project_error)?;
+        let (backlog, last) = (sub.backlog, sub.last);
         let head = stream::iter(backlog.into_iter().map(sse_event));
-        let live = if ended {
-            stream::empty().boxed()
-        } else {
-            stream::unfold((rx, last, false), |(mut rx, last, done)| async move {
+        let live = match sub.live {
+            None => stream::empty().boxed(),
+            Some(rx) => stream::unfold((rx, last, false), |(mut rx, last, done)| async move {
                 if done {
                     return None;
                 }
@@ -449,7 +325,7 @@ impl ProjectsApi {
                     }
                 }
             })
-            .boxed()
+            .boxed(),
         };
         let events = head.chain(live).map(move |e| {
             let _held = &permit;

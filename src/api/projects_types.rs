@@ -9,11 +9,42 @@ use super::formats::{
     ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
-use clipforge_actors::service::projects::{
-    self as records, date_of, iso8601, ClipRecord, ProjectRecord, Source,
+use clipforge_actors::project::records::{
+    self as records, date_of, iso8601, ClipRecord, ProjectRecord, ProjectState as State, Source,
 };
 use clipforge_actors::service::uploads::frame_key;
 use clipforge_actors::storage::links::StableLinks;
+
+/// The contract's localized status (pt-BR) of a project state. Localized
+/// text exists only here, at the HTTP edge.
+pub fn status_text(state: State) -> &'static str {
+    match state {
+        State::Queued => "Na fila",
+        State::Downloading | State::Transcribing | State::Cutting | State::Captioning => {
+            "Processando"
+        }
+        State::Completed => "Concluído",
+        State::Failed => "Falhou",
+        State::Cancelled => "Cancelado",
+    }
+}
+
+/// An engine event's JSON `data` with the localized `status` beside its
+/// `state` (events carrying no state are passed through).
+pub fn localize_event_data(data: &str) -> String {
+    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(data) else {
+        return data.to_string();
+    };
+    let Some(state) = map
+        .get("state")
+        .and_then(|v| v.as_str())
+        .and_then(State::parse)
+    else {
+        return data.to_string();
+    };
+    map.insert("status".into(), status_text(state).into());
+    serde_json::Value::Object(map).to_string()
+}
 
 #[derive(Object)]
 #[oai(rename_all = "camelCase", example)]
@@ -321,7 +352,7 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         duration: records::duration_display(p.duration_sec).into(),
         date: date_of(p.created_at).into(),
         clips: p.clip_count,
-        status: p.state.localized().into(),
+        status: status_text(p.state).into(),
         state: p.state.as_str().into(),
         thumbnail: thumbnail.into(),
         step_progress: StepProgress {
@@ -380,5 +411,25 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
             })
             .collect(),
         created_at: iso8601(c.created_at).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_localized_at_the_edge() {
+        assert_eq!(status_text(State::Queued), "Na fila");
+        assert_eq!(status_text(State::Cutting), "Processando");
+        assert_eq!(status_text(State::Completed), "Concluído");
+        let data = localize_event_data(r#"{"projectId":"p","state":"failed","message":"x"}"#);
+        let v: serde_json::Value = serde_json::from_str(&data).unwrap();
+        assert_eq!(v["status"], "Falhou");
+        assert_eq!(v["message"], "x");
+        assert_eq!(
+            localize_event_data(r#"{"clipId":"c"}"#),
+            r#"{"clipId":"c"}"#
+        );
     }
 }

@@ -8,9 +8,8 @@ mod membership;
 mod ownership;
 pub mod placement;
 pub mod relay;
-mod stage_job;
 mod view;
-pub mod workers;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -336,21 +335,6 @@ impl Cluster {
             .is_up(node)
     }
 
-    /// Starts this node's stage worker (role `worker`).
-    pub async fn start_worker(
-        &self,
-        services: Arc<crate::service::Services>,
-    ) -> anyhow::Result<()> {
-        Actor::spawn(
-            Some("cluster.stage_worker".into()),
-            workers::StageWorker,
-            (services, self.settings.node_name.clone()),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("stage worker: {e}"))?;
-        Ok(())
-    }
-
     /// The least-loaded up worker for a stage run: fewest stage jobs per
     /// slot (its last heartbeat plus jobs sent to it since); among equals
     /// the one this node sent a stage to longest ago (never first), so
@@ -360,7 +344,7 @@ impl Cluster {
         &self,
         run: &str,
         avoid: Option<&str>,
-    ) -> Option<(String, ActorRef<workers::WorkerMsg>)> {
+    ) -> Option<(String, ractor::ActorCell)> {
         let mut candidates: Vec<(String, Load)> = Vec::new();
         if self.has_role(Role::Worker) {
             candidates.push((self.settings.node_name.clone(), (self.load)()));
@@ -373,13 +357,13 @@ impl Cluster {
         let fresh = self.settings.heartbeat * 2;
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.retain(|(_, at)| at.elapsed() < fresh);
-        let live: Vec<(String, Load, ActorRef<workers::WorkerMsg>)> = candidates
+        let live: Vec<(String, Load, ractor::ActorCell)> = candidates
             .into_iter()
             .filter_map(|(name, load)| {
-                let cell = ractor::pg::get_members(&workers::worker_group(&name))
+                let cell = ractor::pg::get_members(&wire::worker_group(&name))
                     .into_iter()
                     .next()?;
-                Some((name, load, cell.into()))
+                Some((name, load, cell))
             })
             .collect();
         let others = live.iter().any(|(n, _, _)| Some(n.as_str()) != avoid);

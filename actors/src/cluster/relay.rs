@@ -20,7 +20,7 @@ use ractor_cluster::RactorClusterMessage;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::workers::Wire;
+use super::wire::Wire;
 use super::Cluster;
 
 fn relay_group(node: &str) -> String {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::process::{last_error_line, run_with_lines};
-use crate::project::stages::{Progress, StageError};
+use crate::stage::{Progress, StageError};
 
 /// What a failed yt-dlp run means.
 #[derive(Debug, PartialEq)]

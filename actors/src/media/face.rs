@@ -11,7 +11,7 @@ use std::process::Stdio;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{kill_group, std_command};
-use crate::project::stages::StageError;
+use crate::stage::StageError;
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/seeta_fd_frontal_v1.0.bin"));
 

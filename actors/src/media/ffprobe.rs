@@ -7,7 +7,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{last_error_line, run};
-use crate::project::stages::StageError;
+use crate::stage::StageError;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

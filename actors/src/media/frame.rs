@@ -6,7 +6,7 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{last_error_line, run};
-use crate::project::stages::StageError;
+use crate::stage::StageError;
 
 /// Writes the frame of `video` at `at` seconds to `out` (JPEG), scaled
 /// down to at most `max_width` pixels wide when given. `what` names the

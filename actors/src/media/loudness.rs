@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::media::process::{last_error_line, run};
-use crate::project::stages::StageError;
+use crate::stage::StageError;
 
 /// Integrated loudness every clip is normalized to (LUFS).
 pub const TARGET_LUFS: f64 = -14.0;

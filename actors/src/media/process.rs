@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
-use crate::project::stages::StageError;
+use crate::stage::StageError;
 
 /// Kills a child's whole process group.
 pub fn kill_group(pid: u32) {

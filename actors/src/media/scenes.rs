@@ -9,7 +9,7 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{last_error_line, progress_seconds, run_with_lines};
-use crate::project::stages::{Progress, StageError};
+use crate::stage::{Progress, StageError};
 
 /// Scene score above which a frame starts a new shot.
 pub const SCENE_THRESHOLD: f64 = 0.3;

@@ -1,6 +1,11 @@
-//! Project processing: the stages a project runs, in order.
+//! The project domain: its records (and their older versions), its events,
+//! the stages it runs in order, layouts and editor exports. The engine
+//! (`crate::service`) runs projects as actors over these.
 
+pub mod events;
 pub mod export;
 pub mod pipeline;
+pub mod records;
 pub mod reframe;
 pub mod stages;
+pub mod versions;

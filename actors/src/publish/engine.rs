@@ -16,7 +16,7 @@ use super::schedule_actor::ScheduleMsg;
 use super::schedules::Live;
 use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
 use crate::accounts::now_ms;
-use crate::service::projects::{self as records, ClipRecord};
+use crate::project::records::{self as records, ClipRecord};
 use crate::service::Services;
 use crate::storage::kv;
 

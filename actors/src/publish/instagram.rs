@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::http::{send_json, PubError, PubResult};
 use super::posts::{PostRecord, Progress};
 use super::Publishing;
-use crate::service::projects::ClipRecord;
+use crate::project::records::ClipRecord;
 
 fn url(p: &Publishing, path: &str) -> String {
     format!(

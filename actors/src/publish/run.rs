@@ -10,7 +10,7 @@ use super::posts::{PostRecord, PostStatus};
 use super::schedule_actor::{Step, Steps};
 use super::{instagram, tiktok, youtube, Provider, Publishing};
 use crate::accounts::now_ms;
-use crate::service::projects::ClipRecord;
+use crate::project::records::ClipRecord;
 
 #[async_trait::async_trait]
 impl Steps for Publishing {
@@ -155,7 +155,7 @@ impl Publishing {
         let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
         match self
             .services
-            .blocking(move |kv| crate::service::projects::find_clip(kv, &uid, &cid))
+            .blocking(move |kv| crate::project::records::find_clip(kv, &uid, &cid))
             .await
         {
             Ok(Some(c)) => Ok(c),

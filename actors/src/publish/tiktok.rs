@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::http::{send_json, send_ok, PubError, PubResult};
 use super::posts::{PostRecord, Progress};
 use super::Publishing;
-use crate::service::projects::ClipRecord;
+use crate::project::records::ClipRecord;
 
 fn api(p: &Publishing, path: &str) -> String {
     format!("{}{path}", p.settings.tiktok.api_url.trim_end_matches('/'))

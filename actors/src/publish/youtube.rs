@@ -13,7 +13,7 @@ use serde_json::json;
 use super::http::{classify, send, send_ok, PubError, PubResult};
 use super::posts::{PostRecord, Progress};
 use super::Publishing;
-use crate::service::projects::ClipRecord;
+use crate::project::records::ClipRecord;
 
 enum Session {
     Complete(String),

@@ -6,11 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::projects::{self, ClipRecord, ProjectRecord, ProjectState, Source};
 use super::Services;
 use crate::media::ffprobe::MediaInfo;
 use crate::project::export::bundle::{self, Entry};
 use crate::project::export::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
+use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
 
 /// What the caller asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +34,8 @@ pub struct ExportFile {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("the project is not finished ({0}): only a finished project can be exported")]
-    NotFinished(&'static str),
+    #[error("the project is not finished ({}): only a finished project can be exported", .0.as_str())]
+    NotFinished(ProjectState),
     #[error("{0}")]
     Storage(String),
 }
@@ -152,7 +152,7 @@ fn clips_json(clips: &[ClipRecord]) -> Vec<u8> {
                 "scores": c.scores,
                 "startSec": c.start,
                 "endSec": c.end,
-                "duration": projects::duration_display(c.end - c.start),
+                "duration": records::duration_display(c.end - c.start),
                 "quality": c.quality,
                 "video": format!("{base}.mp4"),
                 "subtitleSrt": format!("{base}.srt"),
@@ -175,11 +175,11 @@ impl Services {
         what: ExportRequest,
     ) -> Result<ExportFile, ExportError> {
         if p.state != ProjectState::Completed {
-            return Err(ExportError::NotFinished(p.state.localized()));
+            return Err(ExportError::NotFinished(p.state));
         }
         let pid = p.id.clone();
         let clips = self
-            .blocking(move |kv| projects::load_clips(kv, &pid))
+            .blocking(move |kv| records::load_clips(kv, &pid))
             .await
             .map_err(|e| ExportError::Storage(format!("loading clips: {e}")))?;
         // Absent for projects finished before exports existed.

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{projects, Services};
+use super::Services;
 use crate::cluster::Role;
+use crate::project::records as projects;
 
 /// How long a hand-off waits for a project actor to stop.
 const STOP_WAIT: Duration = Duration::from_secs(5);

@@ -16,7 +16,6 @@ use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
 use crate::storage::objects::ObjectStore;
 
-pub mod events;
 pub mod export;
 mod handoff;
 mod leases;
@@ -24,18 +23,19 @@ pub use handoff::HandOff;
 pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
-pub mod project_versions;
-pub mod projects;
+pub mod project_api;
+pub mod stage_job;
 pub mod supervision;
 pub mod uploads;
 pub mod user_actor;
 pub mod work;
+pub mod workers;
 
-use events::{event_op, EventHub, ProjectEvent};
+use crate::project::events::{event_op, EventHub, ProjectEvent};
+use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState};
 use mailbox::{ActorMeta, Tracked};
 use metrics::Metrics;
 use project_actor::{ProjectActor, ProjectMsg};
-use projects::{ClipRecord, ProjectRecord, ProjectState};
 use user_actor::UserRegistry;
 
 /// Knobs of the service engine (from the server's config).
@@ -70,7 +70,7 @@ pub struct Services {
     pub settings: Settings,
     pub metrics: Metrics,
     /// Set when this node is part of a cluster: stages then run on the
-    /// cluster's workers (see `cluster::workers`).
+    /// cluster's workers (see `workers`).
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     /// Stage jobs this node's cluster worker is running or has queued.
     pub stage_jobs: std::sync::atomic::AtomicU32,
@@ -198,14 +198,14 @@ impl Services {
     /// those of the accounts this node owns).
     pub async fn resume_all(self: &Arc<Self>) -> Result<usize, String> {
         let indexed = self
-            .blocking(projects::ensure_order_index)
+            .blocking(records::ensure_order_index)
             .await
             .map_err(|e| e.to_string())?;
         if indexed > 0 {
             tracing::info!(indexed, "built the project listing index");
         }
         let unfinished = self
-            .blocking(projects::unfinished_projects)
+            .blocking(records::unfinished_projects)
             .await
             .map_err(|e| e.to_string())?;
         let unfinished: Vec<_> = unfinished
@@ -268,7 +268,7 @@ impl Services {
                 data: data.to_string(),
             }
         });
-        let mut ops = vec![projects::put_project_op(project)?];
+        let mut ops = vec![records::put_project_op(project)?];
         if let Some(e) = &event {
             ops.push(event_op(&project.id, e)?);
         }
@@ -292,8 +292,8 @@ impl Services {
         for c in &clips {
             match kv::encode(c) {
                 Ok(v) => ops.push(KvOp::Put {
-                    tree: projects::CLIPS.into(),
-                    key: projects::clip_key(&project.id, c.index),
+                    tree: records::CLIPS.into(),
+                    key: records::clip_key(&project.id, c.index),
                     value: v,
                 }),
                 Err(e) => tracing::error!(error = %e, "cannot encode a clip"),
@@ -354,7 +354,7 @@ impl Services {
         }
         project.state = ProjectState::Completed;
         project.step_progress = [100; 4];
-        let data = serde_json::json!({ "projectId": project.id, "state": "completed", "status": "Concluído", "clips": project.clip_count });
+        let data = serde_json::json!({ "projectId": project.id, "state": "completed", "clips": project.clip_count });
         if let Err(e) = self
             .save_project_under(fence, project, Some(("completed", data)))
             .await
@@ -404,7 +404,8 @@ impl Services {
         }
         project.state = ProjectState::Failed;
         project.error = Some(reason.to_string());
-        let data = serde_json::json!({ "projectId": project.id, "state": "failed", "status": "Falhou", "message": reason });
+        let data =
+            serde_json::json!({ "projectId": project.id, "state": "failed", "message": reason });
         if let Err(e) = self
             .save_project_under(fence, project, Some(("failed", data)))
             .await
@@ -429,7 +430,7 @@ impl Services {
         let event = ProjectEvent {
             id: project.last_event + 1,
             kind: "cancelled".into(),
-            data: serde_json::json!({ "projectId": project.id, "state": "cancelled", "status": "Cancelado" }).to_string(),
+            data: serde_json::json!({ "projectId": project.id, "state": "cancelled" }).to_string(),
         };
         self.hub.publish(&project.id, event);
         if let Err(e) = self.remove_project(project).await {
@@ -442,31 +443,31 @@ impl Services {
     /// when no other project uses it (see [`uploads`]).
     pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
-        let order = projects::order_key(project);
+        let order = records::order_key(project);
         self.blocking(move |kv| {
             let mut ops = vec![
                 KvOp::Delete {
-                    tree: projects::PROJECTS.into(),
-                    key: projects::project_key(&user, &pid),
+                    tree: records::PROJECTS.into(),
+                    key: records::project_key(&user, &pid),
                 },
                 KvOp::Delete {
-                    tree: projects::PROJECT_OWNER.into(),
+                    tree: records::PROJECT_OWNER.into(),
                     key: pid.as_bytes().to_vec(),
                 },
                 KvOp::Delete {
-                    tree: projects::PROJECT_ORDER.into(),
+                    tree: records::PROJECT_ORDER.into(),
                     key: order,
                 },
             ];
-            for (k, _) in kv.scan_prefix(projects::CLIPS, format!("{pid}/").as_bytes())? {
+            for (k, _) in kv.scan_prefix(records::CLIPS, format!("{pid}/").as_bytes())? {
                 ops.push(KvOp::Delete {
-                    tree: projects::CLIPS.into(),
+                    tree: records::CLIPS.into(),
                     key: k,
                 });
             }
-            for (k, _) in kv.scan_prefix(projects::EVENTS, format!("{pid}/").as_bytes())? {
+            for (k, _) in kv.scan_prefix(records::EVENTS, format!("{pid}/").as_bytes())? {
                 ops.push(KvOp::Delete {
-                    tree: projects::EVENTS.into(),
+                    tree: records::EVENTS.into(),
                     key: k,
                 });
             }
@@ -511,9 +512,9 @@ impl Services {
         };
         let total = match total {
             Some(t) => t,
-            None => projects::count_projects(self.kv.as_ref(), user_id)?,
+            None => records::count_projects(self.kv.as_ref(), user_id)?,
         };
-        let page = projects::list_projects_page(self.kv.as_ref(), user_id, skip, take)?;
+        let page = records::list_projects_page(self.kv.as_ref(), user_id, skip, take)?;
         let body = render(&page, total);
         let mut listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
         if self.listings_gen.load(Ordering::Acquire) == gen {
@@ -547,7 +548,7 @@ impl Services {
     async fn remove_work(&self, project_id: &str) {
         let _ = std::fs::remove_dir_all(work::work_dir(self, project_id));
         if self.cluster.get().is_some() {
-            let prefix = crate::cluster::workers::work_prefix(project_id);
+            let prefix = workers::work_prefix(project_id);
             if let Err(e) = self.objects.delete_prefix(&prefix).await {
                 tracing::warn!(project_id, error = %e, "cannot remove the shared work files");
             }

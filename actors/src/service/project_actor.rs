@@ -13,9 +13,11 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent
 use tokio_util::sync::CancellationToken;
 
 use super::mailbox::{ActorMeta, Tracked};
-use super::projects::{now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState};
 use super::work::{self, CaptionResult};
 use super::Services;
+use crate::project::records::{
+    now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState,
+};
 use crate::project::stages::{Progress, Stage, StageError};
 
 pub enum ProjectMsg {
@@ -101,7 +103,6 @@ impl ProjectActorState {
         serde_json::json!({
             "projectId": self.project.id,
             "state": self.project.state.as_str(),
-            "status": self.project.state.localized(),
             "stage": stage.map(|s| s.name()),
             "stepProgress": step_progress_json(&self.project.step_progress),
             "percent": overall_percent(&self.project.step_progress),
@@ -340,7 +341,7 @@ impl ProjectActor {
                 let (user, id) = (state.project.user_id.clone(), state.project.id.clone());
                 let stored = state
                     .services
-                    .blocking(move |kv| super::projects::load_project(kv, &user, &id))
+                    .blocking(move |kv| crate::project::records::load_project(kv, &user, &id))
                     .await;
                 match stored {
                     Ok(Some(p)) if !p.state.is_terminal() => {
@@ -398,7 +399,7 @@ impl ProjectActor {
         let event = state.progress_event(Some(stage));
         state.save(Some(("progress", event))).await;
         if let Some(cluster) = state.services.cluster.get() {
-            let args = crate::cluster::workers::RemoteStageArgs {
+            let args = super::workers::RemoteStageArgs {
                 cluster: cluster.clone(),
                 project: state.project.clone(),
                 stage,
@@ -406,7 +407,7 @@ impl ProjectActor {
             };
             let name = format!("stage:{}:{}", state.project.id, stage.name());
             myself
-                .spawn_linked(Some(name), crate::cluster::workers::RemoteStage, args)
+                .spawn_linked(Some(name), super::workers::RemoteStage, args)
                 .await?;
             return Ok(());
         }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Weak};
 
 use ractor::ActorCell;
 
-use super::projects::{self, ProjectRecord};
 use super::Services;
+use crate::project::records::{self, ProjectRecord};
 use crate::supervisor::{policy, Children};
 
 /// Starts the node supervisor with the `accounts` and `projects` branches.
@@ -74,8 +74,8 @@ impl ProjectChildren {
     async fn stored(services: &Services, id: &str) -> Option<ProjectRecord> {
         let id = id.to_string();
         services
-            .blocking(move |kv| match projects::owner_of(kv, &id)? {
-                Some(user) => projects::load_project(kv, &user, &id),
+            .blocking(move |kv| match records::owner_of(kv, &id)? {
+                Some(user) => records::load_project(kv, &user, &id),
                 None => Ok(None),
             })
             .await

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::projects::{self, ProjectRecord, Source};
 use super::Services;
 use crate::accounts::AccountError;
+use crate::project::records::{self, ProjectRecord, Source};
 use crate::storage::kv;
 
 /// Tree of upload records, keyed by the upload's key (`fileKey`).
@@ -49,7 +49,7 @@ impl Services {
         let (uid, k) = (project.user_id.clone(), key.clone());
         let record = self
             .blocking(move |kv| {
-                let in_use = projects::list_projects(kv, &uid)?
+                let in_use = records::list_projects(kv, &uid)?
                     .iter()
                     .any(|p| p.source == Source::Upload(k.clone()));
                 if in_use {

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::projects::{ClipRecord, ProjectRecord, SegmentRecord, Source};
 use super::Services;
 use crate::media::download;
 use crate::media::ffprobe::MediaInfo;
+use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
 use crate::project::stages::caption::{self, CaptionOptions};
 use crate::project::stages::cut::{self, ClipPlan, CutOptions};
 use crate::project::stages::score::preset_range;
@@ -218,7 +218,7 @@ async fn caption_stage(
     };
     let enc_ctx = StageCtx::new(ctx.cancel.clone(), encode_progress);
     let rendered = caption::run_stage(&src, &media, &transcript, &plans, &opts, &enc_ctx).await?;
-    let now = super::projects::now_ms();
+    let now = crate::project::records::now_ms();
     let mut clips = Vec::with_capacity(rendered.len());
     for c in &rendered {
         ctx.check_cancelled()?;

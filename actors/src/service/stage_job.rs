@@ -11,8 +11,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use super::workers::{report_done, run_job, StageJob};
+use super::Services;
 use crate::project::stages::StageError;
-use crate::service::Services;
 
 pub struct JobActor;
 

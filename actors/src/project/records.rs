@@ -47,18 +47,20 @@ impl ProjectState {
         }
     }
 
-    /// The contract's localized status (pt-BR).
-    pub fn localized(self) -> &'static str {
-        match self {
-            ProjectState::Queued => "Na fila",
-            ProjectState::Downloading
-            | ProjectState::Transcribing
-            | ProjectState::Cutting
-            | ProjectState::Captioning => "Processando",
-            ProjectState::Completed => "Concluído",
-            ProjectState::Failed => "Falhou",
-            ProjectState::Cancelled => "Cancelado",
-        }
+    /// The state named by [`Self::as_str`].
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ProjectState::Queued,
+            ProjectState::Downloading,
+            ProjectState::Transcribing,
+            ProjectState::Cutting,
+            ProjectState::Captioning,
+            ProjectState::Completed,
+            ProjectState::Failed,
+            ProjectState::Cancelled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
     }
 
     pub fn is_terminal(self) -> bool {
@@ -336,10 +338,11 @@ mod tests {
     }
 
     #[test]
-    fn localized_status_and_overall() {
-        assert_eq!(ProjectState::Queued.localized(), "Na fila");
-        assert_eq!(ProjectState::Cutting.localized(), "Processando");
-        assert_eq!(ProjectState::Completed.localized(), "Concluído");
+    fn state_names_and_overall() {
+        for st in ["queued", "cutting", "completed", "cancelled"] {
+            assert_eq!(ProjectState::parse(st).map(ProjectState::as_str), Some(st));
+        }
+        assert_eq!(ProjectState::parse("Concluído"), None);
         assert_eq!(overall_percent(&[100, 100, 100, 100]), 100);
         assert_eq!(overall_percent(&[100, 50, 0, 0]), 30);
     }

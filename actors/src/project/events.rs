@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use super::projects::{event_key, EVENTS};
+use super::records::{event_key, EVENTS};
 use crate::storage::kv::{self, KvStore, Result};
 
 /// One SSE event: `id:`, `event:` and a JSON `data:` line.

@@ -4,7 +4,7 @@
 //! (serde's tuples stop at 16, so longer ones nest; bincode encodes nested
 //! tuples exactly like one sequence) and given the defaults of later fields.
 
-use super::projects::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
+use super::records::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
 use crate::captions::template::CaptionStyle;
 use crate::project::reframe::{AspectRatio, Layout};
 use crate::project::stages::reasons::ClipScores;
@@ -200,8 +200,8 @@ impl Record for ClipRecord {
 
 #[cfg(test)]
 mod tests {
+    use crate::project::records::decode_project;
     use super::*;
-    use crate::service::projects::decode_project;
     use crate::storage::kv;
 
     #[test]

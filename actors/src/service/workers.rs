@@ -18,49 +18,22 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, BytesConvertable};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use ractor_cluster::RactorClusterMessage;
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::Cluster;
+use super::mailbox::Tracked;
+use super::project_actor::ProjectMsg;
+use super::work::{self, CaptionResult};
+use super::Services;
+use crate::cluster::wire::{worker_group, Wire, WORKERS};
+use crate::cluster::Cluster;
+use crate::project::records::ProjectRecord;
 use crate::project::stages::{Progress, Stage, StageError};
-use crate::service::mailbox::Tracked;
-use crate::service::project_actor::ProjectMsg;
-use crate::service::projects::ProjectRecord;
-use crate::service::work::{self, CaptionResult};
-use crate::service::Services;
-
-/// Every node's stage worker.
-pub const WORKERS: &str = "clipforge.workers";
-
-/// The group holding only `node`'s stage worker.
-pub fn worker_group(node: &str) -> String {
-    format!("clipforge.worker.{node}")
-}
 
 fn reply_group(run: &str) -> String {
     format!("clipforge.stage.{run}")
-}
-
-/// A JSON-encoded payload on the cluster wire; `None` when a frame does not
-/// decode (a peer of another version), which the receiver drops.
-#[derive(Clone, Debug)]
-pub struct Wire<T>(pub Option<T>);
-
-impl<T: Serialize + DeserializeOwned> BytesConvertable for Wire<T> {
-    fn into_bytes(self) -> Vec<u8> {
-        serde_json::to_vec(&self.0).unwrap_or_default()
-    }
-    fn from_bytes(bytes: Vec<u8>) -> Self {
-        match serde_json::from_slice(&bytes) {
-            Ok(v) => Wire(v),
-            Err(e) => {
-                tracing::warn!(error = %e, "cluster: undecodable stage message");
-                Wire(None)
-            }
-        }
-    }
 }
 
 /// One stage of one project, sent to a worker.
@@ -113,6 +86,18 @@ pub enum RemoteStageMsg {
 }
 
 // ---------------------------------------------------------------- worker side
+
+/// Starts this node's stage worker (role `worker`).
+pub async fn start_worker(services: Arc<Services>, node: String) -> anyhow::Result<()> {
+    Actor::spawn(
+        Some("cluster.stage_worker".into()),
+        StageWorker,
+        (services, node),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("stage worker: {e}"))?;
+    Ok(())
+}
 
 /// Runs the stages sent to this node, at most `pipeline.workers` at once.
 pub struct StageWorker;
@@ -555,6 +540,7 @@ fn dispatch(st: &mut RemoteStageState, avoid: Option<&str>) {
         project: st.args.project.clone(),
     };
     tracing::info!(%job, worker = %node, stage = %st.args.stage, "stage sent to a worker");
+    let worker: ActorRef<WorkerMsg> = worker.into();
     let _ = worker.cast(WorkerMsg::Run(Wire(Some(msg))));
     st.current = Some((job, node, Instant::now()));
     st.accepted = false;

@@ -1,0 +1,127 @@
+//! No module imports one that imports it back: in each crate (the engine
+//! `actors/src` and the binary `src`), the top-level modules' `crate::…`
+//! references form no cycle. Comment lines are not imports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file under `root` belongs to (`None`: the crate root).
+fn module_of(root: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(root).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "lib" && name != "main").then_some(name)
+}
+
+/// `module → modules it names as crate::<module>`.
+fn graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(root, f)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let Some(from) = module_of(root, file) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("read");
+        let entry = edges.entry(from.clone()).or_default();
+        for line in text.lines() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (i, _) in line.match_indices("crate::") {
+                let rest = &line[i + "crate::".len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                // `clipforge_actors::x` is another crate, not this one's `x`.
+                let before = &line[..i];
+                if before.ends_with('_') || before.ends_with(|c: char| c.is_ascii_alphanumeric()) {
+                    continue;
+                }
+                if name != from && modules.contains(&name) {
+                    entry.insert(name);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle through the graph, if there is one.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for node in edges.keys() {
+        if let Some(c) = visit(node, edges, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+fn assert_acyclic(dir: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let edges = graph(&root);
+    assert!(edges.len() > 5, "{dir}: found only {} modules", edges.len());
+    if let Some(cycle) = find_cycle(&edges) {
+        panic!("{dir}: modules import each other: {}", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn engine_modules_form_no_cycle() {
+    assert_acyclic("actors/src");
+}
+
+#[test]
+fn binary_modules_form_no_cycle() {
+    assert_acyclic("src");
+}
+
+#[test]
+fn a_cycle_is_found() {
+    let mut edges = BTreeMap::new();
+    edges.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    edges.insert("b".to_string(), BTreeSet::from(["c".to_string()]));
+    edges.insert("c".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(find_cycle(&edges).map(|c| c.len()), Some(4));
+    edges.get_mut("c").unwrap().clear();
+    assert_eq!(find_cycle(&edges), None);
+}
