@@ -14,9 +14,8 @@ use super::stages::cut::{self, CutOptions};
 use super::stages::reasons::ClipScores;
 use super::stages::rerank::RerankConfig;
 use super::stages::transcribe::{self, TranscribeOptions};
-use super::stages::{probe, Progress, Stage, StageCtx, StageError};
+use super::stages::{download, Progress, Stage, StageCtx, StageError};
 use crate::captions::template::CaptionStyle;
-use crate::media::download;
 use crate::media::ffprobe::MediaInfo;
 use crate::media::whisper::WhisperModel;
 use crate::transcript::{display_duration, Transcript, Word};
@@ -115,24 +114,14 @@ pub async fn run(
         .tempdir()
         .map_err(|e| StageError::io("creating a temp folder", e))?;
     let is_url = input.starts_with("http://") || input.starts_with("https://");
-    let (path, name) = if is_url {
-        let half = {
-            let p = ctx.progress.clone();
-            Progress::new(move |v| p.set(v as f64 / 100.0 * 0.9))
-        };
-        (
-            download::download(input, scratch.path(), &ctx.cancel, &half).await?,
-            input.to_string(),
-        )
+    let local = PathBuf::from(input);
+    let source = if is_url {
+        download::Input::Url(input)
     } else {
-        let p = PathBuf::from(input);
-        if !p.is_file() {
-            return Err(StageError::InvalidInput(format!("{input}: no such file")));
-        }
-        let name = file_name(&p);
-        (p, name)
+        download::Input::Local(&local)
     };
-    let media = probe::run(&path, &name, &ctx).await?;
+    let got = download::run(source, scratch.path(), &ctx).await?;
+    let (path, media) = (got.path, got.media);
     times.download = t.elapsed().as_secs_f64();
 
     let available = media.duration;

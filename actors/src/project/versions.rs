@@ -200,8 +200,8 @@ impl Record for ClipRecord {
 
 #[cfg(test)]
 mod tests {
-    use crate::project::records::decode_project;
     use super::*;
+    use crate::project::records::decode_project;
     use crate::storage::kv;
 
     #[test]

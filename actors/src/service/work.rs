@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Services;
-use crate::media::download;
 use crate::media::ffprobe::MediaInfo;
 use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
 use crate::project::stages::caption::{self, CaptionOptions};
 use crate::project::stages::cut::{self, ClipPlan, CutOptions};
+use crate::project::stages::download;
 use crate::project::stages::score::preset_range;
 use crate::project::stages::transcribe::{self, TranscribeOptions};
-use crate::project::stages::{probe, Progress, Stage, StageCtx, StageError};
+use crate::project::stages::{Progress, Stage, StageCtx, StageError};
 use crate::transcript::Transcript;
 
 /// The work folder of a project.
@@ -154,36 +154,15 @@ async fn download_stage(
     if let Some(old) = source_path(dir) {
         let _ = std::fs::remove_file(old);
     }
-    let (path, name) = match &project.source {
-        Source::Url(url) => {
-            let p = ctx.progress.clone();
-            let half = Progress::new(move |v| p.set(v as f64 / 100.0 * 0.9));
-            (
-                download::download(url, dir, &ctx.cancel, &half).await?,
-                url.clone(),
-            )
-        }
-        Source::Upload(key) => {
-            let name = key.rsplit('/').next().unwrap_or("upload").to_string();
-            let ext = Path::new(&name)
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or("mp4")
-                .to_string();
-            let path = dir.join(format!("source.{ext}"));
-            services
-                .objects
-                .get_to_file(key, &path)
-                .await
-                .map_err(|e| StageError::Io(format!("fetching the upload: {e}")))?;
-            ctx.progress.set(0.9);
-            (path, name)
-        }
+    let input = match &project.source {
+        Source::Url(url) => download::Input::Url(url),
+        Source::Upload(key) => download::Input::Object {
+            store: services.objects.as_ref(),
+            key,
+        },
     };
-    let media = probe::run(&path, &name, ctx).await?;
-    write_json(&dir.join("media.json"), &media)?;
-    ctx.progress.done();
-    Ok(())
+    let got = download::run(input, dir, ctx).await?;
+    write_json(&dir.join("media.json"), &got.media)
 }
 
 async fn caption_stage(

@@ -1,5 +1,5 @@
-//! The stages a project runs, in order: probe (part of download for the
-//! service), transcribe, cut, caption. Each reports progress 0–100, can be
+//! The stages a project runs, in order: download (fetch + probe),
+//! transcribe, cut, caption — one file each. Each reports progress 0–100, can be
 //! cancelled (its child processes are killed and its partial files removed)
 //! and fails with a [`StageError`] a user can read.
 
@@ -10,6 +10,7 @@ pub use crate::stage::{Progress, StageCtx, StageError};
 pub mod boundaries;
 pub mod caption;
 pub mod cut;
+pub mod download;
 pub mod lexicon;
 pub mod probe;
 pub mod reasons;
