@@ -238,6 +238,7 @@ impl ProjectsApi {
             layout,
             aspect_ratio,
             prompt,
+            remove_fillers: b.remove_fillers.unwrap_or(false),
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = user.id.clone();

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 pub mod boundaries;
 pub mod caption;
 pub mod cut;
+pub mod fillers;
 pub mod lexicon;
 pub mod probe;
 pub mod reasons;
