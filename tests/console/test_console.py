@@ -207,7 +207,7 @@ def main_path(run: Run):
         expect(page.get_by_role("heading", name="Caption templates")).to_be_visible()
         page.get_by_role("button", name="New template").click()
         editor = page.get_by_role("form", name="New template")
-        editor.get_by_label("Name").fill("Loud yellow")
+        editor.get_by_label("Name", exact=True).fill("Loud yellow")
         editor.get_by_label("Animation").select_option("bounce")
         preview = editor.get_by_role("figure", name="Live preview")
         expect(preview).to_be_visible()
