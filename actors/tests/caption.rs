@@ -63,6 +63,7 @@ async fn render(
         end_word: t.words.len(),
         reason: String::new(),
         scores: Default::default(),
+        cuts: Vec::new(),
     };
     let mut opts = CaptionOptions::new(out.to_path_buf(), style);
     opts.layout = layout;
@@ -338,6 +339,7 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         end_word: 0,
         reason: String::new(),
         scores: Default::default(),
+        cuts: Vec::new(),
     };
     let mut opts = CaptionOptions::new(out.clone(), CaptionStyle::default());
     opts.x264_preset = "medium".into();

@@ -339,6 +339,7 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
         end_word: 0,
         reason: String::new(),
         scores: Default::default(),
+        cuts: Vec::new(),
     };
     let layouts = [
         Layout::Single,

@@ -31,6 +31,7 @@ fn options(out: &Path, range: (f64, f64)) -> PipelineOptions {
         batch_size: 8,
         rerank: None,
         prompt: None,
+        remove_fillers: false,
     }
 }
 

@@ -137,6 +137,7 @@ async fn no_clip_runs_across_the_join_of_two_recordings() {
             duration: total,
             rerank: None,
             prompt: None,
+            remove_fillers: false,
         },
         &ctx,
     )

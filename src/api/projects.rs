@@ -195,6 +195,7 @@ impl ProjectsApi {
                 layout,
                 aspect_ratio,
                 prompt,
+                remove_fillers: b.remove_fillers.unwrap_or(false),
             })
             .await
             .map_err(project_error)?;

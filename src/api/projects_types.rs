@@ -89,6 +89,13 @@ pub struct CreateProject {
     /// characters (400 `invalid_field` beyond); blank means none.
     #[oai(nullable)]
     pub prompt: Option<Text>,
+    /// Cut filler words out of the clips' audio and video: um, uh, erm,
+    /// er, ah, hmm, mm, and "you know" / "I mean" when set off by pauses or
+    /// commas (a phrase that may carry meaning is kept). Captions,
+    /// subtitles, transcripts and durations follow the cut clip. Default
+    /// false.
+    #[oai(nullable)]
+    pub remove_fillers: Option<bool>,
 }
 
 impl Example for CreateProject {
@@ -105,6 +112,7 @@ impl Example for CreateProject {
             layout: Some("auto".into()),
             aspect_ratio: Some("9:16".into()),
             prompt: Some("the part about pricing mistakes".into()),
+            remove_fillers: Some(false),
         }
     }
 }
@@ -166,6 +174,8 @@ pub struct Project {
     /// What the clips should be about, as given at creation; `null` when none.
     #[oai(nullable)]
     pub prompt: Option<Text>,
+    /// Whether filler words are cut out of the clips.
+    pub remove_fillers: bool,
     pub created_at: DateTime,
     pub updated_at: DateTime,
 }
@@ -197,6 +207,7 @@ impl Example for Project {
             error: None,
             language: Some("en".into()),
             prompt: None,
+            remove_fillers: false,
             created_at: "2026-05-01T18:00:00.000Z".into(),
             updated_at: "2026-05-01T18:00:00.000Z".into(),
         }
@@ -252,7 +263,7 @@ pub struct Clip {
     /// the prompt words it says (empty for clips made before reasons existed).
     pub reason: Text,
     pub scores: ClipScores,
-    /// `M:SS`.
+    /// `M:SS`: the rendered clip's length (the source range less `cuts`).
     pub duration: Text,
     /// Resolution label such as 1080p (the short side).
     pub quality: Text,
@@ -265,10 +276,23 @@ pub struct Clip {
     pub subtitle_url: Uri,
     /// WebVTT subtitles.
     pub vtt_url: Uri,
+    /// The clip's range in the source, seconds.
     pub start_sec: f64,
     pub end_sec: f64,
+    /// Spans of that range cut out of the clip (its filler words, with
+    /// `removeFillers`), in source seconds; empty otherwise. The clip's
+    /// `transcripts`, captions and subtitles are on the cut clip's timeline.
+    pub cuts: Vec<ClipCut>,
     pub transcripts: Vec<Transcript>,
     pub created_at: DateTime,
+}
+
+/// A span of the source cut out of a clip.
+#[derive(Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ClipCut {
+    pub start_sec: f64,
+    pub end_sec: f64,
 }
 
 /// A page of projects, newest first.
@@ -369,6 +393,7 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         error: p.error.clone().map(Text),
         language: p.language.clone().map(Text),
         prompt: p.prompt.clone().map(Text),
+        remove_fillers: p.remove_fillers,
         created_at: iso8601(p.created_at).into(),
         updated_at: iso8601(p.updated_at).into(),
     }
@@ -391,7 +416,7 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
             pace: c.scores.pace,
             prompt_match: c.scores.prompt_match,
         },
-        duration: records::duration_display(c.end - c.start).into(),
+        duration: records::duration_display(c.duration()).into(),
         quality: c.quality.clone().into(),
         layout: c.layout.as_str().into(),
         thumbnail: thumbnail.into(),
@@ -400,6 +425,11 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
         vtt_url: vtt_url.into(),
         start_sec: c.start,
         end_sec: c.end,
+        cuts: c
+            .cuts
+            .iter()
+            .map(|&(start_sec, end_sec)| ClipCut { start_sec, end_sec })
+            .collect(),
         transcripts: c
             .segments
             .iter()

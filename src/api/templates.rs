@@ -69,6 +69,11 @@ struct StyleInput {
     /// clips use at least 12.
     #[oai(nullable)]
     watermark_size: Option<f64>,
+    /// Draw salient words (numbers, names, rare long words) in
+    /// `highlightColor` while they are not being spoken; false highlights
+    /// only the spoken word. Default true.
+    #[oai(nullable)]
+    emphasize_keywords: Option<bool>,
 }
 
 /// A new template: the fields of CaptionTemplate without `id`, `createdAt`
@@ -139,6 +144,9 @@ pub struct TemplateStyle {
     watermark_position: WatermarkPosition,
     #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
     watermark_size: f64,
+    /// Salient words (numbers, names, rare long words) are drawn in
+    /// `highlightColor` even when not being spoken.
+    emphasize_keywords: bool,
 }
 
 impl From<&CaptionStyle> for TemplateStyle {
@@ -159,6 +167,7 @@ impl From<&CaptionStyle> for TemplateStyle {
             watermark_opacity: s.watermark_opacity,
             watermark_position: s.watermark_position.clone().into(),
             watermark_size: s.watermark_size,
+            emphasize_keywords: s.emphasize_keywords,
         }
     }
 }
@@ -230,6 +239,7 @@ fn input(
         watermark_opacity: s.watermark_opacity,
         watermark_position: text(s.watermark_position),
         watermark_size: s.watermark_size,
+        emphasize_keywords: s.emphasize_keywords,
     }
 }
 

@@ -104,6 +104,7 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 layout: Default::default(),
                 aspect_ratio: Default::default(),
                 prompt: None,
+                remove_fillers: false,
             })?);
         }
         kv.apply(ops)?;

@@ -64,6 +64,11 @@ pub struct ClipArgs {
     /// that say the prompt's words and phrases score higher (at most 500 characters).
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
+    /// Cut filler words (um, uh, erm, hmm, and "you know" / "I mean" set
+    /// off by pauses or commas) out of the clips' audio and video; the
+    /// captions, subtitles and durations follow the cut clips.
+    #[arg(long)]
+    pub remove_fillers: bool,
     /// OpenAI-compatible endpoint for the optional re-ranker (e.g. http://127.0.0.1:8000/v1;
     /// default: `rerank_url` of the [pipeline] config).
     #[arg(long, env = "CLIPFORGE_RERANK_URL")]
@@ -294,6 +299,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
             })
             .or_else(|| pipeline.rerank()),
         prompt: prompt.map(str::to_string),
+        remove_fillers: args.remove_fillers,
     };
 
     let cancel = CancellationToken::new();

@@ -135,6 +135,13 @@ def main_path(run: Run):
         expect(page.get_by_label("Framing").locator("option")).to_have_count(6)
         page.get_by_label("Framing").select_option("auto")
         expect(page.get_by_label("Aspect ratio").locator("option")).to_have_count(4)
+        # Filler removal is offered (left off here: this project's clips are
+        # checked against the plain transcript below).
+        fillers = page.get_by_label("Cut filler words (um, uh, “you know”) out of the clips")
+        expect(fillers).not_to_be_checked()
+        fillers.check()
+        expect(fillers).to_be_checked()
+        fillers.uncheck()
         tab_to(page, "BUTTON:Create project")
         page.keyboard.press("Enter")
         expect(page).to_have_url(re.compile(r"/projects/[0-9a-f-]{36}$"))
@@ -200,9 +207,16 @@ def main_path(run: Run):
         expect(page.get_by_role("heading", name="Caption templates")).to_be_visible()
         page.get_by_role("button", name="New template").click()
         editor = page.get_by_role("form", name="New template")
-        editor.get_by_label("Name").fill("Loud yellow")
+        editor.get_by_label("Name", exact=True).fill("Loud yellow")
         editor.get_by_label("Animation").select_option("bounce")
-        expect(editor.get_by_role("figure", name="Live preview")).to_be_visible()
+        preview = editor.get_by_role("figure", name="Live preview")
+        expect(preview).to_be_visible()
+        # Keyword emphasis: on by default ("TikTok" in the highlight colour);
+        # off, only the spoken word is.
+        expect(preview.locator(".emphasis", has_text="TikTok")).to_be_visible()
+        editor.get_by_label("Highlight keywords (numbers, names, rare words)").uncheck()
+        expect(preview.locator(".emphasis")).to_have_count(0)
+        expect(preview.locator(".current")).to_have_count(1)
         run.page_check("template-editor")
         editor.get_by_role("button", name="Save").click()
         expect(page.get_by_role("heading", name="Loud yellow")).to_be_visible()

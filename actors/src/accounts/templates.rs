@@ -12,7 +12,8 @@ use super::error::{AccountError, Result};
 use super::model::StoredAccount;
 use super::store::{user_key, user_prefix, Batch, TEMPLATES, USERS};
 use super::{new_id, Accounts};
-use crate::captions::template::{CaptionStyle, PRESETS};
+use crate::captions::template::{CaptionStyle, CaptionStyleV1, PRESETS};
+use crate::storage::record::{decode_payload, Record};
 
 /// Most templates one account may keep.
 pub const MAX_TEMPLATES: usize = 100;
@@ -29,7 +30,37 @@ pub(crate) struct StoredTemplate {
     pub created_at: i64,
     pub updated_at: i64,
 }
-crate::record!(StoredTemplate, "caption template", 1);
+
+/// Version 2 added the style's `emphasize_keywords`; a version-1 template
+/// (the same fields with the older style layout) is read with it on, as
+/// every template rendered then.
+impl Record for StoredTemplate {
+    const KIND: &'static str = "caption template";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> crate::storage::kv::Result<Self> {
+        if version != 1 {
+            return Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            });
+        }
+        let (id, name, description, style, created_at, updated_at): TemplateV1 =
+            decode_payload(payload)?;
+        Ok(StoredTemplate {
+            id,
+            name,
+            description,
+            style: style.into(),
+            created_at,
+            updated_at,
+        })
+    }
+}
+
+/// A version-1 template's fields in order.
+pub(crate) type TemplateV1 = (String, String, String, CaptionStyleV1, i64, i64);
 
 impl StoredTemplate {
     /// The template every account starts with.
@@ -98,6 +129,7 @@ pub struct TemplateInput {
     pub watermark_opacity: Option<f64>,
     pub watermark_position: Option<String>,
     pub watermark_size: Option<f64>,
+    pub emphasize_keywords: Option<bool>,
 }
 
 /// Tells a field given as `null` from an omitted one.
@@ -133,7 +165,8 @@ impl TemplateInput {
             watermark_enabled,
             watermark_opacity,
             watermark_position,
-            watermark_size
+            watermark_size,
+            emphasize_keywords
         );
         s.clamped()
     }

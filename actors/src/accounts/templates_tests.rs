@@ -260,3 +260,66 @@ fn template_count_is_capped() {
         MAX_TEMPLATES
     );
 }
+
+#[test]
+fn version_one_templates_are_read_with_emphasis_on() {
+    let style = CaptionStyle {
+        font_size: 90.0,
+        ..CaptionStyle::default()
+    };
+    let v1: TemplateV1 = (
+        "t1".into(),
+        "Old".into(),
+        String::new(),
+        (&style).into(),
+        1,
+        2,
+    );
+    let mut bytes = crate::storage::record::header(1);
+    bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard()).unwrap();
+    let t: StoredTemplate = crate::storage::kv::decode(&bytes).expect("upgraded");
+    assert_eq!((t.id.as_str(), t.style.font_size), ("t1", 90.0));
+    assert!(t.style.emphasize_keywords);
+    let off = StoredTemplate {
+        style: CaptionStyle {
+            emphasize_keywords: false,
+            ..style
+        },
+        ..t
+    };
+    let again: StoredTemplate =
+        crate::storage::kv::decode(&crate::storage::kv::encode(&off).unwrap()).unwrap();
+    assert_eq!(again, off);
+}
+
+#[test]
+fn keyword_emphasis_is_a_template_field() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("eve");
+    let user = account.id.as_str();
+    let t = fx
+        .accounts
+        .create_template(
+            user,
+            &input(r#"{"name": "Plain", "emphasizeKeywords": false}"#),
+        )
+        .unwrap();
+    assert!(!t.style.emphasize_keywords);
+    let kept = fx
+        .accounts
+        .update_template(user, &t.id, &input(r#"{"fontSize": 60}"#))
+        .unwrap();
+    assert!(!kept.style.emphasize_keywords, "omitted: kept");
+    assert!(
+        !fx.accounts
+            .resolve_template(user, "Plain")
+            .unwrap()
+            .emphasize_keywords
+    );
+    assert!(
+        fx.accounts
+            .resolve_template(user, "default")
+            .unwrap()
+            .emphasize_keywords
+    );
+}

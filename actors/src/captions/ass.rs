@@ -123,6 +123,7 @@ pub fn build_ass(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> Str
     let renderer = Renderer {
         animation: Animation::parse(&style.animation),
         colors: Colors::new(style),
+        emphasize_keywords: style.emphasize_keywords,
         x: frame.width / 2.0,
         y: frame.caption_y(style),
         frame,
@@ -261,6 +262,8 @@ struct Renderer {
     frame: Frame,
     animation: Animation,
     colors: Colors,
+    /// The template's `emphasize_keywords`.
+    emphasize_keywords: bool,
     /// Centre of the caption lines.
     x: f64,
     y: f64,
@@ -342,7 +345,8 @@ impl Renderer {
             self.colors.font,
             self.colors.highlight,
             self.animation == Animation::Karaoke,
-        );
+        )
+        .filter(|_| self.emphasize_keywords);
         let Some(current) = event.current else {
             karaoke_words(&mut out, line, emphasis.as_ref());
             return out;

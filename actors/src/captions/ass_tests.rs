@@ -551,3 +551,24 @@ fn salient_words_keep_the_highlight_when_not_spoken() {
     let doc = build_ass(&ws, &same, &opts());
     assert!(!doc.contains("\\1c"), "{doc}");
 }
+
+#[test]
+fn keyword_emphasis_can_be_turned_off() {
+    let ws = words("we raised 5 million from Sarah", 0.5);
+    for animation in ["none", "karaoke", "pop"] {
+        let off = CaptionStyle {
+            emphasize_keywords: false,
+            ..style(animation)
+        };
+        let doc = build_ass(&ws, &off, &opts());
+        for e in captions(&doc) {
+            // Only the current word is highlighted (`\c`), never a salient
+            // word the voice has not reached ("5", "Sarah").
+            assert!(!e.text.contains("\\1c&H00D7FF&}5"), "{}", e.text);
+            assert!(!e.text.contains("\\2c&H00D7FF&"), "{}", e.text);
+        }
+        // The same words with emphasis on do show it.
+        let on = build_ass(&ws, &style(animation), &opts());
+        assert!(on.contains("c&H00D7FF&}5{"), "{animation}: {on}");
+    }
+}

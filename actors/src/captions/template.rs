@@ -38,6 +38,80 @@ pub struct CaptionStyle {
     pub watermark_position: String,
     /// % of the frame's width.
     pub watermark_size: f64,
+    /// Draw the salient words (numbers, names, rare words; see
+    /// `captions::emphasis`) in the highlight colour while they are not
+    /// being spoken. Off: only the spoken word is highlighted.
+    pub emphasize_keywords: bool,
+}
+
+/// [`CaptionStyle`] as stored before `emphasize_keywords` existed (caption
+/// templates v1, projects v1–v3): the same fields in the same order. Read,
+/// never written; it becomes a style that emphasizes keywords, as every
+/// style did then.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaptionStyleV1 {
+    pub font_family: String,
+    pub font_size: f64,
+    pub font_color: String,
+    pub highlight_color: String,
+    pub stroke_color: String,
+    pub stroke_width: f64,
+    pub background: bool,
+    pub background_color: Option<String>,
+    pub animation: String,
+    pub position_y: f64,
+    pub font_stack: String,
+    pub watermark_enabled: bool,
+    pub watermark_opacity: f64,
+    pub watermark_position: String,
+    pub watermark_size: f64,
+}
+
+impl From<CaptionStyleV1> for CaptionStyle {
+    fn from(v: CaptionStyleV1) -> Self {
+        Self {
+            font_family: v.font_family,
+            font_size: v.font_size,
+            font_color: v.font_color,
+            highlight_color: v.highlight_color,
+            stroke_color: v.stroke_color,
+            stroke_width: v.stroke_width,
+            background: v.background,
+            background_color: v.background_color,
+            animation: v.animation,
+            position_y: v.position_y,
+            font_stack: v.font_stack,
+            watermark_enabled: v.watermark_enabled,
+            watermark_opacity: v.watermark_opacity,
+            watermark_position: v.watermark_position,
+            watermark_size: v.watermark_size,
+            emphasize_keywords: true,
+        }
+    }
+}
+
+impl From<&CaptionStyle> for CaptionStyleV1 {
+    /// The older layout of `s` (tests write old records with it).
+    fn from(s: &CaptionStyle) -> Self {
+        let s = s.clone();
+        Self {
+            font_family: s.font_family,
+            font_size: s.font_size,
+            font_color: s.font_color,
+            highlight_color: s.highlight_color,
+            stroke_color: s.stroke_color,
+            stroke_width: s.stroke_width,
+            background: s.background,
+            background_color: s.background_color,
+            animation: s.animation,
+            position_y: s.position_y,
+            font_stack: s.font_stack,
+            watermark_enabled: s.watermark_enabled,
+            watermark_opacity: s.watermark_opacity,
+            watermark_position: s.watermark_position,
+            watermark_size: s.watermark_size,
+        }
+    }
 }
 
 impl Default for CaptionStyle {
@@ -58,6 +132,7 @@ impl Default for CaptionStyle {
             watermark_opacity: 0.6,
             watermark_position: "bottom-right".into(),
             watermark_size: 18.0,
+            emphasize_keywords: true,
         }
     }
 }
@@ -237,6 +312,9 @@ mod tests {
         assert_eq!(s.watermark_opacity, 0.0);
         assert_eq!(s.position_y, 30.0);
         assert_eq!(s.stroke_color, CaptionStyle::default().stroke_color);
+        assert!(s.emphasize_keywords, "omitted: on");
+        let off = CaptionStyle::from_json(r#"{"emphasizeKeywords": false}"#).unwrap();
+        assert!(!off.emphasize_keywords);
     }
 
     #[test]

@@ -257,7 +257,10 @@ impl WhisperModel {
             .to_string())
     }
 
-    fn prompt(&self, language: &str) -> (Vec<String>, Vec<usize>) {
+    /// The decoder's prompt: `previous` text (as `<|startofprev|>` and its
+    /// tokens, the way Whisper conditions on earlier text) when given, then
+    /// the start sequence; and the start sequence's ids for the alignment.
+    fn prompt(&self, language: &str, previous: Option<&str>) -> Result<(Vec<String>, Vec<usize>)> {
         // The alignment's start sequence is the prompt without <|notimestamps|>.
         let start: Vec<String> = if self.multilingual {
             vec![
@@ -272,9 +275,19 @@ impl WhisperModel {
             .iter()
             .map(|t| self.tokenizer.token_to_id(t).unwrap_or(0) as usize)
             .collect();
-        let mut prompt = start;
+        let mut prompt = Vec::new();
+        if let Some(text) = previous.map(str::trim).filter(|t| !t.is_empty()) {
+            prompt.push("<|startofprev|>".to_string());
+            let tokens = self.tokenizer.encode(&format!(" {text}"))?;
+            prompt.extend(
+                tokens
+                    .into_iter()
+                    .filter(|t| !(t.starts_with("<|") && t.ends_with("|>"))),
+            );
+        }
+        prompt.extend(start);
         prompt.push("<|notimestamps|>".into());
-        (prompt, ids)
+        Ok((prompt, ids))
     }
 
     /// Encoder output for `batch` windows of features. The encoder runs on
@@ -456,6 +469,19 @@ impl WhisperModel {
         windows: &[&[f32]],
         language: Option<&str>,
     ) -> Result<(String, Vec<WindowResult>)> {
+        self.transcribe_batch_after(windows, language, None)
+    }
+
+    /// [`Self::transcribe_batch`] with `previous` text given to the decoder
+    /// as what came before (e.g. `project::stages::fillers::DISFLUENCY_PROMPT`,
+    /// which makes Whisper write "um" and "uh"); `None` decodes exactly as
+    /// [`Self::transcribe_batch`] does.
+    pub fn transcribe_batch_after(
+        &self,
+        windows: &[&[f32]],
+        language: Option<&str>,
+        previous: Option<&str>,
+    ) -> Result<(String, Vec<WindowResult>)> {
         if let Some(language) = language {
             if self.multilingual
                 && self
@@ -485,7 +511,7 @@ impl WhisperModel {
             (None, None) => bail!("language detection returned nothing"),
         };
         let t2 = std::time::Instant::now();
-        let (prompt, start_ids) = self.prompt(&language);
+        let (prompt, start_ids) = self.prompt(&language, previous)?;
         let chosen = self.decode_with_guards(&encoded, batch, &prompt)?;
         let t3 = std::time::Instant::now();
         let text_tokens: Vec<Vec<usize>> = chosen.iter().map(|a| a.tokens.clone()).collect();

@@ -36,6 +36,8 @@ pub struct PipelineOptions {
     pub rerank: Option<RerankConfig>,
     /// What the clips should be about (`stages::steer`).
     pub prompt: Option<String>,
+    /// Cut filler words out of the clips (`stages::fillers`).
+    pub remove_fillers: bool,
 }
 
 /// Per-stage wall times, for progress displays and benchmarks.
@@ -71,6 +73,8 @@ struct ClipJson<'a> {
     start_sec: f64,
     end_sec: f64,
     duration: String,
+    /// Spans of the input (seconds) cut out of the clip (filler words).
+    cuts: &'a [(f64, f64)],
     quality: &'a str,
     layout: &'a str,
     layout_reason: &'a str,
@@ -142,6 +146,7 @@ pub async fn run(
             duration: opts.duration,
             expected_secs: span,
             batch_size: opts.batch_size,
+            keep_fillers: opts.remove_fillers,
         },
         &ctx,
     )
@@ -163,6 +168,7 @@ pub async fn run(
             duration: span,
             rerank: opts.rerank.clone(),
             prompt: opts.prompt.clone(),
+            remove_fillers: opts.remove_fillers,
         },
         &ctx,
     )
@@ -202,7 +208,8 @@ fn write_json(
             scores: &c.plan.scores,
             start_sec: round3(c.plan.start),
             end_sec: round3(c.plan.end),
-            duration: display_duration(c.plan.duration()),
+            duration: display_duration(c.plan.kept_duration()),
+            cuts: &c.plan.cuts,
             quality: &c.quality,
             layout: c.layout.as_str(),
             layout_reason: &c.layout_reason,

@@ -124,6 +124,9 @@ pub struct ProjectRecord {
     pub aspect_ratio: AspectRatio,
     /// What the clips should be about (`project::stages::steer`), as given.
     pub prompt: Option<String>,
+    /// Cut filler words ("um", "uh", a "you know" set off by pauses) out
+    /// of the clips (`project::stages::fillers`).
+    pub remove_fillers: bool,
 }
 
 /// Decodes a stored project (of any version this build reads; older ones
@@ -163,6 +166,17 @@ pub struct ClipRecord {
     pub reason: String,
     /// Sub-scores 0–100; zeros for clips stored before they existed.
     pub scores: ClipScores,
+    /// Spans of the source (seconds) cut out of the clip (filler words);
+    /// `segments` are on the cut clip's timeline.
+    pub cuts: Vec<(f64, f64)>,
+}
+
+impl ClipRecord {
+    /// Seconds of the rendered clip: its source range less the cuts.
+    pub fn duration(&self) -> f64 {
+        let removed: f64 = self.cuts.iter().map(|(a, b)| (b - a).max(0.0)).sum();
+        (self.end - self.start - removed).max(0.0)
+    }
 }
 // Its stored versions (`Record` impl): `project_versions.rs`.
 

@@ -5,7 +5,7 @@
 //! tuples exactly like one sequence) and given the defaults of later fields.
 
 use super::records::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
-use crate::captions::template::CaptionStyle;
+use crate::captions::template::CaptionStyleV1;
 use crate::project::reframe::{AspectRatio, Layout};
 use crate::project::stages::reasons::ClipScores;
 use crate::project::stages::Stage;
@@ -25,7 +25,7 @@ type ProjectRecordV1 = (
         f64,
         String,
         String,
-        CaptionStyle,
+        CaptionStyleV1,
         bool,
     ),
     (
@@ -45,23 +45,32 @@ type ProjectRecordV1 = (
 /// (bincode encodes the nested tuple like one sequence of fields).
 type ProjectRecordV2 = (ProjectRecordV1, Option<String>);
 
-/// Version 3 added `layout` and `aspect_ratio` (read from older versions as
+/// Version 3: version 2's fields, then `layout`, `aspect_ratio` and `prompt`.
+type ProjectRecordV3 = (ProjectRecordV2, Layout, AspectRatio, Option<String>);
+
+/// Version 4 added `remove_fillers` (off in older projects) and the
+/// style's `emphasize_keywords` (on: older styles all emphasized; older
+/// versions store the style as [`CaptionStyleV1`]); version 3 added
+/// `layout` and `aspect_ratio` (read from older versions as
 /// `auto` and 9:16, what every older project was rendered with) and
 /// `prompt` (`None`: older projects had none); version 2
 /// added `language`; version 1 (stored before it, also the unversioned
 /// layout) is read as a `language` of `None`.
 impl Record for ProjectRecord {
     const KIND: &'static str = "project";
-    const VERSION: u16 = 3;
+    const VERSION: u16 = 4;
 
     fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
         match version {
             1 => Ok(from_v1(decode_payload(payload)?)),
-            2 => {
-                let (v1, language): ProjectRecordV2 = decode_payload(payload)?;
+            2 => Ok(from_v2(decode_payload(payload)?)),
+            3 => {
+                let (v2, layout, aspect_ratio, prompt): ProjectRecordV3 = decode_payload(payload)?;
                 Ok(ProjectRecord {
-                    language,
-                    ..from_v1(v1)
+                    layout,
+                    aspect_ratio,
+                    prompt,
+                    ..from_v2(v2)
                 })
             }
             _ => Err(crate::storage::error::StorageError::Version {
@@ -70,6 +79,14 @@ impl Record for ProjectRecord {
                 supported: Self::VERSION,
             }),
         }
+    }
+}
+
+/// A version-2 project with the defaults of every later field.
+fn from_v2((v1, language): ProjectRecordV2) -> ProjectRecord {
+    ProjectRecord {
+        language,
+        ..from_v1(v1)
     }
 }
 
@@ -108,7 +125,7 @@ fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
             duration_sec,
             preset,
             caption_template,
-            style,
+            style: style.into(),
             skip_cuts,
             state,
             step_progress,
@@ -123,6 +140,7 @@ fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
             layout: Layout::Auto,
             aspect_ratio: AspectRatio::Vertical,
             prompt: None,
+            remove_fillers: false,
         }
     }
 }
@@ -145,21 +163,42 @@ type ClipRecordV1 = (
     i64,
 );
 
-/// Version 2 added `layout`, `reason` and `scores`; version 1 clips were all
+/// A clip as stored by version 2: version 1's fields, then `layout`,
+/// `reason` and `scores`.
+type ClipRecordV2 = (ClipRecordV1, String, String, ClipScores);
+
+/// Version 3 added `cuts` (none: older clips were never cut inside);
+/// version 2 added `layout`, `reason` and `scores`; version 1 clips were all
 /// rendered by the single-face reframe and are read as `single`, with no
 /// reason and zero sub-scores (what they did not record).
 impl Record for ClipRecord {
     const KIND: &'static str = "clip";
-    const VERSION: u16 = 2;
+    const VERSION: u16 = 3;
 
     fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
-        if version != 1 {
-            return Err(crate::storage::error::StorageError::Version {
+        match version {
+            1 => Ok(clip_from_v1(decode_payload(payload)?)),
+            2 => {
+                let (v1, layout, reason, scores): ClipRecordV2 = decode_payload(payload)?;
+                Ok(ClipRecord {
+                    layout,
+                    reason,
+                    scores,
+                    ..clip_from_v1(v1)
+                })
+            }
+            _ => Err(crate::storage::error::StorageError::Version {
                 kind: Self::KIND,
                 found: version,
                 supported: Self::VERSION,
-            });
+            }),
         }
+    }
+}
+
+/// A version-1 clip with the defaults of every later field.
+fn clip_from_v1(v1: ClipRecordV1) -> ClipRecord {
+    {
         let (
             id,
             project_id,
@@ -175,8 +214,8 @@ impl Record for ClipRecord {
             thumbnail_key,
             segments,
             created_at,
-        ): ClipRecordV1 = decode_payload(payload)?;
-        Ok(ClipRecord {
+        ) = v1;
+        ClipRecord {
             id,
             project_id,
             index,
@@ -194,13 +233,15 @@ impl Record for ClipRecord {
             layout: Layout::Single.as_str().into(),
             reason: String::new(),
             scores: ClipScores::default(),
-        })
+            cuts: Vec::new(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captions::template::CaptionStyle;
     use crate::project::records::decode_project;
     use crate::storage::kv;
 
@@ -217,7 +258,7 @@ mod tests {
                 12.5,
                 "auto".into(),
                 "default".into(),
-                style.clone(),
+                (&style).into(),
                 false,
             ),
             (
@@ -253,11 +294,32 @@ mod tests {
         let p2 = decode_project(&v2).expect("upgraded from v2");
         assert_eq!((p2.id.as_str(), p2.language.as_deref()), ("p1", Some("fr")));
         assert_eq!((p2.layout, &p2.prompt), (Layout::Auto, &None));
+        // A version-3 value: version 2's, then layout, aspect ratio, prompt.
+        let mut v3 = crate::storage::record::header(3);
+        bincode::serde::encode_into_std_write(
+            &(
+                (v1_fields(), Some("fr".to_string())),
+                Layout::Split,
+                AspectRatio::Square,
+                Some("pricing".to_string()),
+            ),
+            &mut v3,
+            bincode::config::standard(),
+        )
+        .unwrap();
+        let p3 = decode_project(&v3).expect("upgraded from v3");
+        assert_eq!(
+            (p3.layout, p3.prompt.as_deref()),
+            (Layout::Split, Some("pricing"))
+        );
+        assert!(!p3.remove_fillers && p3.style.emphasize_keywords);
         let mut current = p.clone();
         current.language = Some("de".into());
         current.layout = Layout::Split;
         current.aspect_ratio = AspectRatio::Square;
         current.prompt = Some("the part about pricing".into());
+        current.remove_fillers = true;
+        current.style.emphasize_keywords = false;
         let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
         assert_eq!(again, current);
         assert!(decode_project(b"garbage").is_err());
@@ -298,6 +360,7 @@ mod tests {
         now.layout = "split".into();
         now.reason = "Opens with a strong hook (hook 80).".into();
         now.scores.prompt_match = Some(40);
+        now.cuts = vec![(2.0, 2.4)];
         assert_eq!(
             kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(),
             now

@@ -11,6 +11,7 @@ use crate::media::ffprobe::MediaInfo;
 use crate::project::export::bundle::{self, Entry};
 use crate::project::export::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
 use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
+use crate::project::stages::fillers::to_source_offset;
 
 /// What the caller asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,9 +107,11 @@ pub fn timeline(p: &ProjectRecord, clips: &[ClipRecord], stored: Option<StoredSo
                 captions: c
                     .segments
                     .iter()
+                    // Segments are on the cut clip's timeline; the timeline
+                    // places the whole source range (`fillers` cuts included).
                     .map(|s| CaptionLine {
-                        start: s.start,
-                        end: s.end,
+                        start: to_source_offset(&c.cuts, c.start, s.start),
+                        end: to_source_offset(&c.cuts, c.start, s.end),
                         text: s.text.clone(),
                     })
                     .collect(),
@@ -152,7 +155,7 @@ fn clips_json(clips: &[ClipRecord]) -> Vec<u8> {
                 "scores": c.scores,
                 "startSec": c.start,
                 "endSec": c.end,
-                "duration": records::duration_display(c.end - c.start),
+                "duration": records::duration_display(c.duration()),
                 "quality": c.quality,
                 "video": format!("{base}.mp4"),
                 "subtitleSrt": format!("{base}.srt"),

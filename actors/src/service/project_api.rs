@@ -73,6 +73,8 @@ pub struct NewProject {
     pub layout: Layout,
     pub aspect_ratio: AspectRatio,
     pub prompt: Option<String>,
+    /// Cut filler words (um, uh, "you know"…) out of the clips.
+    pub remove_fillers: bool,
 }
 
 /// What a status subscriber gets: the stored events after its cursor, and
@@ -168,6 +170,7 @@ impl Services {
             layout: new.layout,
             aspect_ratio: new.aspect_ratio,
             prompt: new.prompt,
+            remove_fillers: new.remove_fillers,
         };
         // In the account's actor: resolve the template, reserve, store — in order.
         let uid = new.user_id;

@@ -106,6 +106,7 @@ pub async fn run_stage_in(
                     duration: Some(span),
                     expected_secs: span,
                     batch_size: services.settings.batch_size,
+                    keep_fillers: project.remove_fillers,
                 },
                 &ctx,
             )
@@ -132,6 +133,7 @@ pub async fn run_stage_in(
                     duration: project.duration_sec,
                     rerank: services.settings.rerank.clone(),
                     prompt: project.prompt.clone(),
+                    remove_fillers: project.remove_fillers,
                 },
                 &ctx,
             )
@@ -242,6 +244,7 @@ async fn caption_stage(
             layout: c.layout.as_str().into(),
             reason: c.plan.reason.clone(),
             scores: c.plan.scores.clone(),
+            cuts: c.plan.cuts.clone(),
         });
     }
     // What editor exports need to know about the source (service/export.rs).

@@ -108,6 +108,7 @@ interface TemplateC {
   watermarkOpacity: number;
   watermarkPosition: string;
   watermarkSize: number;
+  emphasizeKeywords: boolean;
   createdAt: string;
   updatedAt: string;
 }

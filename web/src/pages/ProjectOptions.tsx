@@ -11,9 +11,10 @@ export interface Options {
   prompt: string;
   layout: Layout;
   aspectRatio: Aspect;
+  removeFillers: boolean;
 }
 
-export const DEFAULT_OPTIONS: Options = { prompt: "", layout: "auto", aspectRatio: "9:16" };
+export const DEFAULT_OPTIONS: Options = { prompt: "", layout: "auto", aspectRatio: "9:16", removeFillers: false };
 
 /** The options as fields of the create-project body (defaults left out). */
 export function optionsBody(o: Options): Partial<CreateProjectBody> {
@@ -21,6 +22,7 @@ export function optionsBody(o: Options): Partial<CreateProjectBody> {
     prompt: o.prompt.trim() || undefined,
     layout: o.layout,
     aspectRatio: o.aspectRatio,
+    removeFillers: o.removeFillers || undefined,
   };
 }
 
@@ -61,6 +63,10 @@ export function ProjectOptions({ value, onChange }: { value: Options; onChange: 
             </option>
           ))}
         </select>
+      </label>
+      <label class="inline">
+        <input type="checkbox" checked={value.removeFillers} onChange={(e) => set("removeFillers", e.currentTarget.checked)} />
+        {t("removeFillers")}
       </label>
     </fieldset>
   );

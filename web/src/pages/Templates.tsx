@@ -31,7 +31,15 @@ const DEFAULT_STYLE: Style = {
   watermarkOpacity: 0.6,
   watermarkPosition: "bottom-right",
   watermarkSize: 18,
+  emphasizeKeywords: true,
 };
+
+/** The server's keyword rule (captions/emphasis.rs), roughly: numbers, names
+ * (capitalised, not first) and long words are drawn in the highlight colour. */
+function salient(word: string, i: number): boolean {
+  const letters = word.replace(/[^\p{L}]/gu, "");
+  return /\p{N}/u.test(word) || (i > 0 && /^\p{Lu}/u.test(letters) && letters.length > 1) || letters.length >= 8;
+}
 
 /** `#RRGGBB` for a colour input (drops an alpha byte). */
 function rgb(c: string | null | undefined, fallback: string): string {
@@ -56,12 +64,20 @@ export function CaptionPreview({ s }: { s: Style }) {
           background: s.background ? s.backgroundColor ?? "#000000AA" : "transparent",
         }}
       >
-        {words.map((w, i) => (
-          <Fragment key={i}>
-            {i > 0 && " "}
-            <span style={i === 2 ? { color: s.highlightColor } : undefined}>{w}</span>
-          </Fragment>
-        ))}
+        {words.map((w, i) => {
+          const emphasis = i !== 2 && s.emphasizeKeywords && salient(w, i);
+          return (
+            <Fragment key={i}>
+              {i > 0 && " "}
+              <span
+                class={i === 2 ? "current" : emphasis ? "emphasis" : undefined}
+                style={i === 2 || emphasis ? { color: s.highlightColor } : undefined}
+              >
+                {w}
+              </span>
+            </Fragment>
+          );
+        })}
       </div>
       {s.watermarkEnabled && (
         <div
@@ -166,6 +182,10 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
                 <option key={a}>{a}</option>
               ))}
             </select>
+          </label>
+          <label class="inline">
+            <input type="checkbox" checked={s.emphasizeKeywords} onChange={(e) => set("emphasizeKeywords", e.currentTarget.checked)} />
+            {t("emphasizeKeywords")}
           </label>
           <label>
             {t("positionY")} ({s.positionY})

@@ -3,7 +3,10 @@
 //! OpenTimelineIO JSON. Each clip is placed back to back on the timeline with
 //! its in/out in the *source* video, so the editor re-cuts from the original
 //! at full quality; the captions are a track of their own (FCPXML captions,
-//! an OTIO caption track, EDL locators).
+//! an OTIO caption track, EDL locators). A clip whose filler words were
+//! cut out (`stages::fillers`) is placed as its whole source range, fillers
+//! included (the editor trims them if it wants to); its captions, timed on
+//! the cut clip, are moved back onto the source's words.
 //!
 //! Pure functions of a [`Timeline`]; the service and `clipforge clip
 //! --export` build one from their records.
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::stages::caption::RenderedClip;
+use super::stages::fillers::to_source_offset;
 use crate::media::ffprobe::MediaInfo;
 use crate::transcript::sentences_from_words;
 
@@ -241,9 +245,11 @@ pub fn from_rendered(
                 end: c.plan.end,
                 captions: sentences_from_words(&c.words)
                     .into_iter()
+                    // Words are on the cut clip's timeline; the timeline
+                    // places the whole source range (filler cuts included).
                     .map(|s| CaptionLine {
-                        start: s.start,
-                        end: s.end,
+                        start: to_source_offset(&c.plan.cuts, c.plan.start, s.start),
+                        end: to_source_offset(&c.plan.cuts, c.plan.start, s.end),
                         text: s.text,
                     })
                     .collect(),

@@ -221,6 +221,33 @@ pub fn piecewise(points: &[(f64, f64)]) -> String {
     }
 }
 
+/// The filters that drop `cuts` (source seconds; the clip's input starts
+/// at `start`) from a clip: for the video (ending in a comma, for
+/// [`filter_graph`]) `select` the frames outside every cut and move each
+/// later frame back by the time cut before it; for the audio (no trailing
+/// comma) `aselect` the same and lay the samples end to end. Both empty
+/// without cuts.
+pub fn cut_filters(cuts: &[(f64, f64)], start: f64) -> (String, String) {
+    if cuts.is_empty() {
+        return (String::new(), String::new());
+    }
+    let rel: Vec<(f64, f64)> = cuts.iter().map(|&(a, b)| (a - start, b - start)).collect();
+    let inside = rel
+        .iter()
+        .map(|(a, b)| format!("between(t,{a:.3},{b:.3})"))
+        .collect::<Vec<_>>()
+        .join("+");
+    let shift = rel
+        .iter()
+        .map(|(a, b)| format!("{:.3}*gte(T,{b:.3})", b - a))
+        .collect::<Vec<_>>()
+        .join("+");
+    (
+        format!("select='not({inside})',setpts='PTS-({shift})/TB',"),
+        format!("aselect='not({inside})',asetpts=N/SR/TB"),
+    )
+}
+
 /// Drops points that lie on the line through their neighbours (within 2 px).
 pub fn simplify(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     if points.len() <= 2 {
@@ -243,11 +270,13 @@ fn crop(b: &CropBox) -> String {
 }
 
 /// The filter graph: `[0:v]` → `[v]` at `out`, captions from `ass`.
-pub fn filter_graph(c: &Composition, out: (u32, u32), ass: &Path) -> String {
+/// `cut` (filters ending in a comma, or empty) runs on the composed frames
+/// before they are scaled and captioned: see [`cut_filters`].
+pub fn filter_graph(c: &Composition, out: (u32, u32), ass: &Path, cut: &str) -> String {
     let (out_w, out_h) = out;
     let ass_path = ass.to_string_lossy().replace('\\', "/").replace('\'', "");
     let tail = format!(
-        "scale={out_w}:{out_h}:flags=bicubic,setsar=1,ass=filename='{ass_path}',format=yuv420p[v]"
+        "{cut}scale={out_w}:{out_h}:flags=bicubic,setsar=1,ass=filename='{ass_path}',format=yuv420p[v]"
     );
     let mut g = String::new();
     match c {
@@ -392,9 +421,27 @@ mod tests {
             screen(Some(&t), (1280, 720)),
             screen(None, (1280, 720)),
         ] {
-            let g = filter_graph(&c, (1080, 1350), ass);
+            let g = filter_graph(&c, (1080, 1350), ass, "");
             assert!(g.ends_with("format=yuv420p[v]"), "{g}");
             assert!(g.contains("scale=1080:1350:flags=bicubic"), "{g}");
+            let (cut, _) = cut_filters(&[(11.0, 11.5)], 10.0);
+            let g = filter_graph(&c, (1080, 1350), ass, &cut);
+            assert!(g.contains(&format!("{cut}scale=1080:1350")), "{g}");
         }
+    }
+
+    #[test]
+    fn cut_filters_drop_the_spans_and_close_the_gaps() {
+        assert_eq!(cut_filters(&[], 3.0), (String::new(), String::new()));
+        let (v, a) = cut_filters(&[(11.0, 11.5), (14.0, 14.25)], 10.0);
+        assert_eq!(
+            v,
+            "select='not(between(t,1.000,1.500)+between(t,4.000,4.250))',\
+             setpts='PTS-(0.500*gte(T,1.500)+0.250*gte(T,4.250))/TB',"
+        );
+        assert_eq!(
+            a,
+            "aselect='not(between(t,1.000,1.500)+between(t,4.000,4.250))',asetpts=N/SR/TB"
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::cut::ClipPlan;
+use super::fillers;
 use super::{StageCtx, StageError};
 use crate::captions::ass::{build_ass, AssOptions};
 use crate::captions::subtitles::{cues_from_words, to_srt, to_vtt};
@@ -117,12 +118,16 @@ pub async fn run_stage(
         .map_err(|e| StageError::io("creating a work folder", e))?;
     let mut cleanup = Cleanup(Vec::new());
     let font = fonts::resolve(&opts.style.font_candidates());
-    let total: f64 = clips.iter().map(ClipPlan::duration).sum::<f64>().max(0.001);
+    let total: f64 = clips
+        .iter()
+        .map(ClipPlan::kept_duration)
+        .sum::<f64>()
+        .max(0.001);
     let mut done = 0.0;
     let mut out = Vec::with_capacity(clips.len());
     for (i, plan) in clips.iter().enumerate() {
         let index = i + 1;
-        let base = plan.duration();
+        let base = plan.kept_duration();
         let progress = {
             let p = ctx.progress.clone();
             let offset = done;
@@ -164,18 +169,18 @@ async fn render_clip(
     progress: &(dyn Fn(f64) + Send + Sync),
     cleanup: &mut Cleanup,
 ) -> Result<RenderedClip, StageError> {
+    // The source range (reframed as a whole), and the rendered clip's
+    // length once the filler cuts are out.
     let duration = plan.duration();
-    let words: Vec<Word> = transcript.words
-        [plan.first_word..plan.end_word.min(transcript.words.len())]
-        .iter()
-        .filter(|w| w.end > plan.start && w.start < plan.end)
-        .map(|w| Word {
-            text: w.text.clone(),
-            start: (w.start - plan.start).max(0.0),
-            end: (w.end - plan.start).min(duration),
-            probability: w.probability,
-        })
-        .collect();
+    let kept = plan.kept_duration();
+    // With cuts, every word in the range is looked at, so a removed
+    // sentence opener ("Um, so") capitalises the word after it.
+    let candidates = if plan.cuts.is_empty() {
+        &transcript.words[plan.first_word..plan.end_word.min(transcript.words.len())]
+    } else {
+        &transcript.words[..]
+    };
+    let words = fillers::clip_words(candidates, plan.start, plan.end, &plan.cuts);
 
     let video = media
         .video
@@ -210,19 +215,40 @@ async fn render_clip(
             height: opts.height,
             font_name: font.to_string(),
             watermark_text: opts.watermark_text.clone(),
-            duration,
+            duration: kept,
         },
     );
     std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
-    let graph = graph::filter_graph(&framing.composition, (opts.width, opts.height), &ass_path);
-    // Loudness: measured on the clip's audio, normalized in the encode.
-    let audio = loudness::normalize_chain(input, plan.start, duration, "", AUDIO_RATE, &ctx.cancel)
-        .await?
-        .unwrap_or_default();
-    let (graph, audio_map) = if audio.is_empty() {
+    // Filler cuts: frames and audio inside them are dropped before the
+    // captions are burned in (the reframe works on the whole range).
+    let (video_cut, audio_cut) = graph::cut_filters(&plan.cuts, plan.start);
+    let graph = graph::filter_graph(
+        &framing.composition,
+        (opts.width, opts.height),
+        &ass_path,
+        &video_cut,
+    );
+    // Loudness: measured on the clip's (cut) audio, normalized in the encode.
+    let audio = loudness::normalize_chain(
+        input,
+        plan.start,
+        duration,
+        &audio_cut,
+        AUDIO_RATE,
+        &ctx.cancel,
+    )
+    .await?
+    .unwrap_or_default();
+    let chain = match (audio_cut.is_empty(), audio.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => audio_cut,
+        (true, false) => audio,
+        (false, false) => format!("{audio_cut},{audio}"),
+    };
+    let (graph, audio_map) = if chain.is_empty() {
         (graph, "0:a:0".to_string())
     } else {
-        (format!("{graph};\n[0:a:0]{audio}[a]"), "[a]".to_string())
+        (format!("{graph};\n[0:a:0]{chain}[a]"), "[a]".to_string())
     };
     let script = keep.join(format!("clip-{index}.filter"));
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
@@ -294,7 +320,7 @@ async fn render_clip(
     }
     let finished = run_with_lines("ffmpeg", &args, &ctx.cancel, |line| {
         if let Some(t) = progress_seconds(line) {
-            progress(0.05 + 0.9 * t / duration.max(0.001));
+            progress(0.05 + 0.9 * t / kept.max(0.001));
         }
     })
     .await?;
@@ -312,7 +338,7 @@ async fn render_clip(
 
     let thumbnail = opts.out_dir.join(format!("clip-{index}.jpg"));
     cleanup.0.push(thumbnail.clone());
-    let at = (duration * 0.3).min(duration - 0.1).max(0.0);
+    let at = (kept * 0.3).min(kept - 0.1).max(0.0);
     frame::grab(
         &final_video,
         at,
@@ -325,7 +351,7 @@ async fn render_clip(
 
     let mut cues = cues_from_words(&words);
     for c in &mut cues {
-        c.end = c.end.min(duration);
+        c.end = c.end.min(kept);
         c.start = c.start.min(c.end);
     }
     let srt = opts.out_dir.join(format!("clip-{index}.srt"));

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::fillers;
 use super::reasons::ClipScores;
 use super::rerank::{self, RerankConfig};
 use super::score::{self, Signals};
@@ -29,6 +30,9 @@ pub struct CutOptions {
     pub rerank: Option<RerankConfig>,
     /// What the user wants clips about (`steer.rs`); also given to the re-ranker.
     pub prompt: Option<String>,
+    /// Clips are chosen and titled on the transcript without its filler
+    /// words, and each plan lists the spans to cut out for them (`fillers`).
+    pub remove_fillers: bool,
 }
 
 /// One clip to render, on the source's timeline.
@@ -46,11 +50,21 @@ pub struct ClipPlan {
     pub reason: String,
     #[serde(default)]
     pub scores: ClipScores,
+    /// Spans of the source (seconds, sorted) cut out of the clip: its
+    /// filler words (`fillers::clip_cuts`). Empty without filler removal.
+    #[serde(default)]
+    pub cuts: Vec<(f64, f64)>,
 }
 
 impl ClipPlan {
+    /// Seconds of the source range (cuts included).
     pub fn duration(&self) -> f64 {
         self.end - self.start
+    }
+
+    /// Seconds of the rendered clip: the source range less the cuts.
+    pub fn kept_duration(&self) -> f64 {
+        (self.duration() - fillers::removed_secs(&self.cuts)).max(0.0)
     }
 }
 
@@ -62,6 +76,41 @@ pub async fn run(
     ctx: &StageCtx,
 ) -> Result<Vec<ClipPlan>, StageError> {
     ctx.check_cancelled()?;
+    if !opts.remove_fillers {
+        return plan(input, transcript, loudness_db, opts, ctx).await;
+    }
+    // Choose and title clips on the words without fillers; then map the
+    // plans back onto the whole transcript and list each one's cuts.
+    let (clean, index) = fillers::without_fillers(transcript);
+    let marks = fillers::filler_marks(&transcript.words);
+    tracing::info!(
+        fillers = marks.iter().filter(|m| **m).count(),
+        "filler words to cut"
+    );
+    let plans = plan(input, &clean, loudness_db, opts, ctx).await?;
+    let total = transcript.words.len();
+    Ok(plans
+        .into_iter()
+        .map(|mut p| {
+            p.first_word = index.get(p.first_word).copied().unwrap_or(total);
+            p.end_word = match p.end_word {
+                0 => 0,
+                e => index.get(e - 1).map_or(total, |&i| i + 1),
+            };
+            p.cuts = fillers::clip_cuts(&transcript.words, &marks, p.start, p.end);
+            p
+        })
+        .collect())
+}
+
+/// The clip plans of `transcript` (without cuts).
+async fn plan(
+    input: &Path,
+    transcript: &Transcript,
+    loudness_db: &[f32],
+    opts: &CutOptions,
+    ctx: &StageCtx,
+) -> Result<Vec<ClipPlan>, StageError> {
     if transcript.words.is_empty() {
         return Err(StageError::NoClips(
             "no speech was recognised in the video, so there is nothing to cut or caption".into(),
@@ -152,6 +201,7 @@ pub async fn run(
             end_word: c.end_word,
             reason: c.reason,
             scores: c.scores,
+            cuts: Vec::new(),
         })
         .collect())
 }
@@ -175,5 +225,6 @@ fn whole_range(
         end_word: t.words.len(),
         reason: scored.reason,
         scores: scored.scores,
+        cuts: Vec::new(),
     }
 }

@@ -11,6 +11,7 @@ pub mod boundaries;
 pub mod caption;
 pub mod cut;
 pub mod download;
+pub mod fillers;
 pub mod lexicon;
 pub mod probe;
 pub mod reasons;

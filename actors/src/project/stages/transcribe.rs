@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::fillers::DISFLUENCY_PROMPT;
 use super::{StageCtx, StageError};
 use crate::media::audio::PcmStream;
 use crate::media::vad::{quiet_middle, SpeechWindows, Window};
@@ -28,6 +29,10 @@ pub struct TranscribeOptions {
     pub expected_secs: f64,
     /// Windows per Whisper call.
     pub batch_size: usize,
+    /// Ask Whisper to write disfluencies ("um", "uh"; see
+    /// `fillers::DISFLUENCY_PROMPT`), for filler removal. Off: decoding
+    /// is unchanged.
+    pub keep_fillers: bool,
 }
 
 impl Default for TranscribeOptions {
@@ -38,6 +43,7 @@ impl Default for TranscribeOptions {
             duration: None,
             expected_secs: 0.0,
             batch_size: 8,
+            keep_fillers: false,
         }
     }
 }
@@ -154,6 +160,7 @@ fn recognise(
     };
     let batch_size = opts.batch_size.max(1);
     let expected = opts.expected_secs.max(1.0);
+    let previous = opts.keep_fillers.then_some(DISFLUENCY_PROMPT);
     let mut pending: Vec<Window> = Vec::new();
     let mut words: Vec<Word> = Vec::new();
     let mut language = opts.language.clone();
@@ -195,7 +202,7 @@ fn recognise(
             let slices: Vec<&[f32]> = batch.iter().map(|w| w.samples.as_slice()).collect();
             // The first batch detects the language when none was given; the
             // rest of the input is decoded in it.
-            let recognised = model.transcribe_batch(&slices, language.as_deref());
+            let recognised = model.transcribe_batch_after(&slices, language.as_deref(), previous);
             let (lang, results) = match recognised {
                 Ok(r) => r,
                 Err(e) => {
@@ -212,7 +219,7 @@ fn recognise(
                 let base = opts.start + w.offset;
                 let lang = language.as_deref().unwrap_or("en");
                 let decoded = if r.looped {
-                    match in_halves(model, &w.samples, lang, SPLIT_DEPTH) {
+                    match in_halves(model, &w.samples, lang, previous, SPLIT_DEPTH) {
                         Ok(words) => words,
                         Err(e) => {
                             drop(rx);
@@ -270,6 +277,7 @@ fn in_halves(
     model: &WhisperModel,
     samples: &[f32],
     language: &str,
+    previous: Option<&str>,
     depth: u32,
 ) -> anyhow::Result<Vec<Word>> {
     let cut = quiet_middle(samples);
@@ -279,7 +287,7 @@ fn in_halves(
         depth,
         "looping window decoded again in halves"
     );
-    let (_, results) = model.transcribe_batch(&halves, Some(language))?;
+    let (_, results) = model.transcribe_batch_after(&halves, Some(language), previous)?;
     let mut out = Vec::new();
     for (k, (half, r)) in halves.iter().zip(results).enumerate() {
         let base = if k == 0 {
@@ -289,7 +297,7 @@ fn in_halves(
         };
         let splittable = half.len() as f64 >= 2.0 * MIN_SPLIT_SECS * SAMPLE_RATE as f64;
         let words = if r.looped && depth > 1 && splittable {
-            in_halves(model, half, language, depth - 1)?
+            in_halves(model, half, language, previous, depth - 1)?
         } else {
             r.words
         };
