@@ -52,7 +52,8 @@ fn request(n: &Node, method: reqwest::Method, path: &str, cred: Cred) -> reqwest
 
 /// Uploads `video` through `n`, creates a project from it there and
 /// follows it there to completion.
-async fn upload_and_complete(n: &Node, cred: Cred<'_>, video: &[u8]) {
+async fn upload_and_complete(n: &Node, owner: &Node, cred: Cred<'_>, video: &[u8]) {
+    let used_before = storage_used(owner, cred).await;
     let form = reqwest::multipart::Form::new().part(
         "file",
         reqwest::multipart::Part::bytes(video.to_vec()).file_name("big.mp4"),
@@ -68,6 +69,11 @@ async fn upload_and_complete(n: &Node, cred: Cred<'_>, video: &[u8]) {
         "the upload is served by the node that received it"
     );
     let up: Value = r.json().await.unwrap();
+    // Counted once against the quota, by the owner.
+    assert_eq!(
+        storage_used(owner, cred).await,
+        used_before + video.len() as u64
+    );
     let key = up["fileKey"].as_str().unwrap().to_string();
     assert!(up["durationSec"].as_f64().unwrap() > 20.0, "{up}");
     let r = request(n, reqwest::Method::POST, "/api/projects", cred)
@@ -90,6 +96,17 @@ async fn upload_and_complete(n: &Node, cred: Cred<'_>, video: &[u8]) {
         Some("completed"),
         "{events:?}"
     );
+}
+
+/// The account's stored bytes, as its owner counts them.
+async fn storage_used(owner: &Node, cred: Cred<'_>) -> u64 {
+    let r = request(owner, reqwest::Method::GET, "/api/credits", cred)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    v["storageUsedBytes"].as_u64().unwrap()
 }
 
 /// A request through `n` for an account `owner` hosts answers 200, served
@@ -179,8 +196,8 @@ async fn large_uploads_and_bodies_through_a_node_not_hosting_the_account() {
     let dir = tempfile::tempdir().unwrap();
     let video = std::fs::read(big_speech_video(dir.path())).unwrap();
     assert!(video.len() > 16 * 1024 * 1024);
-    upload_and_complete(&b, Cred::Bearer(&token), &video).await;
-    upload_and_complete(&b, Cred::Cookie(&cookie), &video).await;
+    upload_and_complete(&b, &a, Cred::Bearer(&token), &video).await;
+    upload_and_complete(&b, &a, Cred::Cookie(&cookie), &video).await;
     // A JSON body too large to travel between nodes: 413 with the uniform
     // body, declared (Content-Length) or streamed (chunked), and the link
     // keeps working.
