@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# make bench-cluster: the same batch of projects through a cluster with one
-# worker node pinned to one core (taskset), then with two worker nodes
-# pinned to one core each; prints the throughput ratio (target >= 1.7).
-# Each run: PostgreSQL (the shared records), moto_server (S3), an api node
-# (api,scheduler; no stages) and the worker nodes, all on 127.0.0.1,
-# started fresh and stopped after.
+# make bench-cluster:
+#   1. the same batch of projects through a cluster with one worker node
+#      pinned to one core (taskset), then with two worker nodes pinned to
+#      one core each; prints the throughput ratio (target >= 1.7).
+#      Each run: PostgreSQL (the shared records), moto_server (S3), an api
+#      node (api,scheduler; no stages) and the worker nodes, all on
+#      127.0.0.1, started fresh and stopped after;
+#   2. API requests/s (wrk, authenticated GET /api/credits) on two api
+#      nodes pinned to one core each: at the account's owner, then through
+#      the other node (forwarded over the cluster); prints the ratio
+#      (target >= 0.5).
+# BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
 export CARGO_TARGET_DIR
 PROJECTS="${BENCH_PROJECTS:-6}"
+SECS="${BENCH_SECS:-10}"
+CONNS="${BENCH_CONNS:-16}"
 cargo build --release --locked --bin clipforge >/dev/null
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 command -v taskset >/dev/null || { echo "taskset (util-linux) is needed"; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
 command -v moto_server >/dev/null || { echo "moto_server is needed: make setup-test"; exit 1; }
 PG_BIN="${CLIPFORGE_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
 [ -x "$PG_BIN/initdb" ] || { echo "PostgreSQL is needed: make setup-test"; exit 1; }
@@ -157,10 +166,72 @@ echo "   $T1 s"
 echo "== $PROJECTS projects, two worker nodes on one core each"
 run_batch 2; T2=$BATCH_SECS
 echo "   $T2 s"
-python3 - "$PROJECTS" "$T1" "$T2" <<'PY'
+
+# run_wrk URL TOKEN: "requests/s p99-ms" (fails on any non-2xx answer)
+run_wrk() {
+  wrk -t2 -c"$CONNS" -d"${SECS}s" --latency -H "Authorization: Bearer $2" "$1" >"$WORK/wrk.out"
+  python3 - "$WORK/wrk.out" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+m = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", t)
+p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
+non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", t)
+if non2xx:
+    sys.exit(f"{non2xx.group(1)} requests failed:\n{t}")
+print(f"{rps:.0f} {p99:.2f}")
+PY
+}
+
+echo "== API: two api nodes on one core each, GET /api/credits at the owner and through the other"
+rm -rf "$WORK/run"; mkdir -p "$WORK/run"
+start_pg
+MPORT=$(port)
+moto_server -H 127.0.0.1 -p "$MPORT" > "$WORK/moto.log" 2>&1 &
+PIDS+=($!)
+S3="http://127.0.0.1:$MPORT"
+for _ in $(seq 1 300); do curl -fs "$S3" >/dev/null 2>&1 && break; sleep 0.2; done
+start_node api-1 "api,scheduler" 0 "" "$S3" 1
+H1=$NODE_HTTP A1=$NODE_ADDR
+start_node api-2 "api,scheduler" $((1 % CORES)) "$A1" "$S3" 1
+H2=$NODE_HTTP
+read -r OWNER_URL OTHER_URL TOKEN < <(python3 - "$H1" "$H2" <<'PY'
+import json, sys, time, urllib.request
+h1, h2 = sys.argv[1:]
+def call(port, method, path, body=None, token=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})})
+    with urllib.request.urlopen(req) as r:
+        return r.headers.get("x-clipforge-node"), json.loads(r.read() or b"null")
+deadline = time.time() + 60
+while True:
+    _, v = call(h1, "GET", "/admin/cluster", token="bench-admin")
+    if sum(1 for x in v["nodes"] if x["state"] == "up") == 2: break
+    assert time.time() < deadline, v
+    time.sleep(0.2)
+time.sleep(1.0)
+_, s = call(h1, "POST", "/api/auth/sign-up/email", {"email": "api@example.com", "password": "correct horse", "name": "Api"})
+token = s["token"]
+fwd1, _ = call(h1, "GET", "/api/credits", token=token)
+fwd2, _ = call(h2, "GET", "/api/credits", token=token)
+assert (fwd1 is None) != (fwd2 is None), (fwd1, fwd2)
+owner, other = (h1, h2) if fwd1 is None else (h2, h1)
+print(f"http://127.0.0.1:{owner}/api/credits http://127.0.0.1:{other}/api/credits {token}")
+PY
+)
+read -r OWN_RPS OWN_P99 < <(run_wrk "$OWNER_URL" "$TOKEN")
+read -r FWD_RPS FWD_P99 < <(run_wrk "$OTHER_URL" "$TOKEN")
+stop_all
+
+python3 - "$PROJECTS" "$T1" "$T2" "$OWN_RPS" "$OWN_P99" "$FWD_RPS" "$FWD_P99" "$CONNS" <<'PY'
 import sys
 n, t1, t2 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+own, own99, fwd, fwd99 = map(float, sys.argv[4:8])
 print()
 print(f"throughput: 1 worker {n / t1 * 60:.2f} projects/min, 2 workers {n / t2 * 60:.2f} projects/min")
 print(f"  ratio (target >= 1.7): {t1 / t2:.3f}")
+print(f"API GET /api/credits, {sys.argv[8]} connections: owner {own:.0f} req/s (p99 {own99:.2f} ms), "
+      f"through the other node {fwd:.0f} req/s (p99 {fwd99:.2f} ms)")
+print(f"  ratio (target >= 0.5): {fwd / own:.3f}")
 PY

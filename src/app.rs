@@ -378,6 +378,10 @@ pub fn routes(state: State) -> impl Endpoint {
         .at("/media/*key", get(crate::media::media))
         .at("/admin/actors", get(crate::admin::admin_actors))
         .at("/admin/cluster", get(crate::cluster::admin_cluster))
+        .at(
+            crate::api::media::COMMIT_PATH,
+            post(crate::cluster::commit_upload),
+        )
         .at("/admin/actors/:name", get(crate::admin::admin_actor))
         .at("/admin/accounts/:id/plan", post(admin_set_plan))
         .at("/", get(crate::console::ui).head(crate::console::ui))

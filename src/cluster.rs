@@ -140,7 +140,7 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
 
 use std::sync::OnceLock;
 
-use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest};
+use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest, MAX_FORWARD_BODY};
 use poem::{Body, Endpoint, EndpointExt};
 
 use crate::session::request_token;
@@ -236,6 +236,7 @@ const HOP_BY_HOP: [&str; 6] = [
 ];
 
 const WEBHOOK: &str = "/api/stripe/webhook";
+const UPLOAD: &str = "/api/upload";
 
 /// The account a Stripe delivery concerns (the body is read and put back);
 /// `None` when billing is off or the event names no account.
@@ -297,6 +298,11 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
             None if path == "/admin/actors" => return Some(admin_fanout(cluster, req).await),
             None => return None,
         }
+    } else if req.method() == poem::http::Method::POST && path.trim_end_matches('/') == UPLOAD {
+        // An upload is streamed to object storage by the node receiving
+        // it (the same code, quota and limits as a single node); only its
+        // record goes to the account's owner (`api::media::commit_upload`).
+        return None;
     } else {
         // A Stripe delivery goes to the node hosting its account, which
         // checks its signature and applies it; any node can receive it.
@@ -323,8 +329,17 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
         return Some(unavailable(format!("{owner} is down")));
     }
     let wire = wire_request(req);
+    // The whole body travels in one cluster frame: bounded well under the
+    // frame limit that would close the link between the two nodes.
+    let cap = MAX_FORWARD_BODY as u64;
+    if crate::bodylimit::declared_over(req, cap) {
+        return Some(crate::bodylimit::too_large(cap));
+    }
+    let over = crate::bodylimit::limit(req, cap);
     let body = match req.take_body().into_vec().await {
-        Ok(b) => b,
+        Ok(b) if b.len() <= MAX_FORWARD_BODY => b,
+        Ok(_) => return Some(crate::bodylimit::too_large(cap)),
+        Err(_) if over.is_set() => return Some(crate::bodylimit::too_large(cap)),
         Err(e) => {
             return Some(crate::error_body::error_response(
                 poem::http::StatusCode::BAD_REQUEST,
@@ -359,6 +374,32 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
             .unwrap_or(poem::http::HeaderValue::from_static("?")),
     );
     Some(resp)
+}
+
+/// `POST /internal/uploads/commit` (`api::media::COMMIT_PATH`): another
+/// node stored an upload for an account this node hosts and sends its
+/// record here. Only the relay sets `x-clipforge-forwarded` (a client's
+/// copy is removed on entry), so a client gets 404.
+#[handler]
+pub async fn commit_upload(
+    state: Data<&State>,
+    req: &Request,
+    body: poem::web::Json<crate::api::media::UploadCommit>,
+) -> Response {
+    use poem::IntoResponse;
+    if req.header(FORWARDED).is_none() {
+        return crate::error_body::error_response(
+            poem::http::StatusCode::NOT_FOUND,
+            "not_found",
+            "not found",
+        );
+    }
+    match crate::api::media::record_upload(&state, body.0).await {
+        Ok(()) => Response::builder()
+            .content_type("application/json")
+            .body("{}"),
+        Err(e) => e.into_response(),
+    }
 }
 
 fn wire_request(req: &Request) -> WireRequest {

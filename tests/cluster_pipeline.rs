@@ -4,6 +4,7 @@
 //! has its stage re-run elsewhere, a worker that joins later receives work,
 //! and projects hand off when api nodes join or die.
 
+mod cluster_common;
 mod common;
 
 #[path = "../actors/tests/common/postgres.rs"]
@@ -13,111 +14,29 @@ use std::time::{Duration, Instant};
 
 use clipforge_actors::accounts::account_id_for_email;
 use clipforge_actors::cluster::placement;
+use cluster_common::{shared_env, Node, ADMIN, DEADLINE};
 use common::*;
 use postgres::TestPostgres;
 use serde_json::{json, Value};
 
-const ADMIN: &str = "admin-secret";
-const DEADLINE: Duration = Duration::from_secs(300);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Node {
-    app: App,
-    addr: String,
-}
-
+/// A node with `roles` in the test's cluster (records in `pg`, media in
+/// the S3 at `s3`).
 fn node(pg: &TestPostgres, name: &str, roles: &str, seeds: &[&Node], s3: &str) -> Node {
-    node_at(
-        pg,
-        name,
-        roles,
-        seeds,
-        s3,
-        format!("127.0.0.1:{}", free_port()),
-        tempfile::tempdir().unwrap(),
-    )
-}
-
-/// A node on a given cluster address and data directory (for restarts).
-fn node_at(
-    pg: &TestPostgres,
-    name: &str,
-    roles: &str,
-    seeds: &[&Node],
-    s3: &str,
-    addr: String,
-    dir: tempfile::TempDir,
-) -> Node {
-    let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
-    let seeds = seeds.join(",");
-    let url = pg.url();
-    let app = spawn_app_with(
-        dir,
-        &[
-            ("CLIPFORGE_STORAGE_KV", "postgres"),
-            ("CLIPFORGE_STORAGE_POSTGRES_URL", &url),
-            (
-                "CLIPFORGE_AUTH_MEDIA_SECRET",
-                "test-media-secret-0123456789abcdef0123",
-            ),
-            (
-                "CLIPFORGE_PUBLISH_TOKEN_KEY",
-                "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
-            ),
-            ("CLIPFORGE_NODE_NAME", name),
-            ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-            (
-                "CLIPFORGE_CLUSTER_COOKIE",
-                "test-cluster-cookie-0123456789abcdef",
-            ),
-            ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
-            ("CLIPFORGE_CLUSTER_ROLES", roles),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
-            ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
-            ("CLIPFORGE_CLUSTER_LEASE_MS", "4000"),
-            ("CLIPFORGE_CLUSTER_TLS", "false"),
-            ("CLIPFORGE_PIPELINE_WORKERS", "1"),
-            ("CLIPFORGE_PIPELINE_THREADS", "1"),
-            ("CLIPFORGE_STORAGE_BACKEND", "s3"),
-            ("CLIPFORGE_STORAGE_S3_BUCKET", "clipforge-cluster"),
-            ("CLIPFORGE_STORAGE_S3_ENDPOINT", s3),
-            ("CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID", "test"),
-            ("CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY", "test"),
-        ],
-    );
-    Node { app, addr }
+    let mut env = shared_env(pg, s3);
+    env.push(("CLIPFORGE_CLUSTER_ROLES".into(), roles.into()));
+    Node::start(name, seeds, &env)
 }
 
 async fn view(n: &Node) -> Value {
-    let (s, v) = n.app.get("/admin/cluster", ADMIN).await;
-    assert_eq!(s, 200, "{v}");
-    v
+    n.view().await
+}
+
+async fn wait_up(n: &Node, peers: &[&str]) {
+    n.wait_up(peers).await
 }
 
 fn peer<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     v["nodes"].as_array()?.iter().find(|x| x["name"] == name)
-}
-
-async fn wait_up(n: &Node, peers: &[&str]) {
-    let start = Instant::now();
-    loop {
-        let v = view(n).await;
-        if peers
-            .iter()
-            .all(|p| peer(&v, p).is_some_and(|x| x["state"] == "up"))
-        {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "peers {peers:?} not up: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Stages this node's worker has run, from its `/metrics`.

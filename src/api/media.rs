@@ -172,13 +172,14 @@ impl MediaApi {
                 "the uploaded file is empty",
             ));
         }
+        // A read of the shared records: on a cluster this node need not be
+        // the account's owner (the owner counts the bytes at the end).
         let uid = user.id.clone();
-        let used = account(
-            state
-                .services
-                .with_account(&uid.clone(), move |a| a.storage_used(&uid))
-                .await,
-        )?;
+        let accounts = state.services.accounts.clone();
+        let used = tokio::task::spawn_blocking(move || accounts.storage_used(&uid))
+            .await
+            .map_err(|e| ApiError::internal("storage task", e))?
+            .map_err(ApiError::from)?;
         if used + size > limits.storage_bytes {
             return Err(ApiError::too_large(
                 "your plan's storage quota is full: delete projects or upgrade",
@@ -249,31 +250,13 @@ impl MediaApi {
             let _ = state.objects.delete_prefix(&folder).await;
             return Err(ApiError::internal("storing upload", e));
         }
-        let record = UploadRecord {
+        let commit = UploadCommit {
             user_id: user.id.clone(),
+            key: key.clone(),
             size,
             duration_sec: info.duration,
         };
-        let k2 = key.clone();
-        let uid = user.id.clone();
-        let store = state.services.kv.clone();
-        let stored = state
-            .services
-            .with_account(
-                &uid.clone(),
-                move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
-                    let value = kv::encode(&record)
-                        .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                    a.add_storage(&uid, size)?;
-                    if let Err(e) = store.put(UPLOADS, k2.as_bytes(), &value) {
-                        let _ = a.remove_storage(&uid, size);
-                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
-                    }
-                    Ok(())
-                },
-            )
-            .await;
-        if let Err(e) = account(stored) {
+        if let Err(e) = commit_upload(&state, commit).await {
             // Leave nothing behind.
             let _ = state.objects.delete_prefix(&folder).await;
             return Err(e);
@@ -283,6 +266,113 @@ impl MediaApi {
             duration_sec: (info.duration * 1000.0).round() / 1000.0,
         }))
     }
+}
+
+/// Where an upload's record is written: the path of the small request a
+/// node that stored an upload for an account it does not host sends to
+/// the account's owner (over the cluster relay, never from a client).
+pub const COMMIT_PATH: &str = "/internal/uploads/commit";
+
+/// An upload stored in object storage, to count against its account's
+/// quota and record (`uploads` tree). A few hundred bytes: this, not the
+/// file, is what travels between nodes.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadCommit {
+    pub user_id: String,
+    pub key: String,
+    pub size: u64,
+    pub duration_sec: f64,
+}
+
+/// Records the upload at the account's owner: here when this node hosts
+/// the account (or runs alone), else by sending the commit to the owner.
+/// The file itself was streamed to object storage by this node, whichever
+/// node owns the account.
+async fn commit_upload(state: &State, commit: UploadCommit) -> ApiResult<()> {
+    let Some(cluster) = state.cluster.as_ref() else {
+        return record_upload(state, commit).await;
+    };
+    let owner = cluster
+        .owner_of(&commit.user_id, clipforge_actors::cluster::Role::Api)
+        .ok_or_else(|| {
+            ApiError::unavailable_because(
+                "node_unavailable",
+                "no node can serve this account right now; try again shortly",
+            )
+        })?;
+    if owner == cluster.node_name() {
+        return record_upload(state, commit).await;
+    }
+    let req = clipforge_actors::cluster::relay::WireRequest {
+        id: String::new(),
+        method: "POST".into(),
+        uri: COMMIT_PATH.into(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        from: String::new(),
+    };
+    let body = serde_json::to_vec(&commit).map_err(|e| ApiError::internal("upload commit", e))?;
+    let unavailable = |why: String| {
+        tracing::warn!(%owner, error = %why, "cannot record an upload at its owner");
+        ApiError::unavailable_because(
+            "node_unavailable",
+            "no node can serve this account right now; try again shortly",
+        )
+    };
+    let (head, mut rx) = cluster
+        .forward(&owner, req, body)
+        .await
+        .map_err(unavailable)?;
+    let mut answer = Vec::new();
+    while let Some(c) = rx.recv().await {
+        answer.extend_from_slice(&c);
+    }
+    if head.status == 200 {
+        return Ok(());
+    }
+    let message = serde_json::from_slice::<serde_json::Value>(&answer)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    Err(match head.status {
+        413 => ApiError::too_large(message),
+        s => unavailable(format!("the owner answered {s}: {message}")),
+    })
+}
+
+/// Counts the upload against the account's quota and writes its record,
+/// on the node hosting the account; nothing is kept when either fails.
+pub async fn record_upload(state: &State, commit: UploadCommit) -> ApiResult<()> {
+    let UploadCommit {
+        user_id,
+        key,
+        size,
+        duration_sec,
+    } = commit;
+    let record = UploadRecord {
+        user_id: user_id.clone(),
+        size,
+        duration_sec,
+    };
+    let store = state.services.kv.clone();
+    let uid = user_id.clone();
+    let stored = state
+        .services
+        .with_account(
+            &user_id,
+            move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
+                let value = kv::encode(&record)
+                    .map_err(clipforge_actors::accounts::AccountError::Storage)?;
+                a.add_storage(&uid, size)?;
+                if let Err(e) = store.put(UPLOADS, key.as_bytes(), &value) {
+                    let _ = a.remove_storage(&uid, size);
+                    return Err(clipforge_actors::accounts::AccountError::Storage(e));
+                }
+                Ok(())
+            },
+        )
+        .await;
+    account(stored)
 }
 
 #[cfg(test)]

@@ -157,6 +157,7 @@ impl From<AccountError> for ApiError {
             403 => ApiError::Forbidden(body(e.code(), msg)),
             404 => ApiError::NotFound(body(e.code(), msg)),
             409 => ApiError::Conflict(body(e.code(), msg)),
+            413 => ApiError::PayloadTooLarge(body(e.code(), msg)),
             429 => ApiError::TooManyRequests(body(e.code(), msg)),
             _ => ApiError::internal("account operation failed", msg),
         }

@@ -23,6 +23,15 @@ use tokio::sync::{mpsc, oneshot};
 use super::wire::Wire;
 use super::Cluster;
 
+/// The largest request body sent to another node. It travels as one
+/// cluster frame, and ractor_cluster closes a session (the link between
+/// the two nodes, for every request on it) on a frame over 16 MiB; the
+/// HTTP side answers 413 beyond this. Uploads never travel: the node
+/// receiving one streams it to object storage.
+pub const MAX_FORWARD_BODY: usize = 8 * 1024 * 1024;
+/// Response bodies travel in chunks of at most this many bytes.
+pub const MAX_CHUNK: usize = 1024 * 1024;
+
 fn relay_group(node: &str) -> String {
     format!("clipforge.http.{node}")
 }
@@ -125,9 +134,11 @@ impl Actor for HttpRelay {
                         return;
                     };
                     let _ = sink.cast(SinkMsg::Head(Wire(Some(head))));
-                    while let Some(c) = chunks.recv().await {
-                        if sink.cast(SinkMsg::Chunk(c)).is_err() {
-                            break;
+                    'stream: while let Some(c) = chunks.recv().await {
+                        for piece in c.chunks(MAX_CHUNK) {
+                            if sink.cast(SinkMsg::Chunk(piece.to_vec())).is_err() {
+                                break 'stream;
+                            }
                         }
                     }
                     let _ = sink.cast(SinkMsg::End(String::new()));
@@ -306,6 +317,12 @@ impl Cluster {
             .into();
         if !self.is_up(owner) {
             return Err(format!("node {owner} is down"));
+        }
+        if body.len() > MAX_FORWARD_BODY {
+            return Err(format!(
+                "a request body of {} bytes is too large to forward",
+                body.len()
+            ));
         }
         let id = uuid::Uuid::new_v4().simple().to_string();
         req.id = id.clone();
