@@ -32,8 +32,9 @@ enum Begin {
 impl Publishing {
     /// One step under the post's lease (`post:<id>`) on a clustered node:
     /// while another node holds it, try again a third of a lease later;
-    /// every write of the step is fenced by it (`update_post`), and it is
-    /// checked again right before the platform call.
+    /// every write of the step is fenced by it (`update_post`); it is
+    /// renewed every third of a lease while the step runs and checked again
+    /// right before the platform call.
     pub async fn leased_step(self: &Arc<Self>, id: &str) -> Step {
         let Some((_, ttl)) = self.services.leasing() else {
             return self.step(id).await;
@@ -50,7 +51,23 @@ impl Publishing {
             }
         };
         self.fences_mut().insert(id.to_string(), fence.clone());
+        // Renewed every third of a lease while the step runs: a platform
+        // upload can last longer than the lease. Stopped with the step.
+        let keeper = {
+            let (services, fence, every) = (self.services.clone(), fence.clone(), ttl / 3);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    if !services.renew_lease(&fence).await {
+                        break;
+                    }
+                }
+            })
+        };
         let step = self.step(id).await;
+        keeper.abort();
         self.fences_mut().remove(id);
         self.services.release_lease(&fence).await;
         step
