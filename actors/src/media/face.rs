@@ -22,6 +22,8 @@ pub const MOTION_FPS: f64 = 5.0;
 const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 /// Width of the grey frames the detector sees.
 const DETECT_WIDTH: u32 = 640;
+/// Decoded frames queued ahead of the detector (2 s at `MOTION_FPS`).
+const READ_AHEAD: usize = 10;
 
 /// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
 /// box's width as a share of the frame's width).
@@ -115,7 +117,24 @@ fn track_blocking(
     detector.set_slide_window_step(4, 4);
 
     let frame_len = (w * h) as usize;
-    let mut frame = vec![0u8; frame_len];
+    // Frames are read on their own thread so ffmpeg keeps decoding while a
+    // sample is being searched for faces (the pipe holds less than a frame).
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(READ_AHEAD);
+    let reader = std::thread::spawn(move || loop {
+        let mut frame = vec![0u8; frame_len];
+        match stdout.read_exact(&mut frame) {
+            Ok(()) => {
+                if tx.send(Ok(frame)).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                break;
+            }
+        }
+    });
     let mut prev: Option<Vec<u8>> = None;
     let mut out = FaceAnalysis {
         width: src_w,
@@ -127,13 +146,19 @@ fn track_blocking(
         if cancel.is_cancelled() {
             kill_group(child.id());
             let _ = child.wait();
+            drop(rx);
+            let _ = reader.join();
             return Err(StageError::Cancelled);
         }
-        match stdout.read_exact(&mut frame) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(StageError::io("reading frames", e)),
-        }
+        let frame = match rx.recv() {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(StageError::io("reading frames", e));
+            }
+            Err(_) => break,
+        };
         if index % FRAMES_PER_SAMPLE == 0 {
             let image = rustface::ImageData::new(&frame, w, h);
             let mut faces: Vec<Face> = detector
@@ -160,9 +185,10 @@ fn track_blocking(
             })
             .collect();
         out.mouth.push(motion);
-        prev = Some(std::mem::replace(&mut frame, vec![0u8; frame_len]));
+        prev = Some(frame);
         index += 1;
     }
+    let _ = reader.join();
     let _ = child.wait();
     Ok(out)
 }

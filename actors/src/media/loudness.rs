@@ -1,12 +1,16 @@
 //! Loudness normalization to the level short-video platforms play at
-//! (−14 LUFS integrated, EBU R128 as measured by ffmpeg). ffmpeg's `loudnorm`
-//! measures the clip's audio (pass 1); its second pass with those values is
-//! linear where the −1 dBTP ceiling allows, but on short, peaky speech it
-//! falls back to dynamic mode and lands 1–2 LU short, so that second pass is
-//! run once on the audio alone (pass 2) and what it still misses is made up
-//! by a gain and a peak limiter after it. The encode applies the result.
+//! (−14 LUFS integrated, ITU-R BS.1770 / EBU R128). The clip's audio is
+//! decoded once (audio only, 48 kHz stereo, as the clip carries it); the
+//! integrated loudness is measured here (K-weighting, 400 ms blocks, absolute
+//! and relative gates); a gain and a look-ahead peak limiter (sample peaks
+//! under [`TRUE_PEAK`]) are applied in memory, and the result is measured
+//! again and the gain corrected until it lands within [`CLOSE_ENOUGH`] of the
+//! target (the limiter costs peaky speech some loudness). The normalized audio
+//! goes to a WAV file that the clip's single encode takes as its sound, so no
+//! loudness filter runs in ffmpeg and nothing is decoded twice.
 
-use serde::Deserialize;
+use std::path::Path;
+
 use tokio_util::sync::CancellationToken;
 
 use crate::media::process::{last_error_line, run};
@@ -14,253 +18,378 @@ use crate::stage::StageError;
 
 /// Integrated loudness every clip is normalized to (LUFS).
 pub const TARGET_LUFS: f64 = -14.0;
-/// True-peak ceiling (dBTP).
+/// Peak ceiling (dBFS, sample peaks, as ffmpeg's `alimiter` holds them).
 pub const TRUE_PEAK: f64 = -1.0;
-/// Loudness range target (LU); loudnorm only compresses above it.
-pub const LOUDNESS_RANGE: f64 = 11.0;
 /// Audio quieter than this (LUFS) is silence: it is left alone rather than
 /// amplified into noise.
 pub const SILENCE_LUFS: f64 = -60.0;
-/// A second pass this close to the target (LU) needs no correction.
-const CLOSE_ENOUGH: f64 = 0.2;
+/// A result this close to the target (LU) needs no further correction.
+const CLOSE_ENOUGH: f64 = 0.1;
+/// Gain corrections tried at most (each is one pass in memory).
+const MAX_ROUNDS: usize = 6;
+/// Sample rate of the measured and written audio (the K-weighting
+/// coefficients below are for 48 kHz).
+pub const RATE: u32 = 48_000;
+const CHANNELS: usize = 2;
+/// Limiter look-ahead and release.
+const ATTACK_SECS: f64 = 0.005;
+const RELEASE_SECS: f64 = 0.05;
 
-/// What the measuring pass found.
+/// What normalizing one clip's audio did.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    pub integrated: f64,
-    pub true_peak: f64,
-    pub range: f64,
-    pub threshold: f64,
-    pub offset: f64,
+pub struct Normalized {
+    /// Integrated loudness before and after (LUFS).
+    pub before: f64,
+    pub after: f64,
+    /// The gain applied before the limiter (dB).
+    pub gain_db: f64,
 }
 
-/// loudnorm's JSON report; it prints every number as a string.
-#[derive(Deserialize)]
-struct Report {
-    input_i: String,
-    input_tp: String,
-    input_lra: String,
-    input_thresh: String,
-    target_offset: String,
-    output_i: String,
-}
-
-fn target() -> String {
-    format!("I={TARGET_LUFS}:TP={TRUE_PEAK}:LRA={LOUDNESS_RANGE}")
-}
-
-/// The audio filter chain that brings the audio of `input` between `start`
-/// and `start + duration` seconds, after the audio filters `pre` (empty for
-/// none), to [`TARGET_LUFS`], resampled to `rate` Hz; `None` when the audio
-/// is silent (nothing to do).
-pub async fn normalize_chain(
-    input: &std::path::Path,
+/// Decodes the audio of `input` between `start` and `start + duration`
+/// seconds, through `filter` (an ffmpeg audio filter chain, e.g. the filler
+/// cuts; empty for none), and writes it, normalized to [`TARGET_LUFS`], to
+/// `wav` (48 kHz stereo float). `None` (and no file) when the audio is
+/// silent.
+pub async fn normalize_to_wav(
+    input: &Path,
     start: f64,
     duration: f64,
-    pre: &str,
-    rate: u32,
+    filter: &str,
+    wav: &Path,
     cancel: &CancellationToken,
-) -> Result<Option<String>, StageError> {
-    let range = Range {
-        input,
-        start,
-        duration,
-        pre,
-    };
-    let first = format!("loudnorm={}:print_format=json", target());
-    let Some(m) = parse_report(&range.loudnorm(&first, cancel).await?).map_err(report_error)?
-    else {
-        return Ok(None);
-    };
-    let second = normalize_filter(&m);
-    let checked = range
-        .loudnorm(
-            &second.replace("print_format=none", "print_format=json"),
-            cancel,
-        )
-        .await?;
-    let reached = output_loudness(&checked).map_err(report_error)?;
-    Ok(Some(format!(
-        "{second}{},aresample={rate}",
-        correction(reached)
-    )))
+) -> Result<Option<Normalized>, StageError> {
+    let pcm = decode(input, start, duration, filter, cancel).await?;
+    let wav = wav.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let (samples, done) = normalize(pcm);
+        let Some(done) = done else {
+            return Ok(None);
+        };
+        write_wav(&wav, &samples).map_err(|e| StageError::io("writing the clip's audio", e))?;
+        Ok(Some(done))
+    })
+    .await
+    .map_err(|e| StageError::Io(format!("loudness normalization stopped: {e}")))?
 }
 
-fn report_error(e: String) -> StageError {
-    StageError::tool("ffmpeg", format!("reading the loudness report: {e}"))
-}
-
-/// The clip's audio, as ffmpeg input options and filters.
-struct Range<'a> {
-    input: &'a std::path::Path,
+/// The clip's audio as interleaved 48 kHz stereo samples.
+async fn decode(
+    input: &Path,
     start: f64,
     duration: f64,
-    pre: &'a str,
-}
-
-impl Range<'_> {
-    /// Runs `loudnorm` (in `filter`) over the range; its report is in the
-    /// returned stderr.
-    async fn loudnorm(
-        &self,
-        filter: &str,
-        cancel: &CancellationToken,
-    ) -> Result<String, StageError> {
-        let chain = if self.pre.is_empty() {
-            filter.to_string()
-        } else {
-            format!("{},{filter}", self.pre)
-        };
-        let args: Vec<String> = [
-            "-nostdin",
-            "-hide_banner",
-            "-nostats",
-            "-v",
-            "info",
-            "-ss",
-            &format!("{:.3}", self.start),
-            "-t",
-            &format!("{:.3}", self.duration),
-            "-i",
-            &self.input.to_string_lossy(),
-            "-map",
-            "0:a:0",
-            "-af",
-            &chain,
-            "-f",
-            "null",
-            "-",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect();
-        let finished = run("ffmpeg", &args, cancel).await?;
-        if !finished.status.success() {
-            return Err(StageError::tool(
-                "ffmpeg",
-                format!("measuring loudness: {}", last_error_line(&finished.stderr)),
-            ));
-        }
-        Ok(finished.stderr)
-    }
-}
-
-/// What follows the second pass when it ended at `reached` LUFS: the missing
-/// gain and a limiter that keeps the peaks under [`TRUE_PEAK`] (nothing when
-/// it is close enough).
-pub fn correction(reached: f64) -> String {
-    let gain = TARGET_LUFS - reached;
-    if !gain.is_finite() || gain.abs() <= CLOSE_ENOUGH {
-        return String::new();
-    }
-    let ceiling = 10f64.powf(TRUE_PEAK / 20.0);
-    format!(",volume={gain:.2}dB,alimiter=limit={ceiling:.3}:level=false")
-}
-
-/// The last JSON object in loudnorm's output; `None` for silence.
-pub fn parse_report(stderr: &str) -> Result<Option<Measured>, String> {
-    let report = last_report(stderr)?;
-    // Silence reads "-inf"; Rust parses that as negative infinity.
-    let num = |s: &str| s.trim().parse::<f64>().unwrap_or(f64::NEG_INFINITY);
-    let m = Measured {
-        integrated: num(&report.input_i),
-        true_peak: num(&report.input_tp),
-        range: num(&report.input_lra),
-        threshold: num(&report.input_thresh),
-        offset: num(&report.target_offset),
+    filter: &str,
+    cancel: &CancellationToken,
+) -> Result<Vec<f32>, StageError> {
+    let raw = tempfile::NamedTempFile::new().map_err(|e| StageError::io("temp file", e))?;
+    let filter_args: Vec<&str> = if filter.is_empty() {
+        Vec::new()
+    } else {
+        vec!["-af", filter]
     };
-    let usable = m.integrated.is_finite()
-        && m.integrated > SILENCE_LUFS
-        && m.true_peak.is_finite()
-        && m.range.is_finite()
-        && m.threshold.is_finite()
-        && m.offset.is_finite();
-    Ok(usable.then_some(m))
+    let args: Vec<String> = [
+        "-nostdin",
+        "-y",
+        "-v",
+        "error",
+        "-ss",
+        &format!("{start:.3}"),
+        "-t",
+        &format!("{duration:.3}"),
+        "-i",
+        &input.to_string_lossy(),
+        "-map",
+        "0:a:0",
+    ]
+    .into_iter()
+    .chain(filter_args)
+    .chain([
+        "-ac",
+        &CHANNELS.to_string(),
+        "-ar",
+        &RATE.to_string(),
+        "-f",
+        "f32le",
+        &raw.path().to_string_lossy(),
+    ])
+    .map(String::from)
+    .collect();
+    let done = run("ffmpeg", &args, cancel).await?;
+    if !done.status.success() {
+        return Err(StageError::tool(
+            "ffmpeg",
+            format!(
+                "decoding the clip's audio: {}",
+                last_error_line(&done.stderr)
+            ),
+        ));
+    }
+    let bytes = std::fs::read(raw.path()).map_err(|e| StageError::io("reading the audio", e))?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
-/// The integrated loudness a second pass reached (`output_i` of its report).
-pub fn output_loudness(stderr: &str) -> Result<f64, String> {
-    let report = last_report(stderr)?;
-    Ok(report
-        .output_i
-        .trim()
-        .parse::<f64>()
-        .unwrap_or(f64::NEG_INFINITY))
-}
-
-fn last_report(stderr: &str) -> Result<Report, String> {
-    let open = stderr.rfind('{').ok_or("no report")?;
-    let close = stderr[open..].find('}').ok_or("unterminated report")? + open;
-    serde_json::from_str(&stderr[open..=close]).map_err(|e| e.to_string())
-}
-
-/// loudnorm's second pass with the measured values (linear when possible).
-pub fn normalize_filter(m: &Measured) -> String {
-    format!(
-        "loudnorm={}:measured_I={:.2}:measured_TP={:.2}:measured_LRA={:.2}:measured_thresh={:.2}:offset={:.2}:linear=true:print_format=none",
-        target(),
-        m.integrated,
-        m.true_peak,
-        m.range,
-        m.threshold,
-        m.offset
+/// Gain and limiter until the integrated loudness is at the target; the
+/// samples unchanged and `None` for silence.
+pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
+    let before = integrated(&samples);
+    if !before.is_finite() || before <= SILENCE_LUFS {
+        return (samples, None);
+    }
+    let mut gain_db = TARGET_LUFS - before;
+    let mut best: Option<(Vec<f32>, f64, f64)> = None;
+    for _ in 0..MAX_ROUNDS {
+        let out = gain_and_limit(&samples, gain_db);
+        let after = integrated(&out);
+        let miss = TARGET_LUFS - after;
+        let better = best
+            .as_ref()
+            .is_none_or(|(_, a, _)| miss.abs() < (TARGET_LUFS - a).abs());
+        if better {
+            best = Some((out, after, gain_db));
+        }
+        if miss.abs() <= CLOSE_ENOUGH || !miss.is_finite() {
+            break;
+        }
+        gain_db += miss;
+    }
+    let (out, after, gain_db) = best.expect("at least one round");
+    (
+        out,
+        Some(Normalized {
+            before,
+            after,
+            gain_db,
+        }),
     )
+}
+
+/// `gain_db` applied, then a look-ahead limiter that keeps every sample
+/// peak under [`TRUE_PEAK`]: the gain each frame needs is the minimum over
+/// the next `ATTACK` of what every frame needs, averaged over `ATTACK` (so it
+/// ramps down before a peak and is at most the needed gain at the peak), and
+/// recovers with a `RELEASE` time constant.
+pub fn gain_and_limit(samples: &[f32], gain_db: f64) -> Vec<f32> {
+    let gain = 10f64.powf(gain_db / 20.0);
+    let ceiling = 10f64.powf(TRUE_PEAK / 20.0);
+    let frames = samples.len() / CHANNELS;
+    let look = ((ATTACK_SECS * RATE as f64) as usize).max(1);
+    // What each frame needs.
+    let need: Vec<f64> = samples
+        .chunks_exact(CHANNELS)
+        .map(|f| {
+            let peak = f.iter().fold(0f64, |m, s| m.max((*s as f64).abs())) * gain;
+            if peak > ceiling {
+                ceiling / peak
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    // Minimum over [i, i + look] (a monotonic deque).
+    let mut ahead = vec![1.0; frames];
+    let mut deque: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let mut next = 0;
+    for (i, slot) in ahead.iter_mut().enumerate() {
+        while next < frames && next <= i + look {
+            while deque.back().is_some_and(|&b| need[b] >= need[next]) {
+                deque.pop_back();
+            }
+            deque.push_back(next);
+            next += 1;
+        }
+        while deque.front().is_some_and(|&f| f < i) {
+            deque.pop_front();
+        }
+        *slot = deque.front().map_or(1.0, |&f| need[f]);
+    }
+    // Mean over [i - look, i], then release.
+    let release = 1.0 - (-1.0 / (RELEASE_SECS * RATE as f64)).exp();
+    let mut out = Vec::with_capacity(samples.len());
+    let mut sum = 0.0;
+    let mut env = 1.0f64;
+    for i in 0..frames {
+        sum += ahead[i];
+        let missing = if i > look {
+            sum -= ahead[i - look - 1];
+            0
+        } else {
+            look - i
+        };
+        // Before the first full window the missing frames count as the first
+        // (which is at most what every frame up to `look` needs).
+        let mean = (sum + missing as f64 * ahead[0]) / (look + 1) as f64;
+        env = if mean < env {
+            mean
+        } else {
+            env + (mean - env) * release
+        };
+        let g = gain * env;
+        for s in &samples[i * CHANNELS..(i + 1) * CHANNELS] {
+            out.push((*s as f64 * g) as f32);
+        }
+    }
+    out
+}
+
+/// Integrated loudness (LUFS) of interleaved 48 kHz stereo samples, by
+/// ITU-R BS.1770-4: K-weighting, mean square over 400 ms blocks every
+/// 100 ms, blocks under −70 LUFS dropped, then those under the mean of the
+/// rest − 10 LU. −∞ when nothing passes the gates.
+pub fn integrated(samples: &[f32]) -> f64 {
+    let step = RATE as usize / 10;
+    let frames = samples.len() / CHANNELS;
+    // Sum over channels of each 100 ms quarter's K-weighted mean square.
+    let mut quarters = vec![0f64; frames / step];
+    for ch in 0..CHANNELS {
+        let mut pre = Biquad::new(
+            [
+                1.535_124_859_586_97,
+                -2.691_696_189_406_38,
+                1.198_392_810_852_85,
+            ],
+            [-1.690_659_293_182_41, 0.732_480_774_215_85],
+        );
+        let mut rlb = Biquad::new(
+            [1.0, -2.0, 1.0],
+            [-1.990_047_454_833_98, 0.990_072_250_366_21],
+        );
+        for (q, slot) in quarters.iter_mut().enumerate() {
+            let mut acc = 0.0;
+            for i in q * step..(q + 1) * step {
+                let y = rlb.run(pre.run(samples[i * CHANNELS + ch] as f64));
+                acc += y * y;
+            }
+            *slot += acc / step as f64;
+        }
+    }
+    let blocks: Vec<f64> = quarters
+        .windows(4)
+        .map(|w| w.iter().sum::<f64>() / 4.0)
+        .collect();
+    let lufs = |power: f64| -0.691 + 10.0 * power.log10();
+    let mean = |b: &[f64]| b.iter().sum::<f64>() / b.len().max(1) as f64;
+    let loud: Vec<f64> = blocks.into_iter().filter(|p| lufs(*p) > -70.0).collect();
+    if loud.is_empty() {
+        return f64::NEG_INFINITY;
+    }
+    let gate = lufs(mean(&loud)) - 10.0;
+    let kept: Vec<f64> = loud.into_iter().filter(|p| lufs(*p) > gate).collect();
+    if kept.is_empty() {
+        return f64::NEG_INFINITY;
+    }
+    lufs(mean(&kept))
+}
+
+/// A direct-form I biquad (a0 = 1).
+struct Biquad {
+    b: [f64; 3],
+    a: [f64; 2],
+    x: [f64; 2],
+    y: [f64; 2],
+}
+
+impl Biquad {
+    fn new(b: [f64; 3], a: [f64; 2]) -> Self {
+        Self {
+            b,
+            a,
+            x: [0.0; 2],
+            y: [0.0; 2],
+        }
+    }
+
+    fn run(&mut self, x: f64) -> f64 {
+        let y = self.b[0] * x + self.b[1] * self.x[0] + self.b[2] * self.x[1]
+            - self.a[0] * self.y[0]
+            - self.a[1] * self.y[1];
+        self.x = [x, self.x[0]];
+        self.y = [y, self.y[0]];
+        y
+    }
+}
+
+/// Interleaved stereo float samples as a 48 kHz IEEE-float WAV file.
+fn write_wav(path: &Path, samples: &[f32]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let data = (samples.len() * 4) as u32;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    out.write_all(b"RIFF")?;
+    out.write_all(&(36 + data).to_le_bytes())?;
+    out.write_all(b"WAVEfmt ")?;
+    out.write_all(&16u32.to_le_bytes())?;
+    out.write_all(&3u16.to_le_bytes())?; // IEEE float
+    out.write_all(&(CHANNELS as u16).to_le_bytes())?;
+    out.write_all(&RATE.to_le_bytes())?;
+    out.write_all(&(RATE * CHANNELS as u32 * 4).to_le_bytes())?;
+    out.write_all(&(CHANNELS as u16 * 4).to_le_bytes())?;
+    out.write_all(&32u16.to_le_bytes())?;
+    out.write_all(b"data")?;
+    out.write_all(&data.to_le_bytes())?;
+    for s in samples {
+        out.write_all(&s.to_le_bytes())?;
+    }
+    out.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const REPORT: &str = r#"[Parsed_loudnorm_0 @ 0x55] 
-{
-	"input_i" : "-27.61",
-	"input_tp" : "-9.58",
-	"input_lra" : "0.10",
-	"input_thresh" : "-37.62",
-	"output_i" : "-14.36",
-	"output_tp" : "-1.00",
-	"output_lra" : "0.00",
-	"output_thresh" : "-24.37",
-	"normalization_type" : "dynamic",
-	"target_offset" : "0.36"
-}
-"#;
-
-    #[test]
-    fn report_is_parsed_and_becomes_the_second_pass() {
-        let m = parse_report(REPORT).unwrap().unwrap();
-        assert_eq!(m.integrated, -27.61);
-        assert_eq!(m.offset, 0.36);
-        let f = normalize_filter(&m);
-        assert!(
-            f.starts_with("loudnorm=I=-14:TP=-1:LRA=11:measured_I=-27.61:"),
-            "{f}"
-        );
-        assert!(f.ends_with(":linear=true:print_format=none"), "{f}");
-        assert_eq!(output_loudness(REPORT).unwrap(), -14.36);
+    /// Interleaved stereo: `f(t)` on both channels for `secs` seconds.
+    fn stereo(secs: f64, f: impl Fn(f64) -> f64) -> Vec<f32> {
+        let n = (secs * RATE as f64) as usize;
+        (0..n)
+            .flat_map(|i| {
+                let v = f(i as f64 / RATE as f64) as f32;
+                [v, v]
+            })
+            .collect()
     }
 
     #[test]
-    fn a_short_second_pass_is_made_up_under_the_ceiling() {
-        assert_eq!(correction(-14.1), "");
-        assert_eq!(
-            correction(-15.37),
-            ",volume=1.37dB,alimiter=limit=0.891:level=false"
-        );
-        assert_eq!(correction(f64::NEG_INFINITY), "");
+    fn a_tone_reads_its_bs1770_loudness() {
+        // A 997 Hz sine of amplitude A on both channels reads
+        // 20·log10(A) LUFS (−3.01 dB per channel, +3.01 dB for two).
+        let tone = stereo(5.0, |t| {
+            0.1 * (2.0 * std::f64::consts::PI * 997.0 * t).sin()
+        });
+        let l = integrated(&tone);
+        assert!((l - -20.0).abs() < 0.1, "{l}");
+        assert_eq!(integrated(&stereo(5.0, |_| 0.0)), f64::NEG_INFINITY);
+        assert_eq!(integrated(&tone[..1000]), f64::NEG_INFINITY, "under 400 ms");
     }
 
     #[test]
-    fn silence_is_not_normalized() {
-        let silent = REPORT.replace("\"-27.61\"", "\"-inf\"");
-        assert_eq!(parse_report(&silent).unwrap(), None);
-        assert!(parse_report("no json here").is_err());
+    fn peaky_audio_reaches_the_target_under_the_ceiling() {
+        // Quiet tone with loud clicks every 0.5 s: the gain it needs pushes
+        // the clicks far over the ceiling, so the limiter has to work.
+        let audio = stereo(6.0, |t| {
+            let click = if (t * 2.0).fract() < 0.002 { 0.9 } else { 0.0 };
+            0.02 * (2.0 * std::f64::consts::PI * 440.0 * t).sin() + click
+        });
+        let (out, done) = normalize(audio);
+        let done = done.unwrap();
+        assert!(done.before < -25.0, "{done:?}");
+        assert!((done.after - TARGET_LUFS).abs() <= CLOSE_ENOUGH, "{done:?}");
+        assert!((integrated(&out) - TARGET_LUFS).abs() <= CLOSE_ENOUGH);
+        let ceiling = 10f64.powf(TRUE_PEAK / 20.0) as f32 + 1e-6;
+        let peak = out.iter().fold(0f32, |m, s| m.max(s.abs()));
+        assert!(peak <= ceiling, "peak {peak} over {ceiling}");
     }
 
-    /// Quiet audio normalized the way the caption stage does it (chain from
-    /// [`normalize_chain`], AAC at 48 kHz) measures −14 LUFS ±1 LU afterwards
-    /// by ffmpeg's ebur128: a steady tone (loudnorm's linear case) and
-    /// espeak-ng speech, whose peaks make loudnorm fall back to dynamic mode.
+    #[test]
+    fn silence_is_left_alone() {
+        let (out, done) = normalize(stereo(2.0, |_| 0.0));
+        assert_eq!(done, None);
+        assert_eq!(out.len(), 2 * 2 * RATE as usize);
+    }
+
+    /// Quiet audio normalized the way the caption stage does it (this
+    /// module's WAV, AAC at 48 kHz) measures −14 LUFS ±1 LU afterwards by
+    /// ffmpeg's ebur128: a steady tone and espeak-ng speech (peaky: the
+    /// limiter works).
     #[tokio::test]
     async fn quiet_audio_comes_out_at_minus_14_lufs() {
         let dir = tempfile::tempdir().unwrap();
@@ -284,16 +413,15 @@ mod tests {
         for (src, start, len) in [(&tone, 1.0, 6.0), (&speech, 0.0, 4.0)] {
             let before = integrated_lufs(src);
             assert!(before < -17.0, "{src:?} is quiet: {before}");
-            let chain = normalize_chain(src, start, len, "", 48000, &cancel)
+            let wav = dir.path().join("norm.wav");
+            let done = normalize_to_wav(src, start, len, "", &wav, &cancel)
                 .await
                 .unwrap()
                 .unwrap();
             let out = dir.path().join("out.m4a");
             let ok = std::process::Command::new("ffmpeg")
-                .args(["-nostdin", "-y", "-v", "error", "-ss", &start.to_string()])
-                .args(["-t", &len.to_string(), "-i"])
-                .arg(src)
-                .args(["-af", &chain])
+                .args(["-nostdin", "-y", "-v", "error", "-i"])
+                .arg(&wav)
                 .args(["-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000"])
                 .arg(&out)
                 .status()
@@ -302,9 +430,28 @@ mod tests {
             let after = integrated_lufs(&out);
             assert!(
                 (after - TARGET_LUFS).abs() <= 1.0,
-                "{src:?}: {before} LUFS became {after} LUFS with {chain}"
+                "{src:?}: {before} LUFS became {after} LUFS ({done:?})"
             );
+            // Our own measure agrees with ffmpeg's on the source.
+            let ours = done.before;
+            let theirs = integrated_lufs(&wav_of(src, start, len, dir.path()));
+            assert!((ours - theirs).abs() < 0.3, "ours {ours}, ffmpeg {theirs}");
         }
+    }
+
+    /// The range of `src` as 48 kHz stereo WAV (what `decode` measures).
+    fn wav_of(src: &Path, start: f64, len: f64, dir: &Path) -> std::path::PathBuf {
+        let out = dir.join("range.wav");
+        let ok = std::process::Command::new("ffmpeg")
+            .args(["-nostdin", "-y", "-v", "error", "-ss", &start.to_string()])
+            .args(["-t", &len.to_string(), "-i"])
+            .arg(src)
+            .args(["-ac", "2", "-ar", "48000"])
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        out
     }
 
     /// Integrated loudness of a file by ffmpeg's ebur128 filter.

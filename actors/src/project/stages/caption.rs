@@ -24,7 +24,7 @@ use crate::project::reframe::{self, graph, Layout};
 use crate::transcript::{display_duration, Transcript, Word};
 
 /// Sample rate of the clips' AAC audio.
-const AUDIO_RATE: u32 = 48_000;
+const AUDIO_RATE: u32 = loudness::RATE;
 
 #[derive(Clone, Debug)]
 pub struct CaptionOptions {
@@ -118,6 +118,22 @@ pub async fn run_stage(
         .map_err(|e| StageError::io("creating a work folder", e))?;
     let mut cleanup = Cleanup(Vec::new());
     let font = fonts::resolve(&opts.style.font_candidates());
+    let font: &str = &font;
+    let keep = opts.replay_dir.as_deref().unwrap_or(work.path());
+    let cancel = &ctx.cancel;
+    let prepare_clip = move |i: usize| {
+        prepare(
+            input,
+            media,
+            transcript,
+            &clips[i],
+            i + 1,
+            font,
+            opts,
+            keep,
+            cancel,
+        )
+    };
     let total: f64 = clips
         .iter()
         .map(ClipPlan::kept_duration)
@@ -125,28 +141,28 @@ pub async fn run_stage(
         .max(0.001);
     let mut done = 0.0;
     let mut out = Vec::with_capacity(clips.len());
+    // Clip i + 1 is analysed (faces, loudness) while clip i encodes.
+    let mut next = match clips.is_empty() {
+        true => None,
+        false => Some(prepare_clip(0).await?),
+    };
     for (i, plan) in clips.iter().enumerate() {
-        let index = i + 1;
+        let Some(prepared) = next.take() else { break };
         let base = plan.kept_duration();
         let progress = {
             let p = ctx.progress.clone();
             let offset = done;
             move |f: f64| p.set((offset + f * base) / total)
         };
-        let clip = render_clip(
-            input,
-            media,
-            transcript,
-            plan,
-            index,
-            &font,
-            opts,
-            work.path(),
-            ctx,
-            &progress,
-            &mut cleanup,
-        )
-        .await?;
+        let encoding = encode(input, prepared, opts, ctx, &progress, &mut cleanup);
+        let clip = if i + 1 < clips.len() {
+            let (clip, ahead) = tokio::join!(encoding, prepare_clip(i + 1));
+            let clip = clip?;
+            next = Some(ahead?);
+            clip
+        } else {
+            encoding.await?
+        };
         done += base;
         out.push(clip);
     }
@@ -155,8 +171,21 @@ pub async fn run_stage(
     Ok(out)
 }
 
+/// What a clip's encode needs: its words, framing, captions file and
+/// normalized audio (`None`: silent, the source's sound as it is).
+struct Prepared {
+    index: usize,
+    plan: ClipPlan,
+    words: Vec<Word>,
+    framing: reframe::Framing,
+    ass_path: PathBuf,
+    audio: Option<PathBuf>,
+}
+
+/// Frames the clip and normalizes its audio (both at once: face analysis
+/// decodes the picture, loudness the sound), and writes its captions.
 #[allow(clippy::too_many_arguments)]
-async fn render_clip(
+async fn prepare(
     input: &Path,
     media: &MediaInfo,
     transcript: &Transcript,
@@ -164,11 +193,9 @@ async fn render_clip(
     index: usize,
     font: &str,
     opts: &CaptionOptions,
-    work: &Path,
-    ctx: &StageCtx,
-    progress: &(dyn Fn(f64) + Send + Sync),
-    cleanup: &mut Cleanup,
-) -> Result<RenderedClip, StageError> {
+    keep: &Path,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Prepared, StageError> {
     // The source range (reframed as a whole), and the rendered clip's
     // length once the filler cuts are out.
     let duration = plan.duration();
@@ -181,31 +208,36 @@ async fn render_clip(
         &transcript.words[..]
     };
     let words = fillers::clip_words(candidates, plan.start, plan.end, &plan.cuts);
+    // Filler cuts: audio inside them is dropped before it is measured.
+    let (_, audio_cut) = graph::cut_filters(&plan.cuts, plan.start);
 
     let video = media
         .video
         .as_ref()
         .ok_or_else(|| StageError::InvalidInput("the input has no video track".into()))?;
     let (src_w, src_h) = (video.width, video.height);
-    let framing = reframe::frame_clip(
-        input,
-        plan.start,
-        duration,
-        (src_w, src_h),
-        (opts.width, opts.height),
-        opts.layout,
-        &ctx.cancel,
-    )
-    .await?;
+    let wav = keep.join(format!("clip-{index}.wav"));
+    let (framing, loud) = tokio::try_join!(
+        reframe::frame_clip(
+            input,
+            plan.start,
+            duration,
+            (src_w, src_h),
+            (opts.width, opts.height),
+            opts.layout,
+            cancel,
+        ),
+        loudness::normalize_to_wav(input, plan.start, duration, &audio_cut, &wav, cancel),
+    )?;
     tracing::info!(
         clip = index,
         layout = %framing.layout,
         reason = %framing.reason,
-        "layout chosen"
+        loudness_before = loud.as_ref().map(|l| l.before),
+        loudness_after = loud.as_ref().map(|l| l.after),
+        "clip prepared"
     );
-    progress(0.05);
 
-    let keep = opts.replay_dir.as_deref().unwrap_or(work);
     let ass_path = keep.join(format!("clip-{index}.ass"));
     let ass = build_ass(
         &words,
@@ -219,8 +251,41 @@ async fn render_clip(
         },
     );
     std::fs::write(&ass_path, ass).map_err(|e| StageError::io("writing captions", e))?;
-    // Filler cuts: frames and audio inside them are dropped before the
-    // captions are burned in (the reframe works on the whole range).
+    Ok(Prepared {
+        index,
+        plan: plan.clone(),
+        words,
+        framing,
+        ass_path,
+        audio: loud.map(|_| wav),
+    })
+}
+
+/// The clip's single encode (picture through the layout's graph and the
+/// captions, sound from the normalized WAV), then its thumbnail and
+/// subtitles.
+async fn encode(
+    input: &Path,
+    prepared: Prepared,
+    opts: &CaptionOptions,
+    ctx: &StageCtx,
+    progress: &(dyn Fn(f64) + Send + Sync),
+    cleanup: &mut Cleanup,
+) -> Result<RenderedClip, StageError> {
+    let Prepared {
+        index,
+        plan,
+        words,
+        framing,
+        ass_path,
+        audio,
+    } = prepared;
+    let duration = plan.duration();
+    let kept = plan.kept_duration();
+    progress(0.05);
+    // Filler cuts: frames inside them are dropped before the captions are
+    // burned in (the reframe works on the whole range); the normalized WAV
+    // is already cut.
     let (video_cut, audio_cut) = graph::cut_filters(&plan.cuts, plan.start);
     let graph = graph::filter_graph(
         &framing.composition,
@@ -228,29 +293,20 @@ async fn render_clip(
         &ass_path,
         &video_cut,
     );
-    // Loudness: measured on the clip's (cut) audio, normalized in the encode.
-    let audio = loudness::normalize_chain(
-        input,
-        plan.start,
-        duration,
-        &audio_cut,
-        AUDIO_RATE,
-        &ctx.cancel,
-    )
-    .await?
-    .unwrap_or_default();
-    let chain = match (audio_cut.is_empty(), audio.is_empty()) {
-        (true, true) => String::new(),
-        (false, true) => audio_cut,
-        (true, false) => audio,
-        (false, false) => format!("{audio_cut},{audio}"),
+    let (graph, audio_input, audio_map) = match &audio {
+        Some(wav) => (
+            graph,
+            vec!["-i".to_string(), wav.to_string_lossy().into_owned()],
+            "1:a:0",
+        ),
+        None if audio_cut.is_empty() => (graph, Vec::new(), "0:a:0"),
+        None => (
+            format!("{graph};\n[0:a:0]{audio_cut}[a]"),
+            Vec::new(),
+            "[a]",
+        ),
     };
-    let (graph, audio_map) = if chain.is_empty() {
-        (graph, "0:a:0".to_string())
-    } else {
-        (format!("{graph};\n[0:a:0]{chain}[a]"), "[a]".to_string())
-    };
-    let script = keep.join(format!("clip-{index}.filter"));
+    let script = ass_path.with_extension("filter");
     std::fs::write(&script, graph).map_err(|e| StageError::io("writing the filter graph", e))?;
 
     let final_video = opts.out_dir.join(format!("clip-{index}.mp4"));
@@ -267,39 +323,46 @@ async fn render_clip(
         &format!("{duration:.3}"),
         "-i",
         &input.to_string_lossy(),
-        "-filter_complex_script",
-        &script.to_string_lossy(),
-        "-map",
-        "[v]",
-        "-map",
-        &audio_map,
-        "-c:v",
-        "libx264",
-        "-preset",
-        &opts.x264_preset,
-        "-crf",
-        &opts.crf.to_string(),
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        "-b:a",
-        "128k",
-        "-ac",
-        "2",
-        "-ar",
-        &AUDIO_RATE.to_string(),
-        "-movflags",
-        "+faststart",
-        "-progress",
-        "pipe:1",
-        "-nostats",
-        "-f",
-        "mp4",
-        &part.to_string_lossy(),
     ]
     .into_iter()
     .map(String::from)
+    .chain(audio_input)
+    .chain(
+        [
+            "-filter_complex_script",
+            &script.to_string_lossy(),
+            "-map",
+            "[v]",
+            "-map",
+            audio_map,
+            "-c:v",
+            "libx264",
+            "-preset",
+            &opts.x264_preset,
+            "-crf",
+            &opts.crf.to_string(),
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "128k",
+            "-ac",
+            "2",
+            "-ar",
+            &AUDIO_RATE.to_string(),
+            "-movflags",
+            "+faststart",
+            "-progress",
+            "pipe:1",
+            "-nostats",
+            "-f",
+            "mp4",
+            &part.to_string_lossy(),
+        ]
+        .into_iter()
+        .map(String::from),
+    )
     .collect();
     if let Some(dir) = &opts.replay_dir {
         let mut replay = args.clone();
@@ -372,7 +435,7 @@ async fn render_clip(
         .collect();
     Ok(RenderedClip {
         index,
-        plan: plan.clone(),
+        plan,
         video: final_video,
         srt,
         vtt,
