@@ -256,7 +256,7 @@ impl MediaApi {
         };
         let k2 = key.clone();
         let uid = user.id.clone();
-        let store = state.services.kv.clone();
+        // The upload's record and its quota in one write.
         let stored = state
             .services
             .with_account(
@@ -264,11 +264,12 @@ impl MediaApi {
                 move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
                     let value = kv::encode(&record)
                         .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                    a.add_storage(&uid, size)?;
-                    if let Err(e) = store.put(UPLOADS, k2.as_bytes(), &value) {
-                        let _ = a.remove_storage(&uid, size);
-                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
-                    }
+                    let put = kv::KvOp::Put {
+                        tree: UPLOADS.to_string(),
+                        key: k2.as_bytes().to_vec(),
+                        value,
+                    };
+                    a.add_storage_with(&uid, size, vec![put])?;
                     Ok(())
                 },
             )

@@ -239,10 +239,10 @@ impl ProjectsApi {
             aspect_ratio,
             prompt,
         };
-        // In the account's actor: resolve the template, reserve, store — in order.
+        // In the account's actor: resolve the template, then reserve and
+        // store the project in one write.
         let uid = user.id.clone();
         let mut rec = record.clone();
-        let store = state.services.kv.clone();
         let stored = state
             .services
             .with_account(
@@ -253,14 +253,10 @@ impl ProjectsApi {
                     rec.style = a
                         .plan_limits(acc.plan)
                         .enforce(a.resolve_template(&uid, &spec)?);
-                    a.reserve(&uid, &rec.id, rec.reserved_credits)?;
                     let ops = records::new_project_ops(&rec)
                         .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                    if let Err(e) = store.apply(ops) {
-                        let _ = a.release(&uid, &rec.id);
-                        return Err(clipforge_actors::accounts::AccountError::Storage(e));
-                    }
-                    Ok(rec)
+                    a.reserve_with(&uid, &rec.id, rec.reserved_credits, ops)?;
+                    Ok(rec.clone())
                 },
             )
             .await;
