@@ -152,13 +152,22 @@ async fn a_panicking_account_actor_is_restarted_and_the_next_request_succeeds() 
         tempfile::tempdir().unwrap(),
         &[("CLIPFORGE_FAULTS", "account-panic:once")],
     );
+    // Sign-up is the account's first command: it reaches the account's
+    // actor, which panics before writing anything.
+    let (s, v) = app
+        .call(
+            reqwest::Method::POST,
+            "/api/auth/sign-up/email",
+            None,
+            Some(json!({"email": "acct@example.com", "password": "correct horse", "name": "Ana"})),
+        )
+        .await;
+    assert_error(s, &v, 500);
+    // The very next request for the account is served by the restarted
+    // actor (which loads the account afresh): the sign-up succeeds.
     let token = app.sign_up("acct@example.com").await;
     let (_, session) = app.get("/api/auth/get-session", &token).await;
     let uid = session["user"]["id"].as_str().unwrap().to_string();
-    // The first command that reaches the account's actor makes it panic.
-    let (s, v) = app.get("/api/notifications", &token).await;
-    assert_error(s, &v, 500);
-    // The very next request is served by the restarted actor.
     let (s, v) = app.get("/api/notifications", &token).await;
     assert_eq!(s, 200, "{v}");
     let (s, v) = app.get("/api/caption-templates", &token).await;

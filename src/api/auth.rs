@@ -7,6 +7,8 @@ use poem_openapi::types::multipart::Upload;
 use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Multipart, Object, OpenApi, Tags};
 
+use clipforge_actors::accounts::{account_id_for_email, NewAccount};
+
 use super::formats::{DateTime, Email, OkStatus, Plan, Text, Uri, Uuid};
 use super::{account, ApiError, ApiResult, Auth, State, SESSION_COOKIE};
 
@@ -219,12 +221,21 @@ impl AuthApi {
         state: poem::web::Data<&State>,
         body: Json<SignUp>,
     ) -> ApiResult<SessionResponse> {
-        let accounts = state.services.accounts.clone();
         let b = body.0;
-        let r =
-            tokio::task::spawn_blocking(move || accounts.sign_up(&b.email, &b.password, &b.name))
-                .await;
-        let (acc, token) = account(r.map_err(|e| e.to_string()))?;
+        // The password is hashed (slow) before the account's actor writes.
+        let new = tokio::task::spawn_blocking(move || {
+            NewAccount::prepare(&b.email, &b.password, &b.name)
+        })
+        .await;
+        let new = account(new.map_err(|e| e.to_string()))?;
+        let (acc, token) = account(
+            state
+                .services
+                .with_account(&new.account_id(), move |a| {
+                    a.sign_up_hashed(&new.email, new.name.clone(), new.password_hash.clone())
+                })
+                .await,
+        )?;
         let user = user_view(&state, &acc).await;
         Ok(SessionResponse::Ok(
             Json(SessionView {
@@ -248,12 +259,21 @@ impl AuthApi {
         let client = crate::security::client_ip(req)
             .map(|ip| ip.to_string())
             .unwrap_or_default();
-        let accounts = state.services.accounts.clone();
         let b = body.0;
-        let r =
-            tokio::task::spawn_blocking(move || accounts.sign_in(&b.email, &b.password, &client))
-                .await;
-        let (acc, token) = account(r.map_err(|e| e.to_string()))?;
+        // Counted (and refused beyond the limits) before it reaches the
+        // account's actor, which checks the password and opens the session.
+        let email = account(Ok(state
+            .services
+            .accounts
+            .sign_in_attempt(&b.email, &client)))?;
+        let (acc, token) = account(
+            state
+                .services
+                .with_account(&account_id_for_email(&email), move |a| {
+                    a.sign_in_counted(&email, &b.password, &client)
+                })
+                .await,
+        )?;
         let user = user_view(&state, &acc).await;
         Ok(SessionResponse::Ok(
             Json(SessionView {
@@ -378,7 +398,7 @@ impl AuthApi {
         let previous = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.set_avatar(&id, Some(k2)))
+                .with_account(&id.clone(), move |a| a.set_avatar(&id, Some(k2.clone())))
                 .await,
         )?;
         if let Some(old) = previous {

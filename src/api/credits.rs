@@ -194,9 +194,9 @@ impl CreditsApi {
             account(Ok(accounts.storage_used(&id)))?,
             accounts.plan_limits(user.plan).storage_bytes,
         );
-        // A plain read (sled cache) answers inline, serialized once; a due
-        // renewal writes, so it goes through the account's actor like every
-        // change.
+        // Answered from the account actor's memory (loaded once per
+        // activation); a due renewal writes, so it goes to the actor as a
+        // command like every change.
         // Only a paid plan with billing on can be set to end.
         let ends = if state.billing.is_some() && paid(user.plan) {
             let record = account(Ok(accounts.billing_record(&id)))?;
@@ -204,7 +204,8 @@ impl CreditsApi {
         } else {
             None
         };
-        if let Some(b) = account(Ok(accounts.peek_balance_of(user)))? {
+        let held = account(state.services.account_state(&id).await)?;
+        if let Some(b) = held.and_then(|h| accounts.held_balance(&h)) {
             return raw(b, storage, ends);
         }
         let b = account(

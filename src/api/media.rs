@@ -354,8 +354,8 @@ pub async fn record_upload(state: &State, commit: UploadCommit) -> ApiResult<()>
         size,
         duration_sec,
     };
-    let store = state.services.kv.clone();
     let uid = user_id.clone();
+    // The upload's record and its quota in one write.
     let stored = state
         .services
         .with_account(
@@ -363,11 +363,12 @@ pub async fn record_upload(state: &State, commit: UploadCommit) -> ApiResult<()>
             move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
                 let value = kv::encode(&record)
                     .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                a.add_storage(&uid, size)?;
-                if let Err(e) = store.put(UPLOADS, key.as_bytes(), &value) {
-                    let _ = a.remove_storage(&uid, size);
-                    return Err(clipforge_actors::accounts::AccountError::Storage(e));
-                }
+                let put = kv::KvOp::Put {
+                    tree: UPLOADS.to_string(),
+                    key: key.as_bytes().to_vec(),
+                    value,
+                };
+                a.add_storage_with(&uid, size, vec![put])?;
                 Ok(())
             },
         )

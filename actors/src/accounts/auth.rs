@@ -148,16 +148,43 @@ pub(crate) fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// The checked fields of a sign-up, with the password's hash.
+#[derive(Clone, Debug)]
+pub struct NewAccount {
+    /// Normalised.
+    pub email: String,
+    pub name: String,
+    pub password_hash: String,
+}
+
+impl NewAccount {
+    /// Checks the fields and hashes the password (argon2id: slow, so the
+    /// caller does it before handing the sign-up to the account's actor).
+    pub fn prepare(email: &str, password: &str, name: &str) -> Result<Self> {
+        let email = normalize_email(email)?;
+        validate_password(password)?;
+        let name = validate_name(name)?;
+        let password_hash = hash_password(password)?;
+        Ok(Self {
+            email,
+            name,
+            password_hash,
+        })
+    }
+
+    /// The id the account gets ([`account_id_for_email`]).
+    pub fn account_id(&self) -> String {
+        account_id_for_email(&self.email)
+    }
+}
+
 impl Accounts {
     /// Creates an account on the free plan with its first credit cycle, its
     /// default caption template and a session, in one write. Returns the
     /// account and the session token.
     pub fn sign_up(&self, email: &str, password: &str, name: &str) -> Result<(Account, String)> {
-        let email = normalize_email(email)?;
-        validate_password(password)?;
-        let name = validate_name(name)?;
-        let password_hash = hash_password(password)?;
-        self.sign_up_hashed(&email, name, password_hash)
+        let new = NewAccount::prepare(email, password, name)?;
+        self.sign_up_hashed(&new.email, new.name, new.password_hash)
     }
 
     /// Creates an account whose password is already an argon2id PHC hash
@@ -193,6 +220,9 @@ impl Accounts {
             updated_at: now,
         };
         let mut batch = Batch::new();
+        // Checked again as the batch commits: of concurrent sign-ups with
+        // one email (on any nodes), exactly one creates the account.
+        batch.expect(EMAILS, email.as_bytes(), None);
         batch.put(USERS, user_id.as_bytes(), &account)?;
         batch.put(EMAILS, email.as_bytes(), &user_id)?;
         batch.put(TEMPLATES, user_key(&user_id, &template.id), &template)?;
@@ -210,7 +240,15 @@ impl Accounts {
         password: &str,
         client_key: &str,
     ) -> Result<(Account, String)> {
-        let now = self.now();
+        let email = self.sign_in_attempt(email, client_key)?;
+        self.sign_in_counted(&email, password, client_key)
+    }
+
+    /// Counts a sign-in attempt of `email` from `client_key` against the
+    /// rate limits (refused with [`AccountError::RateLimited`] beyond
+    /// them) and returns the email as accounts are keyed (trimmed, lower
+    /// case), which [`account_id_for_email`] turns into the account id.
+    pub fn sign_in_attempt(&self, email: &str, client_key: &str) -> Result<String> {
         // Malformed addresses are limited like any other and then fail as
         // unknown ones.
         let email = email.trim().to_lowercase();
@@ -218,8 +256,20 @@ impl Accounts {
             // Cannot be an account's; not worth a rate-limit entry.
             return Err(AccountError::InvalidCredentials);
         }
-        self.limiter.attempt(&email, client_key, now)?;
+        self.limiter.attempt(&email, client_key, self.now())?;
+        Ok(email)
+    }
 
+    /// [`Self::sign_in`] once [`Self::sign_in_attempt`] counted the
+    /// attempt (the account's actor runs this part).
+    pub fn sign_in_counted(
+        &self,
+        email: &str,
+        password: &str,
+        client_key: &str,
+    ) -> Result<(Account, String)> {
+        let now = self.now();
+        let email = email.to_string();
         let user_id: Option<String> = self.read(EMAILS, email.as_bytes())?;
         let Some(user_id) = user_id else {
             verify_against_decoy(password)?;

@@ -26,7 +26,7 @@ use super::model::{Plan, StoredAccount};
 use super::notifications::NotificationKind;
 use super::store::{user_key, Batch, CREDITS, LEDGER, RESERVATIONS};
 use super::Accounts;
-use crate::storage::kv::StorageError;
+use crate::storage::kv::{KvOp, StorageError};
 
 /// Length of a credit cycle.
 pub const CYCLE_MS: i64 = 30 * DAY_MS;
@@ -292,9 +292,11 @@ impl Accounts {
     }
 
     fn book_for(&self, user_id: &str, plan: Plan, now: i64) -> Result<Book> {
-        let state: CreditState = self.read(CREDITS, user_id.as_bytes())?.ok_or_else(|| {
-            StorageError::Corrupt(format!("account {user_id} has no credit state"))
-        })?;
+        let state = self.credit_state(user_id)?;
+        Ok(self.book_from(user_id, plan, state, now))
+    }
+
+    fn book_from(&self, user_id: &str, plan: Plan, state: CreditState, now: i64) -> Book {
         let limits = self.plans.get(plan);
         let mut book = Book {
             user_id: user_id.to_string(),
@@ -316,27 +318,19 @@ impl Accounts {
             let note = format!("{plan} plan: new cycle");
             book.record(LedgerKind::Renew, total, None, note, now);
         }
-        Ok(book)
+        book
+    }
+
+    /// The balance an account actor holds in memory (`held.rs`), when
+    /// reading it changes nothing (no cycle to renew); `None` otherwise.
+    pub fn held_balance(&self, held: &super::Held) -> Option<CreditBalance> {
+        let account = held.account.as_ref()?;
+        let state = held.credits.clone()?;
+        let book = self.book_from(&account.id, account.plan, state, self.now());
+        (!book.changed()).then(|| book.balance())
     }
 
     /// The balance of the current cycle (renewing it if due).
-    /// The balance when reading it changes nothing (no cycle to renew), so a
-    /// reader need not queue behind the account's actor; `None` otherwise.
-    pub fn peek_balance(&self, user_id: &str) -> Result<Option<CreditBalance>> {
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
-        let book = self.book(&account, self.now())?;
-        Ok((!book.changed()).then(|| book.balance()))
-    }
-
-    /// [`Self::peek_balance`] for an account the caller has just read (the
-    /// signed-in user of a request): one store read instead of two.
-    pub fn peek_balance_of(&self, account: &super::Account) -> Result<Option<CreditBalance>> {
-        let _guard = self.lock(&account.id);
-        let book = self.book_for(&account.id, account.plan, self.now())?;
-        Ok((!book.changed()).then(|| book.balance()))
-    }
-
     pub fn balance(&self, user_id: &str) -> Result<CreditBalance> {
         let _guard = self.lock(user_id);
         let account = self.stored_account(user_id)?;
@@ -354,6 +348,18 @@ impl Accounts {
     /// [`AccountError::InsufficientCredits`] and changes nothing. Reserving
     /// the same amount again for the same project is a no-op.
     pub fn reserve(&self, user_id: &str, project_id: &str, amount: u64) -> Result<()> {
+        self.reserve_with(user_id, project_id, amount, Vec::new())
+    }
+
+    /// [`Self::reserve`], writing `with` (the project's records) in the
+    /// same batch: both or neither.
+    pub fn reserve_with(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        amount: u64,
+        with: Vec<KvOp>,
+    ) -> Result<()> {
         validate_project_id(project_id)?;
         if amount == 0 {
             return Err(AccountError::InvalidInput(
@@ -366,7 +372,9 @@ impl Accounts {
         let key = user_key(user_id, project_id);
         if let Some(existing) = self.read::<Reservation>(RESERVATIONS, &key)? {
             return if existing.state == ReservationState::Reserved && existing.amount == amount {
-                Ok(())
+                let mut batch = Batch::new();
+                batch.extend(with);
+                self.commit(batch)
             } else {
                 Err(AccountError::Conflict(format!(
                     "credits were already reserved for project {project_id}"
@@ -396,6 +404,7 @@ impl Accounts {
             settled_at: None,
         };
         let mut batch = Batch::new();
+        batch.extend(with);
         batch.put(RESERVATIONS, key, &reservation)?;
         book.write(&mut batch)?;
         self.commit(batch)
@@ -501,9 +510,7 @@ impl Accounts {
         let page = page.max(1);
         let limit = limit.clamp(1, MAX_LEDGER_PAGE);
         let account = self.stored_account(user_id)?;
-        let state: CreditState = self.read(CREDITS, account.id.as_bytes())?.ok_or_else(|| {
-            StorageError::Corrupt(format!("account {user_id} has no credit state"))
-        })?;
+        let state = self.credit_state(&account.id)?;
         let total = state.ledger_len;
         let skip = (page - 1).saturating_mul(limit);
         let newest = total.saturating_sub(skip);

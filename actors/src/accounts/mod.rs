@@ -8,9 +8,14 @@
 //!
 //! # Concurrency
 //!
-//! The store has no compare-and-swap, so read-modify-write sequences on one
-//! user's records are serialised by an in-process lock per user (striped).
-//! Use one [`Accounts`] per store and process, shared behind an `Arc`.
+//! Every change to an account runs in its actor (`service::user_actor`),
+//! through [`Accounts::acting_for`]: the account's record and credit state
+//! are held in memory and every write is conditional on the account's
+//! stored version (`held.rs`), so a write from a stale copy (another node
+//! that owned the account a moment ago) is refused, not lost.
+//! Read-modify-write sequences are also serialised by an in-process lock
+//! per user (striped), for callers outside an actor. Use one [`Accounts`]
+//! per store and process, shared behind an `Arc`.
 //!
 //! # Layout
 //!
@@ -31,6 +36,7 @@
 //! | `accounts.stripe_customers` | customer id | user id |
 //! | `accounts.stripe_events` | provider event id | user id, time applied |
 //! | `accounts.checkouts` | checkout session id | user, plan, frequency, activation |
+//! | `accounts.versions` | user id | the account's version, +1 on every write of its actor |
 //!
 //! Timestamps are stored as unix milliseconds and shown as ISO 8601 UTC
 //! ([`iso8601`]).
@@ -40,6 +46,7 @@ mod billing;
 mod clock;
 mod credits;
 mod error;
+mod held;
 mod model;
 mod notifications;
 mod plans;
@@ -54,7 +61,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::storage::kv::KvStore;
 
 pub use auth::{
-    account_id_for_email, account_of_token, hash_password, normalize_email, SESSION_TTL_MS,
+    account_id_for_email, account_of_token, hash_password, normalize_email, NewAccount,
+    SESSION_TTL_MS,
 };
 pub use billing::{
     Activation, Applied, BillingFrequency, BillingRecord, CheckoutRecord, SubscriptionRecord,
@@ -66,6 +74,7 @@ pub use credits::{
     UNLIMITED_CREDITS_SHOWN,
 };
 pub use error::{AccountError, Result};
+pub use held::{Held, HeldAccount};
 pub use model::{
     Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo, FORCED_WATERMARK_MIN_OPACITY,
     FORCED_WATERMARK_MIN_SIZE,
@@ -82,10 +91,13 @@ const LOCK_STRIPES: usize = 64;
 /// The accounts domain: every operation on users and what they own.
 pub struct Accounts {
     kv: Arc<dyn KvStore>,
-    plans: PlanTable,
+    plans: Arc<PlanTable>,
     clock: Clock,
-    limiter: SignInLimiter,
-    locks: Box<[Mutex<()>]>,
+    limiter: Arc<SignInLimiter>,
+    locks: Arc<[Mutex<()>]>,
+    /// The account this value acts for, in that account's actor
+    /// ([`Accounts::acting_for`]); `None` in the shared value.
+    held: Option<Arc<HeldAccount>>,
 }
 
 impl fmt::Debug for Accounts {
@@ -102,10 +114,24 @@ impl Accounts {
     pub fn new(kv: Arc<dyn KvStore>, plans: PlanTable) -> Self {
         Self {
             kv,
-            plans,
+            plans: Arc::new(plans),
             clock: system_clock(),
-            limiter: SignInLimiter::new(SignInLimits::default()),
+            limiter: Arc::new(SignInLimiter::new(SignInLimits::default())),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            held: None,
+        }
+    }
+
+    /// Another handle on the same store, plans, clock, sign-in limits and
+    /// locks, acting for no account.
+    fn clone_shared(&self) -> Self {
+        Self {
+            kv: self.kv.clone(),
+            plans: self.plans.clone(),
+            clock: self.clock.clone(),
+            limiter: self.limiter.clone(),
+            locks: self.locks.clone(),
+            held: None,
         }
     }
 
@@ -117,7 +143,7 @@ impl Accounts {
 
     /// Replaces the sign-in rate limits.
     pub fn with_sign_in_limits(mut self, limits: SignInLimits) -> Self {
-        self.limiter = SignInLimiter::new(limits);
+        self.limiter = Arc::new(SignInLimiter::new(limits));
         self
     }
 
@@ -176,6 +202,11 @@ pub(crate) mod testutil {
     }
 
     impl FlakyStore {
+        /// Makes every write fail (or succeed again).
+        pub fn fail_writes(&self, failing: bool) {
+            self.failing.store(failing, Ordering::SeqCst);
+        }
+
         fn check(&self) -> kv::Result<()> {
             if self.failing.load(Ordering::SeqCst) {
                 return Err(StorageError::Backend("injected failure".into()));
@@ -212,7 +243,7 @@ pub(crate) mod testutil {
     }
 
     /// Every tree the accounts layer writes.
-    pub const TREES: [&str; 15] = [
+    pub const TREES: [&str; 16] = [
         store::USERS,
         store::EMAILS,
         store::SESSIONS,
@@ -228,6 +259,7 @@ pub(crate) mod testutil {
         store::STRIPE_CUSTOMERS,
         store::STRIPE_EVENTS,
         store::CHECKOUTS,
+        store::VERSIONS,
     ];
 
     /// Every tree's entries, in order.
@@ -258,7 +290,7 @@ pub(crate) mod testutil {
         }
 
         pub fn fail_writes(&self, failing: bool) {
-            self.kv.failing.store(failing, Ordering::SeqCst);
+            self.kv.fail_writes(failing);
         }
 
         /// Every entry of every tree, to compare before and after.

@@ -138,7 +138,7 @@ impl Accounts {
             Err(AccountError::NotFound(_)) => None,
             Err(e) => return Err(e),
         };
-        batch.commit_under(&*self.kv, fence)?;
+        self.commit_batch(batch, fence)?;
         Ok(notification)
     }
 

@@ -14,6 +14,7 @@ use super::model::{Plan, StoredAccount};
 use super::notifications::NotificationKind;
 use super::store::{Batch, STORAGE, USERS};
 use super::Accounts;
+use crate::storage::kv::KvOp;
 
 impl Accounts {
     /// Switches the user to `plan` (see the module docs); returns the new
@@ -142,6 +143,12 @@ impl Accounts {
     /// [`AccountError::QuotaExceeded`] and counts nothing. Returns the new
     /// total.
     pub fn add_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
+        self.add_storage_with(user_id, bytes, Vec::new())
+    }
+
+    /// [`Self::add_storage`], writing `with` (the upload's record) in the
+    /// same batch.
+    pub fn add_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
         let _guard = self.lock(user_id);
         let account = self.stored_account(user_id)?;
         let used: u64 = self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0);
@@ -154,22 +161,29 @@ impl Accounts {
                 limit,
             });
         }
-        self.write_storage(user_id, total)?;
+        self.write_storage(user_id, total, with)?;
         Ok(total)
     }
 
     /// Counts `bytes` less (not below zero); returns the new total.
     pub fn remove_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
+        self.remove_storage_with(user_id, bytes, Vec::new())
+    }
+
+    /// [`Self::remove_storage`], writing `with` (the upload record's
+    /// deletion) in the same batch.
+    pub fn remove_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
         let _guard = self.lock(user_id);
         self.stored_account(user_id)?;
         let used: u64 = self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0);
         let total = used.saturating_sub(bytes);
-        self.write_storage(user_id, total)?;
+        self.write_storage(user_id, total, with)?;
         Ok(total)
     }
 
-    fn write_storage(&self, user_id: &str, total: u64) -> Result<()> {
+    fn write_storage(&self, user_id: &str, total: u64, with: Vec<KvOp>) -> Result<()> {
         let mut batch = Batch::new();
+        batch.extend(with);
         batch.put(STORAGE, user_id.as_bytes(), &total)?;
         self.commit(batch)
     }

@@ -1,7 +1,6 @@
 //! Tree names, key layout and typed reads and batches over the store.
 
-use super::error::{AccountError, Result};
-use super::model::StoredAccount;
+use super::error::Result;
 use super::Accounts;
 use crate::storage::kv::{decode, encode, get_value, KvOp, KvStore, Record, StorageError};
 
@@ -20,6 +19,7 @@ pub(crate) const BILLING: &str = "accounts.billing";
 pub(crate) const STRIPE_CUSTOMERS: &str = "accounts.stripe_customers";
 pub(crate) const STRIPE_EVENTS: &str = "accounts.stripe_events";
 pub(crate) const CHECKOUTS: &str = "accounts.checkouts";
+pub(crate) const VERSIONS: &str = "accounts.versions";
 
 /// `user/` — the prefix of everything one user owns in a shared tree. User
 /// ids are UUIDs, so no user's prefix is a prefix of another's.
@@ -64,15 +64,23 @@ impl Batch {
         });
     }
 
+    /// Makes the batch conditional on `key` holding `value` (`None`:
+    /// absent) when it is applied ([`KvOp::Expect`]).
+    pub(crate) fn expect(&mut self, tree: &str, key: impl Into<Vec<u8>>, value: Option<Vec<u8>>) {
+        self.ops.push(KvOp::Expect {
+            tree: tree.to_string(),
+            key: key.into(),
+            value,
+        });
+    }
+
+    pub(crate) fn ops(&self) -> &[KvOp] {
+        &self.ops
+    }
+
     /// Adds writes prepared elsewhere, to be applied with the others.
     pub(crate) fn extend(&mut self, ops: Vec<KvOp>) {
         self.ops.extend(ops);
-    }
-
-    /// Applies every write at once, durably.
-    pub(crate) fn commit(self, kv: &dyn KvStore) -> Result<()> {
-        kv.apply(self.ops)?;
-        Ok(())
     }
 
     /// [`Self::commit`], under a lease when one is given (refused once the
@@ -113,14 +121,8 @@ impl Accounts {
             .collect()
     }
 
-    /// The stored account of `user_id`; [`AccountError::NotFound`] when
-    /// there is none.
-    pub(crate) fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
-        self.read(USERS, user_id.as_bytes())?
-            .ok_or(AccountError::NotFound("account"))
-    }
-
+    /// Applies `batch` atomically (see [`Accounts::commit_batch`]).
     pub(crate) fn commit(&self, batch: Batch) -> Result<()> {
-        batch.commit(&*self.kv)
+        self.commit_batch(batch, None)
     }
 }

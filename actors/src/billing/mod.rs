@@ -205,7 +205,7 @@ async fn blocking<T: Send + 'static>(
 async fn on_account<T: Send + 'static>(
     services: &Services,
     user_id: &str,
-    f: impl FnOnce(&Accounts) -> crate::accounts::Result<T> + Send + 'static,
+    f: impl FnMut(&Accounts) -> crate::accounts::Result<T> + Send + 'static,
 ) -> Result<T> {
     services
         .with_account(user_id, f)

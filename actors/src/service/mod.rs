@@ -126,13 +126,27 @@ impl Services {
             .cloned()
     }
 
-    /// Runs `f` inside the account's actor (serialised per account).
+    /// Runs `f` inside the account's actor (serialised per account; run
+    /// again if its write met a newer version, see `user_actor`).
     pub async fn with_account<T: Send + 'static>(
         &self,
         user_id: &str,
-        f: impl FnOnce(&Accounts) -> T + Send + 'static,
+        f: impl FnMut(&Accounts) -> T + Send + 'static,
     ) -> Result<T, String> {
         self.users.run(&self.accounts, user_id, f).await
+    }
+
+    /// The account's state as its actor holds it in memory (activating the
+    /// actor, which loads it, when it is not active or has not loaded it);
+    /// its `account()` is `None` for an account that does not exist.
+    pub async fn account_state(
+        &self,
+        user_id: &str,
+    ) -> Result<crate::accounts::Result<Option<Arc<crate::accounts::Held>>>, String> {
+        if let Some(held) = self.users.held(user_id) {
+            return Ok(Ok(Some(held)));
+        }
+        self.with_account(user_id, |a| a.held_state()).await
     }
 
     /// Runs a blocking storage call off the async threads.

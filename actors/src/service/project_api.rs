@@ -172,9 +172,10 @@ impl Services {
             prompt: new.prompt,
             remove_fillers: new.remove_fillers,
         };
-        // In the account's actor: resolve the template, reserve, store — in order.
+        // In the account's actor: resolve the template, then reserve and
+        // store the project in one write (rerun as a whole if the account
+        // changed meanwhile, so `rec` is cloned per run).
         let uid = new.user_id;
-        let store = self.kv.clone();
         let mut rec = record;
         let stored = self
             .with_account(
@@ -185,13 +186,9 @@ impl Services {
                     rec.style = a
                         .plan_limits(acc.plan)
                         .enforce(a.resolve_template(&uid, &spec)?);
-                    a.reserve(&uid, &rec.id, rec.reserved_credits)?;
                     let ops = records::new_project_ops(&rec).map_err(AccountError::Storage)?;
-                    if let Err(e) = store.apply(ops) {
-                        let _ = a.release(&uid, &rec.id);
-                        return Err(AccountError::Storage(e));
-                    }
-                    Ok(rec)
+                    a.reserve_with(&uid, &rec.id, rec.reserved_credits, ops)?;
+                    Ok(rec.clone())
                 },
             )
             .await

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::Services;
 use crate::accounts::AccountError;
 use crate::project::records::{self, ProjectRecord, Source};
-use crate::storage::kv;
+use crate::storage::kv::{self, KvOp};
 
 /// Tree of upload records, keyed by the upload's key (`fileKey`).
 pub const UPLOADS: &str = "uploads";
@@ -63,13 +63,13 @@ impl Services {
             return Ok(0);
         };
         let (uid, k, size) = (project.user_id.clone(), key.clone(), record.size);
-        let store = self.kv.clone();
+        // The record's deletion and the quota in one write.
         self.with_account(&project.user_id, move |a| -> Result<(), AccountError> {
-            a.remove_storage(&uid, size)?;
-            if let Err(e) = store.delete(UPLOADS, k.as_bytes()) {
-                let _ = a.add_storage(&uid, size);
-                return Err(AccountError::Storage(e));
-            }
+            let delete = KvOp::Delete {
+                tree: UPLOADS.to_string(),
+                key: k.as_bytes().to_vec(),
+            };
+            a.remove_storage_with(&uid, size, vec![delete])?;
             Ok(())
         })
         .await?

@@ -1,7 +1,15 @@
-//! `UserActor`: one per active account. Every change to an account (credits,
-//! templates, notifications, profile) runs inside its actor, one at a time,
-//! so concurrent requests of one user never race on its balance. Idle actors
-//! are passivated (stopped) and re-activated from storage on the next request.
+//! `UserActor`: one per active account, the account's single writer on
+//! this node. It holds the account's state ([`HeldAccount`]: record,
+//! credit state, version), loaded once from the store, and runs every
+//! command for the account (sign-up and sign-in included) one at a time
+//! through [`Accounts::acting_for`]: each command is one atomic store
+//! write, conditional on the version held, and memory changes only after
+//! it succeeded. Reads are answered from that memory
+//! ([`UserRegistry::held`]). A write refused as stale (the account was
+//! changed elsewhere: another node owned it a moment ago) reloads the
+//! state and runs the command again. Idle actors are passivated (stopped,
+//! their memory dropped) and re-activated from the store on the next
+//! request.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,14 +18,41 @@ use std::time::{Duration, Instant};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef};
 
 use super::mailbox::ActorMeta;
-use crate::accounts::Accounts;
+use crate::accounts::{Accounts, Held, HeldAccount};
 use crate::supervisor::Branch;
 
-type Job = Box<dyn FnOnce(&Accounts) + Send>;
+/// How many times a command meeting a newer version runs again on
+/// reloaded state before its conflict is returned.
+const STALE_RETRIES: usize = 3;
+
+/// A command for one account: run (again, after a stale write) against the
+/// account's state, then answered.
+pub trait Command: Send {
+    fn run(&mut self, accounts: &Accounts);
+    fn answer(self: Box<Self>);
+}
+
+struct Call<F, T> {
+    f: F,
+    out: Option<T>,
+    reply: tokio::sync::oneshot::Sender<T>,
+}
+
+impl<F: FnMut(&Accounts) -> T + Send, T: Send> Command for Call<F, T> {
+    fn run(&mut self, accounts: &Accounts) {
+        self.out = Some((self.f)(accounts));
+    }
+
+    fn answer(self: Box<Self>) {
+        if let Some(out) = self.out {
+            let _ = self.reply.send(out);
+        }
+    }
+}
 
 pub enum UserMsg {
-    /// Run a job against the account, in order with the account's other jobs.
-    Run(Job),
+    /// Run a command on the account, in order with its other commands.
+    Run(Box<dyn Command>),
 }
 
 // Local only: with ractor's `cluster` feature, messages opt in explicitly.
@@ -26,21 +61,27 @@ impl ractor::Message for UserMsg {}
 pub struct UserActor;
 
 pub struct UserState {
-    accounts: Arc<Accounts>,
+    /// Acting for this actor's account (reads it from `held`).
+    accounts: Accounts,
+    held: Arc<HeldAccount>,
     meta: Arc<ActorMeta>,
 }
 
 impl Actor for UserActor {
     type Msg = UserMsg;
     type State = UserState;
-    type Arguments = (Arc<Accounts>, Arc<ActorMeta>);
+    type Arguments = (Arc<Accounts>, Arc<HeldAccount>, Arc<ActorMeta>);
 
     async fn pre_start(
         &self,
         _myself: ActorRef<UserMsg>,
-        (accounts, meta): (Arc<Accounts>, Arc<ActorMeta>),
+        (accounts, held, meta): (Arc<Accounts>, Arc<HeldAccount>, Arc<ActorMeta>),
     ) -> Result<UserState, ActorProcessingErr> {
-        Ok(UserState { accounts, meta })
+        Ok(UserState {
+            accounts: accounts.acting_for(held.clone()),
+            held,
+            meta,
+        })
     }
 
     async fn handle(
@@ -50,11 +91,26 @@ impl Actor for UserActor {
         state: &mut UserState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            UserMsg::Run(job) => {
+            UserMsg::Run(mut command) => {
                 state.meta.received();
                 crate::faults::check(crate::faults::Point::Account);
                 // Storage calls block (sled flushes before acknowledging).
-                tokio::task::block_in_place(|| job(&state.accounts))
+                tokio::task::block_in_place(|| {
+                    for attempt in 1..=STALE_RETRIES {
+                        command.run(&state.accounts);
+                        if !state.held.take_stale() {
+                            break;
+                        }
+                        // Loaded again by the next run (or the next command).
+                        state.held.unload();
+                        tracing::info!(
+                            user_id = state.held.user_id(),
+                            attempt,
+                            "stale account state reloaded"
+                        );
+                    }
+                });
+                command.answer();
             }
         }
         Ok(())
@@ -65,6 +121,7 @@ struct Live {
     actor: ActorRef<UserMsg>,
     used: Instant,
     meta: Arc<ActorMeta>,
+    held: Arc<HeldAccount>,
 }
 
 /// What the admin view shows of a live user actor.
@@ -102,9 +159,10 @@ impl UserRegistry {
     async fn spawn(
         accounts: &Arc<Accounts>,
         sup: Option<ActorCell>,
+        held: &Arc<HeldAccount>,
         meta: &Arc<ActorMeta>,
     ) -> Result<ActorRef<UserMsg>, String> {
-        let args = (accounts.clone(), meta.clone());
+        let args = (accounts.clone(), held.clone(), meta.clone());
         match sup {
             Some(sup) => Actor::spawn_linked(None, UserActor, args, sup).await,
             None => Actor::spawn(None, UserActor, args).await,
@@ -123,7 +181,8 @@ impl UserRegistry {
             return Ok((l.actor.clone(), l.meta.clone()));
         }
         let meta = ActorMeta::new();
-        let actor = Self::spawn(accounts, self.branch.cell(), &meta).await?;
+        let held = Arc::new(HeldAccount::new(user_id));
+        let actor = Self::spawn(accounts, self.branch.cell(), &held, &meta).await?;
         let mut live = self.live();
         // Another request may have activated it meanwhile: keep that one.
         if let Some(l) = live.get_mut(user_id) {
@@ -137,23 +196,39 @@ impl UserRegistry {
                 actor: actor.clone(),
                 used: Instant::now(),
                 meta: meta.clone(),
+                held,
             },
         );
         Ok((actor, meta))
     }
 
-    /// Runs `f` in the user's actor and returns its result. An actor found
-    /// dead (failed, its restart not yet done) is replaced once: the job
-    /// comes back undelivered and goes to the new actor.
+    /// The state the user's actor holds, when it is active and has loaded
+    /// it: a read answered from memory, without queueing behind the
+    /// account's commands. Counts as a use (delays passivation).
+    pub fn held(&self, user_id: &str) -> Option<Arc<Held>> {
+        let mut live = self.live();
+        let l = live.get_mut(user_id)?;
+        let held = l.held.loaded()?;
+        l.used = Instant::now();
+        Some(held)
+    }
+
+    /// Runs `f` in the user's actor and returns its result; `f` runs again
+    /// when its write met a newer version of the account (see the module
+    /// documentation). An actor found dead (failed, its restart not yet
+    /// done) is replaced once: the command comes back undelivered and goes
+    /// to the new actor.
     pub async fn run<T: Send + 'static>(
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-        f: impl FnOnce(&Accounts) -> T + Send + 'static,
+        f: impl FnMut(&Accounts) -> T + Send + 'static,
     ) -> Result<T, String> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let mut job: Job = Box::new(move |a| {
-            let _ = tx.send(f(a));
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let mut job: Box<dyn Command> = Box::new(Call {
+            f,
+            out: None,
+            reply,
         });
         for attempt in 0..2 {
             let (actor, meta) = self.actor(accounts, user_id).await?;
@@ -212,13 +287,16 @@ impl UserRegistry {
         {
             return Ok(());
         }
+        // A new memory too: the new actor loads the account from the store.
         let meta = ActorMeta::new();
-        let actor = Self::spawn(accounts, Some(sup), &meta).await?;
+        let held = Arc::new(HeldAccount::new(user_id));
+        let actor = Self::spawn(accounts, Some(sup), &held, &meta).await?;
         let mut live = self.live();
         match live.get_mut(user_id) {
             Some(l) if l.actor.get_id() == failed => {
                 l.actor = actor;
                 l.meta = meta;
+                l.held = held;
             }
             _ => actor.stop(None),
         }
@@ -293,3 +371,7 @@ impl UserRegistry {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+#[path = "user_actor_tests.rs"]
+mod tests;

@@ -35,6 +35,10 @@ pub enum StorageError {
     /// with a newer fencing token).
     #[error("lease {key:?} lost (fencing token {token} is no longer current)")]
     Fenced { key: String, token: i64 },
+    /// A batch's precondition ([`super::kv::KvOp::Expect`]) did not hold:
+    /// another writer changed the key first. Nothing was written.
+    #[error("conflicting write: {0}")]
+    Conflict(String),
     /// A stored record has a schema version this build cannot read: newer
     /// (written by a later build) or older with no upgrade.
     #[error("{kind} record of schema version {found}: this build reads version {supported}")]

@@ -31,14 +31,35 @@ pub enum KvOp {
         tree: String,
         key: Vec<u8>,
     },
+    /// A precondition, not a write: the batch is applied only if `key`
+    /// holds `value` (`None`: is absent) when it commits, checked before
+    /// any of the batch's writes; otherwise nothing is written and
+    /// [`KvStore::apply`] fails with [`StorageError::Conflict`]. This is
+    /// how a writer makes a change conditional on a version it read
+    /// (optimistic concurrency) or on a key being still free.
+    Expect {
+        tree: String,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    },
 }
 
 impl KvOp {
-    fn tree(&self) -> &str {
+    pub(crate) fn tree(&self) -> &str {
         match self {
-            KvOp::Put { tree, .. } | KvOp::Delete { tree, .. } => tree,
+            KvOp::Put { tree, .. } | KvOp::Delete { tree, .. } | KvOp::Expect { tree, .. } => tree,
         }
     }
+}
+
+/// The message of a failed [`KvOp::Expect`].
+pub(crate) fn unmet(tree: &str, key: &[u8], expected: Option<&[u8]>) -> String {
+    let what = if expected.is_some() {
+        "a value that changed meanwhile"
+    } else {
+        "absent, but it exists"
+    };
+    format!("{} in tree {tree:?} expected {what}", KeyDisplay(key))
 }
 
 /// A byte-oriented key-value store with named trees.
@@ -275,8 +296,21 @@ impl KvStore for SledStore {
             .map(|name| self.tree(name))
             .collect::<Result<Vec<_>>>()?;
 
-        let outcome: std::result::Result<(), TransactionError<()>> =
+        let outcome: std::result::Result<(), TransactionError<String>> =
             trees.as_slice().transaction(|tx| {
+                // Every precondition first, on the values before the batch.
+                for op in &batch {
+                    if let KvOp::Expect { tree, key, value } = op {
+                        let found = tx[slot[tree.as_str()]].get(key.as_slice())?;
+                        if found.as_deref() != value.as_deref() {
+                            return Err(ConflictableTransactionError::Abort(unmet(
+                                tree,
+                                key,
+                                value.as_deref(),
+                            )));
+                        }
+                    }
+                }
                 for op in &batch {
                     let tree = &tx[slot[op.tree()]];
                     match op {
@@ -286,9 +320,10 @@ impl KvStore for SledStore {
                         KvOp::Delete { key, .. } => {
                             tree.remove(key.as_slice())?;
                         }
+                        KvOp::Expect { .. } => {}
                     }
                 }
-                Ok::<(), ConflictableTransactionError<()>>(())
+                Ok::<(), ConflictableTransactionError<String>>(())
             });
         let context = || {
             format!(
@@ -299,12 +334,7 @@ impl KvStore for SledStore {
         match outcome {
             Ok(()) => {}
             Err(TransactionError::Storage(e)) => return Err(sled_error(context(), e)),
-            Err(TransactionError::Abort(())) => {
-                return Err(StorageError::Backend(format!(
-                    "{}: transaction aborted",
-                    context()
-                )))
-            }
+            Err(TransactionError::Abort(unmet)) => return Err(StorageError::Conflict(unmet)),
         }
         self.sync(context)
     }
@@ -382,6 +412,14 @@ impl KvStore for MemoryStore {
 
     fn apply(&self, batch: Vec<KvOp>) -> Result<()> {
         let mut trees = self.lock();
+        for op in &batch {
+            if let KvOp::Expect { tree, key, value } = op {
+                let found = trees.get(tree).and_then(|t| t.get(key));
+                if found.map(Vec::as_slice) != value.as_deref() {
+                    return Err(StorageError::Conflict(unmet(tree, key, value.as_deref())));
+                }
+            }
+        }
         for op in batch {
             match op {
                 KvOp::Put { tree, key, value } => {
@@ -392,6 +430,7 @@ impl KvStore for MemoryStore {
                         t.remove(&key);
                     }
                 }
+                KvOp::Expect { .. } => {}
             }
         }
         Ok(())
@@ -422,166 +461,7 @@ pub fn get_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8]) -> Result<
     }
 }
 
-/// The behaviour every [`KvStore`] must show; panics on the first deviation.
-///
-/// It uses the trees `conformance.a` and `conformance.b`, empties them
-/// first and leaves them empty. Durability across a reopen depends on the
-/// backend and is tested beside each one.
-#[doc(hidden)]
-pub fn kv_conformance(kv: &dyn KvStore) {
-    const A: &str = "conformance.a";
-    const B: &str = "conformance.b";
-    fn clear(kv: &dyn KvStore, tree: &str) {
-        for (key, _) in kv.scan_prefix(tree, b"").expect("scan for cleanup") {
-            kv.delete(tree, &key).expect("delete for cleanup");
-        }
-        assert_eq!(kv.count_prefix(tree, b"").expect("count"), 0);
-    }
-    fn keys(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<&[u8]> {
-        entries.iter().map(|(k, _)| k.as_slice()).collect()
-    }
-    clear(kv, A);
-    clear(kv, B);
-
-    // Missing keys.
-    assert_eq!(kv.get(A, b"missing").expect("get missing"), None);
-    kv.delete(A, b"missing")
-        .expect("deleting a missing key is not an error");
-
-    // Put, get, overwrite, delete.
-    kv.put(A, b"k", b"v1").expect("put");
-    assert_eq!(kv.get(A, b"k").expect("get"), Some(b"v1".to_vec()));
-    assert_eq!(kv.get(B, b"k").expect("get other tree"), None);
-    kv.put(A, b"k", b"value two").expect("overwrite");
-    assert_eq!(kv.get(A, b"k").expect("get"), Some(b"value two".to_vec()));
-    kv.delete(A, b"k").expect("delete");
-    assert_eq!(kv.get(A, b"k").expect("get deleted"), None);
-
-    // Prefix scans: ordered by bytes, isolated per tree and per prefix.
-    for key in ["user/2", "order/1", "user/10", "userx", "user/1", "use"] {
-        kv.put(A, key.as_bytes(), format!("a:{key}").as_bytes())
-            .expect("put for scan");
-    }
-    kv.put(B, b"user/3", b"b:user/3").expect("put other tree");
-    let users = kv.scan_prefix(A, b"user/").expect("scan");
-    assert_eq!(
-        keys(&users),
-        [&b"user/1"[..], b"user/10", b"user/2"],
-        "scan_prefix must return only the prefix, in byte order"
-    );
-    assert_eq!(users[0].1, b"a:user/1");
-    assert_eq!(
-        keys(&kv.scan_prefix(A, b"user").expect("scan")),
-        [&b"user/1"[..], b"user/10", b"user/2", b"userx"]
-    );
-    assert_eq!(
-        keys(&kv.scan_prefix(A, b"").expect("scan all")),
-        [
-            &b"order/1"[..],
-            b"use",
-            b"user/1",
-            b"user/10",
-            b"user/2",
-            b"userx"
-        ]
-    );
-    assert!(kv.scan_prefix(A, b"nothing").expect("scan").is_empty());
-    assert_eq!(
-        kv.scan_prefix(B, b"user/").expect("scan other tree"),
-        [(b"user/3".to_vec(), b"b:user/3".to_vec())]
-    );
-    assert_eq!(kv.count_prefix(A, b"user/").expect("count"), 3);
-    assert_eq!(
-        kv.scan_prefix_page(A, b"user/", 1, 1).expect("page"),
-        [(b"user/10".to_vec(), b"a:user/10".to_vec())]
-    );
-    assert!(kv
-        .scan_prefix_page(A, b"user/", 3, 5)
-        .expect("page")
-        .is_empty());
-    assert_eq!(kv.count_prefix(A, b"user").expect("count"), 4);
-    assert_eq!(kv.count_prefix(A, b"").expect("count all"), 6);
-    assert_eq!(kv.count_prefix(A, b"nothing").expect("count"), 0);
-    assert_eq!(kv.count_prefix(B, b"").expect("count other tree"), 1);
-
-    // Prefixes of 0xff bytes have no successor to bound a range with.
-    for key in [&[0xff][..], &[0xff, 0x00], &[0xff, 0xff], &[0xfe, 0xff]] {
-        kv.put(B, key, b"high").expect("put high key");
-    }
-    assert_eq!(
-        keys(&kv.scan_prefix(B, &[0xff]).expect("scan high")),
-        [&[0xff][..], &[0xff, 0x00], &[0xff, 0xff]]
-    );
-    assert_eq!(kv.count_prefix(B, &[0xff, 0xff]).expect("count high"), 1);
-
-    // Atomic batch across two trees, applied in order.
-    kv.apply(vec![
-        KvOp::Put {
-            tree: A.into(),
-            key: b"batch/1".to_vec(),
-            value: b"one".to_vec(),
-        },
-        KvOp::Put {
-            tree: B.into(),
-            key: b"batch/2".to_vec(),
-            value: b"two".to_vec(),
-        },
-        KvOp::Delete {
-            tree: A.into(),
-            key: b"order/1".to_vec(),
-        },
-        KvOp::Put {
-            tree: A.into(),
-            key: b"batch/gone".to_vec(),
-            value: b"short-lived".to_vec(),
-        },
-        KvOp::Delete {
-            tree: A.into(),
-            key: b"batch/gone".to_vec(),
-        },
-        KvOp::Delete {
-            tree: B.into(),
-            key: b"never-existed".to_vec(),
-        },
-    ])
-    .expect("apply batch");
-    assert_eq!(kv.get(A, b"batch/1").expect("get"), Some(b"one".to_vec()));
-    assert_eq!(kv.get(B, b"batch/2").expect("get"), Some(b"two".to_vec()));
-    assert_eq!(kv.get(A, b"order/1").expect("get"), None);
-    assert_eq!(kv.get(A, b"batch/gone").expect("get"), None);
-    assert_eq!(kv.get(B, b"batch/1").expect("get"), None);
-    kv.apply(Vec::new()).expect("an empty batch is a no-op");
-
-    // Large values.
-    let large: Vec<u8> = (0..1024 * 1024u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    kv.put(A, b"large", &large).expect("put 1 MiB");
-    assert!(kv.get(A, b"large").expect("get 1 MiB") == Some(large.clone()));
-    let mut larger = large.clone();
-    larger.extend_from_slice(b"tail");
-    kv.apply(vec![KvOp::Put {
-        tree: B.into(),
-        key: b"large".to_vec(),
-        value: larger.clone(),
-    }])
-    .expect("batch with 1 MiB");
-    assert!(kv.get(B, b"large").expect("get 1 MiB") == Some(larger));
-
-    // Empty key and empty value are ordinary entries.
-    kv.put(A, b"", b"").expect("put empty key");
-    assert_eq!(kv.get(A, b"").expect("get empty key"), Some(Vec::new()));
-    kv.put(A, b"empty-value", b"").expect("put empty value");
-    assert_eq!(kv.get(A, b"empty-value").expect("get"), Some(Vec::new()));
-    let all = kv.scan_prefix(A, b"").expect("scan all");
-    assert_eq!(all.first(), Some(&(Vec::new(), Vec::new())));
-    kv.delete(A, b"").expect("delete empty key");
-    assert_eq!(kv.get(A, b"").expect("get"), None);
-
-    kv.flush().expect("flush");
-    clear(kv, A);
-    clear(kv, B);
-}
+pub use super::kv_conformance::kv_conformance;
 
 #[cfg(test)]
 #[path = "kv_tests.rs"]

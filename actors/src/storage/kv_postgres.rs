@@ -17,12 +17,14 @@
 //! panic inside another runtime.
 //!
 //! Each mutating call is one transaction, committed before it returns
-//! (PostgreSQL's `synchronous_commit` makes a commit durable). A batch of
-//! [`KvStore::apply`] holds only writes, so READ COMMITTED is enough for
-//! its all-or-nothing visibility. A batch first takes a transaction
-//! advisory lock per key in one global order, so concurrent batches over
-//! the same keys queue instead of deadlocking on their row locks; a
-//! deadlock or serialization failure would still re-run the whole batch.
+//! (PostgreSQL's `synchronous_commit` makes a commit durable). A batch
+//! first takes a transaction advisory lock per key in one global order, so
+//! concurrent batches over the same keys queue instead of deadlocking on
+//! their row locks; a deadlock or serialization failure would still re-run
+//! the whole batch. Its preconditions ([`KvOp::Expect`]) are read after
+//! those locks: a concurrent batch on the same key has then committed or
+//! not started, so READ COMMITTED reads the value it must see (keys a
+//! batch expects are written only by batches, never by a lone `put`).
 
 use std::fmt;
 use std::future::Future;
@@ -322,7 +324,9 @@ async fn write_one(
 /// (stable across builds and nodes; a collision only serialises more).
 fn lock_key(ns: &str, op: &KvOp) -> i64 {
     let (tree, key) = match op {
-        KvOp::Put { tree, key, .. } | KvOp::Delete { tree, key } => (tree, key),
+        KvOp::Put { tree, key, .. }
+        | KvOp::Delete { tree, key }
+        | KvOp::Expect { tree, key, .. } => (tree, key),
     };
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in [
@@ -349,6 +353,7 @@ async fn apply_batch(
     fence: Option<&crate::storage::leases::Fence>,
 ) -> std::result::Result<(), Failure> {
     let put = conn.statement(PUT).await?;
+    let get = conn.statement(GET).await?;
     let delete = conn.statement(DELETE).await?;
     let lock = conn.statement(LOCK).await?;
     let check = match fence {
@@ -369,7 +374,8 @@ async fn apply_batch(
             });
         }
     }
-    if batch.len() > 1 {
+    let expects = batch.iter().any(|op| matches!(op, KvOp::Expect { .. }));
+    if batch.len() > 1 || expects {
         // Batches touching the same keys in different orders would
         // deadlock on their row locks: take every key's advisory lock
         // first, in one global order.
@@ -378,8 +384,24 @@ async fn apply_batch(
         keys.dedup();
         tx.execute(&lock, &[&keys]).await.map_err(Failure::Query)?;
     }
+    if expects {
+        for op in batch {
+            if let KvOp::Expect { tree, key, value } = op {
+                let rows = tx
+                    .query(&get, &[&ns, tree, key])
+                    .await
+                    .map_err(Failure::Query)?;
+                let found = rows.first().map(|row| bytes(row, 0)).transpose()?;
+                if found.as_deref() != value.as_deref() {
+                    let why = crate::storage::kv::unmet(tree, key, value.as_deref());
+                    return Err(Failure::Conflict(why));
+                }
+            }
+        }
+    }
     for op in batch {
         match op {
+            KvOp::Expect { .. } => {}
             KvOp::Put { tree, key, value } => {
                 tx.execute(&put, &[&ns, tree, key, value])
                     .await

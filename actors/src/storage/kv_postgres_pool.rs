@@ -54,6 +54,8 @@ pub(super) enum Failure {
         key: String,
         token: i64,
     },
+    /// A precondition of the batch did not hold (`KvOp::Expect`).
+    Conflict(String),
 }
 
 impl Failure {
@@ -68,7 +70,10 @@ impl Failure {
                             || *c == SqlState::T_R_DEADLOCK_DETECTED
                     )
             }
-            Failure::Timeout(_) | Failure::Corrupt(_) | Failure::Fenced { .. } => false,
+            Failure::Timeout(_)
+            | Failure::Corrupt(_)
+            | Failure::Fenced { .. }
+            | Failure::Conflict(_) => false,
         }
     }
 
@@ -86,6 +91,7 @@ impl Failure {
             }
             Failure::Corrupt(m) => StorageError::Corrupt(format!("{context}: {m}")),
             Failure::Fenced { key, token } => StorageError::Fenced { key, token },
+            Failure::Conflict(why) => StorageError::Conflict(why),
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod kv;
+mod kv_conformance;
 pub mod kv_postgres;
 pub mod leases;
 pub mod links;

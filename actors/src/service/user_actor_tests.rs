@@ -1,0 +1,218 @@
+//! Tests of `user_actor`: the account actor's memory and its versioned
+//! writes, on one node and on two nodes sharing one store.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::*;
+use crate::accounts::testutil::{FlakyStore, TREES};
+use crate::accounts::{hash_password, AccountError, PlanTable};
+use crate::storage::kv::KvStore;
+
+/// One node: its accounts domain and account actors, over a shared store.
+#[derive(Clone)]
+struct Node {
+    accounts: Arc<Accounts>,
+    users: Arc<UserRegistry>,
+}
+
+impl Node {
+    fn new(kv: &Arc<FlakyStore>) -> Self {
+        let tree = crate::supervisor::Tree::default();
+        Self {
+            accounts: Arc::new(Accounts::new(kv.clone(), PlanTable::default())),
+            users: Arc::new(UserRegistry::new(tree.accounts.clone())),
+        }
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        user_id: &str,
+        f: impl FnMut(&Accounts) -> T + Send + 'static,
+    ) -> T {
+        self.users
+            .run(&self.accounts, user_id, f)
+            .await
+            .expect("the account actor answers")
+    }
+
+    /// Signs up `local@example.com` named `name` in its account's actor.
+    async fn sign_up(&self, local: &str, name: &str, hash: &str) -> Result<String, AccountError> {
+        let email = format!("{local}@example.com");
+        let id = crate::accounts::account_id_for_email(&email);
+        let (name, hash) = (name.to_string(), hash.to_string());
+        self.run(&id, move |a| {
+            a.sign_up_hashed(&email, name.clone(), hash.clone())
+        })
+        .await
+        .map(|(account, _)| account.id)
+    }
+
+    fn held(&self, user_id: &str) -> Arc<Held> {
+        self.users
+            .held(user_id)
+            .expect("the actor holds the account")
+    }
+}
+
+fn dump(kv: &FlakyStore) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    TREES
+        .iter()
+        .map(|tree| kv.scan_prefix(tree, b"").expect("scan"))
+        .collect()
+}
+
+fn name(held: &Held) -> String {
+    held.account().expect("an account").name
+}
+
+/// The state as stored, loaded by a fresh memory.
+fn stored(node: &Node, user_id: &str) -> Arc<Held> {
+    node.accounts
+        .acting_for(Arc::new(HeldAccount::new(user_id)))
+        .held_state()
+        .expect("load")
+        .expect("acting for the account")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_are_answered_from_memory_after_a_write() {
+    let kv = Arc::new(FlakyStore::default());
+    let node = Node::new(&kv);
+    let hash = hash_password("correct horse").expect("hash");
+    let id = node.sign_up("ana", "Ana", &hash).await.expect("sign up");
+    let held = node.held(&id);
+    assert_eq!((held.version, name(&held)), (1, "Ana".to_string()));
+    let credits = node.accounts.held_balance(&held).expect("no renewal due");
+    assert_eq!((credits.credits, credits.reserved), (60, 0));
+
+    let uid = id.clone();
+    node.run(&id, move |a| a.update_profile(&uid, "Ana Lima"))
+        .await
+        .expect("update");
+    let uid = id.clone();
+    node.run(&id, move |a| a.reserve(&uid, "p1", 10))
+        .await
+        .expect("reserve");
+    let held = node.held(&id);
+    assert_eq!((held.version, name(&held)), (3, "Ana Lima".to_string()));
+    let credits = node.accounts.held_balance(&held).expect("no renewal due");
+    assert_eq!((credits.credits, credits.reserved), (50, 10));
+
+    // Changed behind the actor's back (which no writer may do): reads and
+    // the actor's commands still see what the actor holds.
+    let mut record = node.held(&id).account.clone().expect("an account");
+    record.name = "Behind its back".into();
+    crate::storage::kv::put_value(kv.as_ref(), "accounts.users", id.as_bytes(), &record)
+        .expect("put");
+    assert_eq!(name(&node.held(&id)), "Ana Lima");
+    let uid = id.clone();
+    let account = node.run(&id, move |a| a.get_account(&uid)).await;
+    assert_eq!(account.expect("account").name, "Ana Lima");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_leaves_memory_and_store_unchanged() {
+    let kv = Arc::new(FlakyStore::default());
+    let node = Node::new(&kv);
+    let hash = hash_password("correct horse").expect("hash");
+    let id = node.sign_up("ana", "Ana", &hash).await.expect("sign up");
+    let before = node.held(&id);
+    let stored_before = dump(&kv);
+
+    kv.fail_writes(true);
+    let uid = id.clone();
+    let err = node
+        .run(&id, move |a| a.update_profile(&uid, "Other"))
+        .await
+        .expect_err("the store refuses the write");
+    assert!(matches!(err, AccountError::Storage(_)), "{err:?}");
+    let uid = id.clone();
+    let err = node
+        .run(&id, move |a| a.reserve(&uid, "p1", 10))
+        .await
+        .expect_err("the store refuses the write");
+    assert!(matches!(err, AccountError::Storage(_)), "{err:?}");
+    let after = node.held(&id);
+    assert_eq!(after.version, before.version);
+    assert_eq!(after.account, before.account);
+    assert_eq!(after.credits, before.credits);
+    assert_eq!(dump(&kv), stored_before, "nothing written");
+
+    kv.fail_writes(false);
+    let uid = id.clone();
+    node.run(&id, move |a| a.update_profile(&uid, "Other"))
+        .await
+        .expect("update");
+    let after = node.held(&id);
+    assert_eq!((after.version, name(&after)), (2, "Other".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_sign_ups_with_one_email_make_one_account() {
+    let kv = Arc::new(FlakyStore::default());
+    let nodes = [Node::new(&kv), Node::new(&kv)];
+    let hash = hash_password("correct horse").expect("hash");
+    let id = crate::accounts::account_id_for_email("same@example.com");
+    // Both nodes' actors hold "no account yet" before any sign-up runs.
+    for node in &nodes {
+        let held = node.run(&id, |a| a.held_state()).await.expect("load");
+        assert!(held.expect("held").account.is_none());
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let node = nodes[i % 2].clone();
+        let hash = hash.clone();
+        tasks.spawn(async move { node.sign_up("same", &format!("Name {i}"), &hash).await });
+    }
+    let mut created = 0;
+    while let Some(result) = tasks.join_next().await {
+        match result.expect("task") {
+            Ok(account) => {
+                assert_eq!(account, id);
+                created += 1;
+            }
+            Err(AccountError::Conflict(_)) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(created, 1, "exactly one sign-up creates the account");
+    for tree in ["accounts.users", "accounts.emails", "accounts.sessions"] {
+        assert_eq!(kv.count_prefix(tree, b"").expect("count"), 1, "{tree}");
+    }
+    assert_eq!(stored(&nodes[0], &id).version, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
+    let kv = Arc::new(FlakyStore::default());
+    let (a, b) = (Node::new(&kv), Node::new(&kv));
+    let hash = hash_password("correct horse").expect("hash");
+    let id = a.sign_up("ana", "Ana", &hash).await.expect("sign up");
+    assert_eq!(a.held(&id).version, 1);
+
+    // Node B (which owns the account a moment later) reserves 10 credits:
+    // A's memory is now stale.
+    let uid = id.clone();
+    b.run(&id, move |x| x.reserve(&uid, "p1", 10))
+        .await
+        .expect("reserve on B");
+    assert_eq!(a.held(&id).version, 1);
+
+    // A reserves 5 from its stale memory: the write is refused, A reloads
+    // and runs the command again; B's reservation is not lost.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (uid, counted) = (id.clone(), runs.clone());
+    a.run(&id, move |x| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        x.reserve(&uid, "p2", 5)
+    })
+    .await
+    .expect("reserve on A");
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "refused once, run again");
+    for held in [a.held(&id), stored(&a, &id)] {
+        assert_eq!(held.version, 3);
+        let credits = a.accounts.held_balance(&held).expect("balance");
+        assert_eq!((credits.credits, credits.reserved), (45, 15));
+    }
+}
