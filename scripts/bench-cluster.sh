@@ -18,7 +18,8 @@ export CARGO_TARGET_DIR
 PROJECTS="${BENCH_PROJECTS:-6}"
 SECS="${BENCH_SECS:-10}"
 CONNS="${BENCH_CONNS:-16}"
-cargo build --release --locked --bin clipforge >/dev/null
+# BENCH_BUILD=0: use the binary already in $CARGO_TARGET_DIR.
+[ "${BENCH_BUILD:-1}" = 0 ] || cargo build --release --locked --bin clipforge >/dev/null
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 command -v taskset >/dev/null || { echo "taskset (util-linux) is needed"; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }

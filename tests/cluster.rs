@@ -7,44 +7,28 @@ mod common;
 #[path = "../actors/tests/common/postgres.rs"]
 mod postgres;
 
+mod cluster_common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{spawn_app_with, App};
+use cluster_common::{
+    free_port, shared_env_local, Node, ADMIN, COOKIE, DEADLINE, MEDIA_SECRET, TOKEN_KEY,
+};
 use postgres::TestPostgres;
 use serde_json::Value;
 
-const ADMIN: &str = "admin-secret";
-/// The shared cluster secret (at least 32 characters).
-const COOKIE: &str = "test-cluster-cookie-0123456789abcdef";
-/// Generous: state changes are waited for, never timed.
-const DEADLINE: Duration = Duration::from_secs(60);
-/// Every node of a cluster signs media links and seals tokens alike.
-const MEDIA_SECRET: &str = "test-media-secret-0123456789abcdef0123";
-const TOKEN_KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-
-/// The settings every node of one test's cluster shares: its records in
-/// `pg`, the same media secret and token key.
-fn shared(pg: &TestPostgres) -> Vec<(&'static str, String)> {
-    vec![
-        ("CLIPFORGE_STORAGE_KV", "postgres".into()),
-        ("CLIPFORGE_STORAGE_POSTGRES_URL", pg.url()),
-        ("CLIPFORGE_AUTH_MEDIA_SECRET", MEDIA_SECRET.into()),
-        ("CLIPFORGE_PUBLISH_TOKEN_KEY", TOKEN_KEY.into()),
-    ]
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Node {
-    app: App,
-    addr: String,
+/// The shared settings and media folder, with `extra` on top (a later
+/// setting wins).
+fn env_with(
+    pg: &TestPostgres,
+    media: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut env = shared_env_local(pg, media.to_str().unwrap());
+    env.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
 }
 
 fn node(
@@ -54,25 +38,8 @@ fn node(
     seeds: &[&Node],
     media: &std::path::Path,
 ) -> Node {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
-    let seeds = seeds.join(",");
-    let media = media.to_str().unwrap().to_string();
-    let shared = shared(pg);
-    let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    env.extend([
-        ("CLIPFORGE_NODE_NAME", name),
-        ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-        ("CLIPFORGE_CLUSTER_COOKIE", cookie),
-        ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
-        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
-        ("CLIPFORGE_STORAGE_LOCAL_DIR", &media),
-        ("CLIPFORGE_CLUSTER_TLS", "false"),
-    ]);
-    let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
-    Node { app, addr }
+    let env = env_with(pg, media, &[("CLIPFORGE_CLUSTER_COOKIE", cookie)]);
+    Node::start(name, seeds, &env)
 }
 
 async fn view(n: &Node) -> Value {
@@ -317,27 +284,17 @@ fn tls_node(
     media: &std::path::Path,
     tls: &(String, String, String),
 ) -> Node {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
-    let seeds = seeds.join(",");
-    let shared = shared(pg);
-    let mut env: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    env.extend([
-        ("CLIPFORGE_NODE_NAME", name),
-        ("CLIPFORGE_CLUSTER_LISTEN_ADDR", &addr),
-        ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
-        ("CLIPFORGE_CLUSTER_SEEDS", &seeds),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS", "200"),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS", "1500"),
-        ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
-        ("CLIPFORGE_STORAGE_LOCAL_DIR", media.to_str().unwrap()),
-        ("CLIPFORGE_CLUSTER_TLS", "true"),
-        ("CLIPFORGE_CLUSTER_TLS_CERT", &tls.0),
-        ("CLIPFORGE_CLUSTER_TLS_KEY", &tls.1),
-        ("CLIPFORGE_CLUSTER_TLS_CA", &tls.2),
-    ]);
-    let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
-    Node { app, addr }
+    let env = env_with(
+        pg,
+        media,
+        &[
+            ("CLIPFORGE_CLUSTER_TLS", "true"),
+            ("CLIPFORGE_CLUSTER_TLS_CERT", &tls.0),
+            ("CLIPFORGE_CLUSTER_TLS_KEY", &tls.1),
+            ("CLIPFORGE_CLUSTER_TLS_CA", &tls.2),
+        ],
+    );
+    Node::start(name, seeds, &env)
 }
 
 #[tokio::test]

@@ -11,75 +11,29 @@ mod fake_stripe;
 #[path = "../actors/tests/common/postgres.rs"]
 mod postgres;
 
-use std::time::{Duration, Instant};
+mod cluster_common;
 
 use clipforge_actors::accounts::account_id_for_email;
 use clipforge_actors::cluster::placement;
-use common::{spawn_app_with, App};
+use cluster_common::{shared_env_local, Node, ADMIN};
 use fake_stripe::*;
 use postgres::TestPostgres;
 use serde_json::{json, Value};
 
-const ADMIN: &str = "admin-secret";
-const DEADLINE: Duration = Duration::from_secs(60);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Node {
-    app: App,
-    addr: String,
-}
-
+/// A node with the shared records and media folder, billing through the
+/// local Stripe at `stripe`.
 fn node(pg: &TestPostgres, stripe: &str, name: &str, seeds: &[&Node], media: &str) -> Node {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let seeds: Vec<&str> = seeds.iter().map(|n| n.addr.as_str()).collect();
-    let mut env: Vec<(String, String)> = vec![
-        ("CLIPFORGE_NODE_NAME".into(), name.into()),
-        ("CLIPFORGE_CLUSTER_LISTEN_ADDR".into(), addr.clone()),
-        (
-            "CLIPFORGE_CLUSTER_COOKIE".into(),
-            "test-cluster-cookie-0123456789abcdef".into(),
-        ),
-        ("CLIPFORGE_CLUSTER_SEEDS".into(), seeds.join(",")),
-        ("CLIPFORGE_CLUSTER_HEARTBEAT_MS".into(), "200".into()),
-        (
-            "CLIPFORGE_CLUSTER_HEARTBEAT_TIMEOUT_MS".into(),
-            "1500".into(),
-        ),
-        (
-            "CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE".into(),
-            "true".into(),
-        ),
-        ("CLIPFORGE_CLUSTER_TLS".into(), "false".into()),
-        ("CLIPFORGE_STORAGE_LOCAL_DIR".into(), media.into()),
-        ("CLIPFORGE_STORAGE_KV".into(), "postgres".into()),
-        ("CLIPFORGE_STORAGE_POSTGRES_URL".into(), pg.url()),
-        (
-            "CLIPFORGE_AUTH_MEDIA_SECRET".into(),
-            "test-media-secret-0123456789abcdef0123".into(),
-        ),
-        (
-            "CLIPFORGE_PUBLISH_TOKEN_KEY".into(),
-            "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff".into(),
-        ),
-        (
-            "CLIPFORGE_BILLING_STRIPE_SECRET_KEY".into(),
-            SECRET_KEY.into(),
-        ),
-        (
-            "CLIPFORGE_BILLING_WEBHOOK_SECRET".into(),
-            WEBHOOK_SECRET.into(),
-        ),
-        ("CLIPFORGE_BILLING_SUCCESS_URL".into(), SUCCESS_URL.into()),
-        ("CLIPFORGE_BILLING_CANCEL_URL".into(), CANCEL_URL.into()),
-        ("CLIPFORGE_BILLING_STRIPE_API_BASE".into(), stripe.into()),
-    ];
+    let mut env = shared_env_local(pg, media);
+    env.extend(
+        [
+            ("CLIPFORGE_BILLING_STRIPE_SECRET_KEY", SECRET_KEY),
+            ("CLIPFORGE_BILLING_WEBHOOK_SECRET", WEBHOOK_SECRET),
+            ("CLIPFORGE_BILLING_SUCCESS_URL", SUCCESS_URL),
+            ("CLIPFORGE_BILLING_CANCEL_URL", CANCEL_URL),
+            ("CLIPFORGE_BILLING_STRIPE_API_BASE", stripe),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     for (plan, freq, id) in PRICES {
         env.push((
             format!(
@@ -90,29 +44,7 @@ fn node(pg: &TestPostgres, stripe: &str, name: &str, seeds: &[&Node], media: &st
             id.to_string(),
         ));
     }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Node {
-        app: spawn_app_with(tempfile::tempdir().unwrap(), &env),
-        addr,
-    }
-}
-
-async fn wait_up(n: &Node, peer: &str) {
-    let start = Instant::now();
-    loop {
-        let (s, v) = n.app.get("/admin/cluster", ADMIN).await;
-        assert_eq!(s, 200, "{v}");
-        let up = v["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|x| x["name"] == peer && x["state"] == "up");
-        if up {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "{peer} not up: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    Node::start(name, seeds, &env)
 }
 
 /// Sends a signed delivery to `n`; (status, body, node that applied it).
@@ -149,8 +81,8 @@ async fn a_stripe_delivery_to_a_node_not_hosting_the_account_is_applied_by_its_o
     let media = media.path().to_str().unwrap().to_string();
     let a = node(&pg, &base, "node-a", &[], &media);
     let b = node(&pg, &base, "node-b", &[&a], &media);
-    wait_up(&a, "node-b").await;
-    wait_up(&b, "node-a").await;
+    a.wait_up(&["node-b"]).await;
+    b.wait_up(&["node-a"]).await;
     // An account node-a hosts; its deliveries are sent to node-b.
     let email = (0..)
         .map(|i| format!("payer-{i}@example.com"))

@@ -377,3 +377,50 @@ async fn projects_hand_off_to_a_joining_node_and_back_when_it_dies() {
     let (_, credits) = b.app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 59, "charged once: {credits}");
 }
+
+#[tokio::test]
+async fn a_node_stopped_gracefully_hands_its_projects_off() {
+    let pg = TestPostgres::start();
+    let moto = start_moto().await;
+    let a = node(&pg, "node-a", "api,worker,scheduler", &[], &moto.1);
+    let b = node(&pg, "node-b", "api,worker,scheduler", &[&a], &moto.1);
+    wait_up(&a, &["node-b"]).await;
+    wait_up(&b, &["node-a"]).await;
+    // An account node-a hosts, used through node-b.
+    let email = (0..)
+        .map(|i| format!("leaving-{i}@example.com"))
+        .find(|e| owner_of(e, &["node-a", "node-b"]) == "node-a")
+        .unwrap();
+    let token = b.app.sign_up(&email).await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = "Here is the biggest mistake I see every day. Creators start with a long \
+                introduction. Nobody cares about your name before they care about your idea. "
+        .repeat(3);
+    let video = speech_video_saying(dir.path(), &text, 120);
+    let (s, up) = upload(&b.app, &token, &video, "talk.mp4").await;
+    assert_eq!(s, 200, "{up}");
+    let pid = create(&b, &token, up["fileKey"].as_str().unwrap(), "leaving").await;
+    wait_mid_stage(&b, &token, &pid).await;
+    let (s, v) = b.app.get("/admin/actors?node=node-a", ADMIN).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v.to_string().contains(&format!("project:{pid}")),
+        "node-a runs the project: {v}"
+    );
+
+    // SIGTERM: node-a hands everything off and leaves; it exits cleanly.
+    let mut a = a;
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(a.app.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    let status = a.app.child.wait().unwrap();
+    assert!(status.success(), "node-a exited with {status}");
+    wait_served_by(&b, "node-b", &token, "node-b").await;
+    let v = view(&b).await;
+    assert_eq!(peer(&v, "node-a").unwrap()["state"], "down", "{v}");
+    completes(&b, &token, &pid).await;
+    let (_, credits) = b.app.get("/api/credits", &token).await;
+    assert_eq!(credits["credits"], 59, "charged once: {credits}");
+}

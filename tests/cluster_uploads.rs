@@ -2,9 +2,11 @@
 //! PostgreSQL, media in moto S3): an upload larger than a cluster frame
 //! (16 MiB) through a node that does not host the account is streamed to
 //! object storage by that node and completes its project, with the bearer
-//! header and with the session cookie alone; a JSON body too large to
-//! forward is refused with 413 and the link between the nodes keeps
-//! working.
+//! header and with the session cookie alone, its stage jobs and results
+//! carried through object storage (`cluster.max_inline_bytes = 0`); a
+//! body of several cluster chunks (a ~3 MiB avatar) reaches the owner
+//! whole; a JSON body too large to forward is refused with 413 and the
+//! link between the nodes keeps working.
 
 mod cluster_common;
 mod common;
@@ -169,6 +171,9 @@ async fn large_uploads_and_bodies_through_a_node_not_hosting_the_account() {
     // JSON bodies up to 40 MiB pass the route's limit, so the forwarding
     // bound is what refuses them.
     env.push(("CLIPFORGE_LIMITS_JSON_BODY_KB".into(), "40960".into()));
+    // Every stage job and result travels through object storage here (the
+    // other cluster tests send them inside the messages).
+    env.push(("CLIPFORGE_CLUSTER_MAX_INLINE_BYTES".into(), "0".into()));
     let a = Node::start("node-a", &[], &env);
     let b = Node::start("node-b", &[&a], &env);
     a.wait_up(&["node-b"]).await;
@@ -198,6 +203,56 @@ async fn large_uploads_and_bodies_through_a_node_not_hosting_the_account() {
     assert!(video.len() > 16 * 1024 * 1024);
     upload_and_complete(&b, &a, Cred::Bearer(&token), &video).await;
     upload_and_complete(&b, &a, Cred::Cookie(&cookie), &video).await;
+    // The stored jobs and results were read and removed.
+    let listing = reqwest::get(format!(
+        "{}/clipforge-cluster?list-type=2&prefix=work/",
+        moto.1
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(listing.contains("ListBucketResult"), "{listing}");
+    assert!(!listing.contains("/wire/"), "{listing}");
+    // A body of several cluster chunks (an avatar of ~3 MiB) reaches the
+    // owner whole.
+    let png = dir.path().join("noise.png");
+    let ok = std::process::Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("nullsrc=s=1100x1000,geq=random(1)*255:random(2)*255:random(3)*255")
+        .args(["-frames:v", "1"])
+        .arg(&png)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.len() > 2 * 1024 * 1024, "{} bytes", bytes.len());
+    for cred in [Cred::Bearer(&token), Cred::Cookie(&cookie)] {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes.clone())
+                .file_name("noise.png")
+                .mime_str("image/png")
+                .unwrap(),
+        );
+        let r = request(&b, reqwest::Method::PUT, "/api/auth/avatar", cred)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.headers()
+                .get("x-clipforge-node")
+                .and_then(|v| v.to_str().ok()),
+            Some("node-a"),
+            "{cred:?}"
+        );
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "{cred:?}: {v}");
+        assert!(v["avatarUrl"].as_str().is_some(), "{v}");
+    }
     // A JSON body too large to travel between nodes: 413 with the uniform
     // body, declared (Content-Length) or streamed (chunked), and the link
     // keeps working.

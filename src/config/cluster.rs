@@ -49,6 +49,11 @@ pub struct ClusterConfig {
     pub tls_cert: String,
     pub tls_key: String,
     pub tls_ca: String,
+    /// Stage jobs and results whose JSON is larger than this travel through
+    /// object storage instead of inside a cluster message (a frame over
+    /// 16 MiB closes the link between two nodes). 0 sends every one through
+    /// storage.
+    pub max_inline_bytes: usize,
     /// Declares `storage.local_dir` a path every node shares (NFS, …), so
     /// local object storage is allowed in a cluster.
     pub shared_local_storage: bool,
@@ -69,6 +74,7 @@ impl Default for ClusterConfig {
             tls_cert: String::new(),
             tls_key: String::new(),
             tls_ca: String::new(),
+            max_inline_bytes: clipforge_actors::service::stage_wire::DEFAULT_MAX_INLINE,
             shared_local_storage: false,
         }
     }
@@ -187,6 +193,7 @@ impl ClusterConfig {
             heartbeat: Duration::from_millis(self.heartbeat_ms),
             timeout: Duration::from_millis(self.heartbeat_timeout_ms),
             lease: Duration::from_millis(self.lease_ms),
+            max_inline: self.max_inline_bytes,
             tls: if self.tls {
                 Some(clipforge_actors::cluster::ClusterTls::from_pem(
                     std::path::Path::new(self.tls_cert.trim()),

@@ -33,10 +33,10 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// What every node of one test's cluster shares: its records in `pg`, its
-/// media in the bucket `clipforge-cluster` of the S3 at `s3`, the cookie,
-/// the secrets, fast heartbeats, one project and one stage at a time.
-pub fn shared_env(pg: &TestPostgres, s3: &str) -> Vec<(String, String)> {
+/// What every node of one test's cluster shares: its records in `pg`, the
+/// cookie, the secrets, fast heartbeats, one project and one stage at a
+/// time. Media storage comes on top: [`shared_env`] or [`shared_env_local`].
+pub fn cluster_env(pg: &TestPostgres) -> Vec<(String, String)> {
     [
         ("CLIPFORGE_STORAGE_KV", "postgres".to_string()),
         ("CLIPFORGE_STORAGE_POSTGRES_URL", pg.url()),
@@ -49,15 +49,41 @@ pub fn shared_env(pg: &TestPostgres, s3: &str) -> Vec<(String, String)> {
         ("CLIPFORGE_CLUSTER_TLS", "false".into()),
         ("CLIPFORGE_PIPELINE_WORKERS", "1".into()),
         ("CLIPFORGE_PIPELINE_THREADS", "1".into()),
-        ("CLIPFORGE_STORAGE_BACKEND", "s3".into()),
-        ("CLIPFORGE_STORAGE_S3_BUCKET", "clipforge-cluster".into()),
-        ("CLIPFORGE_STORAGE_S3_ENDPOINT", s3.into()),
-        ("CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID", "test".into()),
-        ("CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY", "test".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// [`cluster_env`] with the media in the bucket `clipforge-cluster` of
+/// the S3 at `s3`.
+pub fn shared_env(pg: &TestPostgres, s3: &str) -> Vec<(String, String)> {
+    let mut env = cluster_env(pg);
+    env.extend(
+        [
+            ("CLIPFORGE_STORAGE_BACKEND", "s3"),
+            ("CLIPFORGE_STORAGE_S3_BUCKET", "clipforge-cluster"),
+            ("CLIPFORGE_STORAGE_S3_ENDPOINT", s3),
+            ("CLIPFORGE_STORAGE_S3_ACCESS_KEY_ID", "test"),
+            ("CLIPFORGE_STORAGE_S3_SECRET_ACCESS_KEY", "test"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
+}
+
+/// [`cluster_env`] with the media in the local folder `dir`, declared
+/// shared by every node.
+pub fn shared_env_local(pg: &TestPostgres, dir: &str) -> Vec<(String, String)> {
+    let mut env = cluster_env(pg);
+    env.extend(
+        [
+            ("CLIPFORGE_CLUSTER_SHARED_LOCAL_STORAGE", "true"),
+            ("CLIPFORGE_STORAGE_LOCAL_DIR", dir),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
 }
 
 /// One node: its process, cluster address and what it was started with.

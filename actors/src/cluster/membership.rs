@@ -27,6 +27,9 @@ pub enum MembershipMsg {
     Heartbeat(Heartbeat),
     /// The local timer.
     Tick,
+    /// This node's load changed (a stage started or ended): tell the peers
+    /// now rather than at the next tick.
+    Beat,
 }
 
 pub struct Membership;
@@ -88,6 +91,7 @@ impl Actor for Membership {
                     tracing::info!(peer = %name, "cluster: node up");
                 }
             }
+            MembershipMsg::Beat => self.beat(st),
             MembershipMsg::Tick => {
                 st.ticks += 1;
                 self.beat(st);

@@ -3,6 +3,7 @@
 //! heartbeat membership view with each node's roles, state and load.
 //! See ARCHITECTURE.md, "Cluster".
 
+mod dispatch;
 mod heartbeat;
 mod membership;
 mod ownership;
@@ -141,6 +142,23 @@ pub struct ClusterSettings {
     pub lease: Duration,
     /// `None`: plain TCP (cookie authentication only).
     pub tls: Option<ClusterTls>,
+    /// Stage jobs and results whose JSON is larger travel through object
+    /// storage (`cluster.max_inline_bytes`).
+    pub max_inline: usize,
+}
+
+/// How long a job sent to this node's own worker counts against it before
+/// the worker's live load shows it.
+const LOCAL_SENT_FRESH: Duration = Duration::from_millis(250);
+
+/// Where a stage goes ([`Cluster::pick_worker`]).
+pub enum Pick {
+    /// Send it to this node's worker.
+    Worker(String, ractor::ActorCell),
+    /// Every worker's slots are taken: hold it and ask again.
+    AllBusy,
+    /// No worker is up.
+    NoWorker,
 }
 
 /// A running cluster membership of this node.
@@ -315,6 +333,17 @@ impl Cluster {
         self.settings.roles.contains(&role)
     }
 
+    /// The largest stage job or result sent inside a cluster message.
+    pub fn max_inline(&self) -> usize {
+        self.settings.max_inline
+    }
+
+    /// Tells the peers this node's load now (a stage started or ended), so
+    /// a stage held for a free slot goes out at once.
+    pub fn load_changed(&self) {
+        let _ = self.membership.cast(MembershipMsg::Beat);
+    }
+
     pub fn heartbeat_every(&self) -> Duration {
         self.settings.heartbeat
     }
@@ -335,70 +364,69 @@ impl Cluster {
             .is_up(node)
     }
 
-    /// The least-loaded up worker for a stage run: fewest stage jobs per
-    /// slot (its last heartbeat plus jobs sent to it since); among equals
-    /// the one this node sent a stage to longest ago (never first), so
-    /// work spreads round robin. `avoid` is skipped
-    /// when another worker is up.
-    pub fn pick_worker(
-        &self,
-        run: &str,
-        avoid: Option<&str>,
-    ) -> Option<(String, ractor::ActorCell)> {
-        let mut candidates: Vec<(String, Load)> = Vec::new();
+    /// The worker for a stage run ([`dispatch::choose`]): an up worker with
+    /// a free slot (its last heartbeat plus the jobs this node sent it
+    /// since), the least taken, round robin among equals; `avoid` is
+    /// skipped when another worker is up.
+    pub fn pick_worker(&self, run: &str, avoid: Option<&str>) -> Pick {
+        let mut up: Vec<(String, Load)> = Vec::new();
         if self.has_role(Role::Worker) {
-            candidates.push((self.settings.node_name.clone(), (self.load)()));
+            up.push((self.settings.node_name.clone(), (self.load)()));
         }
         for (name, roles, load) in self.up_peers() {
             if roles.iter().any(|r| r == "worker") {
-                candidates.push((name, load));
+                up.push((name, load));
             }
         }
         let fresh = self.settings.heartbeat * 2;
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.retain(|(_, at)| at.elapsed() < fresh);
-        let live: Vec<(String, Load, ractor::ActorCell)> = candidates
+        let own = self.settings.node_name.clone();
+        let heard: std::collections::HashMap<String, Instant> = {
+            let view = self.view.lock().unwrap_or_else(|e| e.into_inner());
+            up.iter()
+                .filter_map(|(n, _)| Some((n.clone(), view.heard_at(n)?)))
+                .collect()
+        };
+        let mut cells = std::collections::HashMap::new();
+        let candidates: Vec<dispatch::Candidate> = up
             .into_iter()
-            .filter_map(|(name, load)| {
-                let cell = ractor::pg::get_members(&wire::worker_group(&name))
+            .filter_map(|(node, load)| {
+                let cell = ractor::pg::get_members(&wire::worker_group(&node))
                     .into_iter()
                     .next()?;
-                Some((name, load, cell))
+                // Jobs sent since the load was reported: a peer's after its
+                // last heartbeat (a worker beats as soon as it takes or
+                // ends a stage); this node's load is read live, so only
+                // what its worker may not have taken yet.
+                let sent = pending
+                    .iter()
+                    .filter(|(n, at)| {
+                        *n == node
+                            && if node == own {
+                                at.elapsed() < LOCAL_SENT_FRESH
+                            } else {
+                                heard.get(&node).map_or(true, |h| at > h)
+                            }
+                    })
+                    .count();
+                cells.insert(node.clone(), cell);
+                Some(dispatch::Candidate { node, load, sent })
             })
             .collect();
-        let others = live.iter().any(|(n, _, _)| Some(n.as_str()) != avoid);
-        let names: Vec<&str> = live
-            .iter()
-            .filter(|(n, _, _)| !(others && Some(n.as_str()) == avoid))
-            .map(|(n, _, _)| n.as_str())
-            .collect();
-        let score = |name: &str| -> f64 {
-            let (_, load, _) = live.iter().find(|(n, _, _)| n == name).expect("listed");
-            let sent = pending.iter().filter(|(n, _)| n == name).count() as f64;
-            (load.stages as f64 + sent) / load.stage_slots.max(1) as f64
-        };
-        let best = names.iter().map(|n| score(n)).fold(f64::INFINITY, f64::min);
-        let tied: Vec<&str> = names
-            .iter()
-            .copied()
-            .filter(|n| score(n) <= best + 1e-9)
-            .collect();
         let mut last = self.last_pick.lock().unwrap_or_else(|e| e.into_inner());
-        let never: Vec<&str> = tied
-            .iter()
-            .copied()
-            .filter(|n| !last.contains_key(*n))
-            .collect();
-        let chosen = if never.is_empty() {
-            tied.iter().copied().min_by_key(|n| last.get(*n).copied())?
-        } else {
-            placement::owner(run, never)?
+        match dispatch::choose(&candidates, run, avoid, &last) {
+            dispatch::Choice::Worker(node) => {
+                last.insert(node.clone(), Instant::now());
+                pending.push((node.clone(), Instant::now()));
+                match cells.remove(&node) {
+                    Some(cell) => Pick::Worker(node, cell),
+                    None => Pick::NoWorker,
+                }
+            }
+            dispatch::Choice::AllBusy => Pick::AllBusy,
+            dispatch::Choice::NoWorker => Pick::NoWorker,
         }
-        .to_string();
-        last.insert(chosen.clone(), Instant::now());
-        pending.push((chosen.clone(), Instant::now()));
-        let (_, _, worker) = live.into_iter().find(|(n, _, _)| *n == chosen)?;
-        Some((chosen, worker))
     }
 
     pub fn stop(&self) {

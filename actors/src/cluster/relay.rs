@@ -23,14 +23,18 @@ use tokio::sync::{mpsc, oneshot};
 use super::wire::Wire;
 use super::Cluster;
 
-/// The largest request body sent to another node. It travels as one
-/// cluster frame, and ractor_cluster closes a session (the link between
-/// the two nodes, for every request on it) on a frame over 16 MiB; the
-/// HTTP side answers 413 beyond this. Uploads never travel: the node
-/// receiving one streams it to object storage.
+/// The largest request body sent to another node (the HTTP side answers
+/// 413 beyond this). Uploads never travel: the node receiving one streams
+/// it to object storage.
 pub const MAX_FORWARD_BODY: usize = 8 * 1024 * 1024;
-/// Response bodies travel in chunks of at most this many bytes.
+/// Request and response bodies travel in chunks of at most this many
+/// bytes, each its own cluster frame: ractor_cluster closes a session (the
+/// link between two nodes, for every request on it) on a frame over
+/// 16 MiB, and a small frame does not hold the link for long.
 pub const MAX_CHUNK: usize = 1024 * 1024;
+/// A forwarded request whose body stops arriving (its node died midway)
+/// is dropped after this long.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn relay_group(node: &str) -> String {
     format!("clipforge.http.{node}")
@@ -60,8 +64,11 @@ pub struct WireHead {
 
 #[derive(RactorClusterMessage)]
 pub enum RelayMsg {
-    /// A request and its whole body.
-    Request(Wire<WireRequest>, Vec<u8>),
+    /// A request and the first chunk of its body; the last flag says
+    /// whether the body is complete.
+    Request(Wire<WireRequest>, Vec<u8>, bool),
+    /// More of request `id`'s body; the flag marks its last chunk.
+    Body(String, Vec<u8>, bool),
     /// The client went away: stop streaming `id`.
     Cancel(String),
 }
@@ -92,6 +99,57 @@ pub struct HttpRelay;
 pub struct HttpRelayState {
     handler: Handler,
     streams: Arc<Mutex<HashMap<String, tokio::task::JoinHandle<()>>>>,
+    /// Requests whose body is still arriving, with when they began.
+    partial: HashMap<String, (WireRequest, Vec<u8>, Instant)>,
+}
+
+impl HttpRelayState {
+    /// Runs a complete request and streams its response to the caller.
+    fn serve(&mut self, req: WireRequest, body: Vec<u8>) {
+        let id = req.id.clone();
+        let handler = self.handler.clone();
+        let streams = self.streams.clone();
+        let task_id = id.clone();
+        let task = tokio::spawn(async move {
+            let (head, mut chunks) = handler(req, body).await;
+            let Some(sink) = find_sink(&task_id).await else {
+                tracing::warn!(id = %task_id, "cluster: nobody waits for this response");
+                streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&task_id);
+                return;
+            };
+            let _ = sink.cast(SinkMsg::Head(Wire(Some(head))));
+            'stream: while let Some(c) = chunks.recv().await {
+                for piece in c.chunks(MAX_CHUNK) {
+                    if sink.cast(SinkMsg::Chunk(piece.to_vec())).is_err() {
+                        break 'stream;
+                    }
+                }
+            }
+            let _ = sink.cast(SinkMsg::End(String::new()));
+            streams
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&task_id);
+        });
+        self.streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, task);
+    }
+
+    /// Forgets bodies whose sender stopped sending.
+    fn drop_stale(&mut self) {
+        self.partial.retain(|id, (_, _, began)| {
+            let keep = began.elapsed() < BODY_TIMEOUT;
+            if !keep {
+                tracing::warn!(%id, "cluster: a forwarded request body stopped arriving");
+            }
+            keep
+        });
+    }
 }
 
 impl Actor for HttpRelay {
@@ -108,6 +166,7 @@ impl Actor for HttpRelay {
         Ok(HttpRelayState {
             handler,
             streams: Arc::default(),
+            partial: HashMap::new(),
         })
     }
 
@@ -118,42 +177,35 @@ impl Actor for HttpRelay {
         st: &mut HttpRelayState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RelayMsg::Request(Wire(Some(req)), body) => {
-                let id = req.id.clone();
-                let handler = st.handler.clone();
-                let streams = st.streams.clone();
-                let task_id = id.clone();
-                let task = tokio::spawn(async move {
-                    let (head, mut chunks) = handler(req, body).await;
-                    let Some(sink) = find_sink(&task_id).await else {
-                        tracing::warn!(id = %task_id, "cluster: nobody waits for this response");
-                        streams
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&task_id);
-                        return;
-                    };
-                    let _ = sink.cast(SinkMsg::Head(Wire(Some(head))));
-                    'stream: while let Some(c) = chunks.recv().await {
-                        for piece in c.chunks(MAX_CHUNK) {
-                            if sink.cast(SinkMsg::Chunk(piece.to_vec())).is_err() {
-                                break 'stream;
-                            }
-                        }
-                    }
-                    let _ = sink.cast(SinkMsg::End(String::new()));
-                    streams
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&task_id);
-                });
-                st.streams
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id, task);
+            RelayMsg::Request(Wire(Some(req)), body, complete) => {
+                st.drop_stale();
+                if complete {
+                    st.serve(req, body);
+                } else {
+                    st.partial
+                        .insert(req.id.clone(), (req, body, Instant::now()));
+                }
             }
-            RelayMsg::Request(Wire(None), _) => {}
+            RelayMsg::Request(Wire(None), _, _) => {}
+            RelayMsg::Body(id, chunk, last) => {
+                let Some(entry) = st.partial.get_mut(&id) else {
+                    return Ok(());
+                };
+                if entry.1.len() + chunk.len() > MAX_FORWARD_BODY {
+                    // The sender checks the size first; a peer that does
+                    // not gets nothing served.
+                    st.partial.remove(&id);
+                    return Ok(());
+                }
+                entry.1.extend_from_slice(&chunk);
+                if last {
+                    if let Some((req, body, _)) = st.partial.remove(&id) {
+                        st.serve(req, body);
+                    }
+                }
+            }
             RelayMsg::Cancel(id) => {
+                st.partial.remove(&id);
                 let task = st
                     .streams
                     .lock()
@@ -336,13 +388,32 @@ impl Cluster {
         )
         .await
         .map_err(|e| e.to_string())?;
-        if let Err(e) = relay.cast(RelayMsg::Request(Wire(Some(req)), body)) {
+        if let Err(e) = send_request(&relay, req, &body) {
             sink.stop(None);
-            return Err(e.to_string());
+            return Err(e);
         }
         match head_rx.await {
             Ok(head) => Ok((head, body_rx)),
             Err(_) => Err(format!("node {owner} did not answer")),
         }
     }
+}
+
+/// Casts a request to `relay`: the head with the first chunk of the body,
+/// then the rest chunk by chunk (in order: one session carries them).
+fn send_request(relay: &ActorRef<RelayMsg>, req: WireRequest, body: &[u8]) -> Result<(), String> {
+    let id = req.id.clone();
+    let mut pieces = body.chunks(MAX_CHUNK).peekable();
+    let first = pieces.next().unwrap_or(&[]).to_vec();
+    let complete = pieces.peek().is_none();
+    relay
+        .cast(RelayMsg::Request(Wire(Some(req)), first, complete))
+        .map_err(|e| e.to_string())?;
+    while let Some(piece) = pieces.next() {
+        let last = pieces.peek().is_none();
+        relay
+            .cast(RelayMsg::Body(id.clone(), piece.to_vec(), last))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

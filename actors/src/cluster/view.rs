@@ -188,6 +188,11 @@ impl View {
     }
 
     /// The up peers with their load (for placement).
+    /// When `name`'s last heartbeat arrived.
+    pub fn heard_at(&self, name: &str) -> Option<Instant> {
+        self.peers.get(name).map(|p| p.last)
+    }
+
     pub fn up_peers(&self) -> Vec<(String, Vec<String>, Load)> {
         self.peers
             .iter()

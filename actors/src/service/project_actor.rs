@@ -401,6 +401,7 @@ impl ProjectActor {
         if let Some(cluster) = state.services.cluster.get() {
             let args = super::workers::RemoteStageArgs {
                 cluster: cluster.clone(),
+                objects: state.services.objects.clone(),
                 project: state.project.clone(),
                 stage,
                 parent: state.me.clone(),

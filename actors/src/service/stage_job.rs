@@ -75,6 +75,9 @@ impl Actor for JobActor {
             _ = cancel.cancelled() => Err(StageError::Cancelled),
         };
         services.stage_jobs.fetch_sub(1, Ordering::AcqRel);
+        if let Some(c) = services.cluster.get() {
+            c.load_changed();
+        }
         services
             .metrics
             .observe_stage(job.stage, started.elapsed().as_secs_f64());
@@ -85,7 +88,7 @@ impl Actor for JobActor {
         let cancelled = matches!(result, Err(StageError::Cancelled));
         tracing::info!(job = %job.job, ok = result.is_ok(), "worker: stage finished");
         if !cancelled {
-            report_done(&job, result).await;
+            report_done(&services, &job, result).await;
         }
         myself.stop(None);
         Ok(())
@@ -104,17 +107,21 @@ pub(super) fn crashed(
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             Some(n.saturating_sub(1))
         });
+    if let Some(c) = services.cluster.get() {
+        c.load_changed();
+    }
     running
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(&job.job);
     let stage = job.stage;
+    let services = services.clone();
     // Only the report is sent in the background (it retries while the
     // reply group propagates); no stage work runs there.
     tokio::spawn(async move {
         let failure = Err(StageError::Io(format!(
             "the {stage} stage crashed on a worker"
         )));
-        report_done(&job, failure).await;
+        report_done(&services, &job, failure).await;
     });
 }

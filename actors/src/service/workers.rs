@@ -25,12 +25,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::mailbox::Tracked;
 use super::project_actor::ProjectMsg;
+use super::stage_wire::{self, Carried};
 use super::work::{self, CaptionResult};
 use super::Services;
 use crate::cluster::wire::{worker_group, Wire, WORKERS};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Pick};
 use crate::project::records::ProjectRecord;
 use crate::project::stages::{Progress, Stage, StageError};
+use crate::storage::objects::ObjectStore;
 
 fn reply_group(run: &str) -> String {
     format!("clipforge.stage.{run}")
@@ -59,7 +61,7 @@ pub enum StageReport {
     },
     Done {
         job: String,
-        result: Result<Option<CaptionResult>, StageError>,
+        result: Carried<Result<Option<CaptionResult>, StageError>>,
     },
 }
 
@@ -73,7 +75,7 @@ impl StageReport {
 
 #[derive(RactorClusterMessage)]
 pub enum WorkerMsg {
-    Run(Wire<StageJob>),
+    Run(Wire<Carried<StageJob>>),
     /// Cancel a job by id.
     Cancel(String),
 }
@@ -83,6 +85,8 @@ pub enum RemoteStageMsg {
     Report(Wire<StageReport>),
     /// The local timer: check the worker is alive.
     Tick,
+    /// The local timer of a held stage: look for a free slot again.
+    Retry,
 }
 
 // ---------------------------------------------------------------- worker side
@@ -161,7 +165,16 @@ impl Actor for StageWorker {
         st: &mut StageWorkerState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            WorkerMsg::Run(Wire(Some(job))) => {
+            WorkerMsg::Run(Wire(Some(carried))) => {
+                // A stored job that cannot be read is not accepted: the
+                // project's `RemoteStage` sends it elsewhere.
+                let job = match stage_wire::open(&*st.services.objects, carried, false).await {
+                    Ok(job) => job,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "worker: stage job unreadable");
+                        return Ok(());
+                    }
+                };
                 let cancel = CancellationToken::new();
                 st.running
                     .lock()
@@ -170,6 +183,9 @@ impl Actor for StageWorker {
                 let (services, node) = (st.services.clone(), st.node.clone());
                 let (slots, running) = (st.slots.clone(), st.running.clone());
                 services.stage_jobs.fetch_add(1, Ordering::AcqRel);
+                if let Some(c) = services.cluster.get() {
+                    c.load_changed();
+                }
                 tracing::info!(job = %job.job, stage = %job.stage, project_id = %job.project.id, "worker: stage accepted");
                 report(
                     &job.run,
@@ -222,7 +238,24 @@ pub(super) fn report(run: &str, r: StageReport) -> bool {
 
 /// The result must arrive: the reply group may still be propagating (the
 /// job can overtake the group update), so it is retried for a while.
-pub(super) async fn report_done(job: &StageJob, result: Result<Option<CaptionResult>, StageError>) {
+pub(super) async fn report_done(
+    services: &Services,
+    job: &StageJob,
+    result: Result<Option<CaptionResult>, StageError>,
+) {
+    let limit = services.cluster.get().map(|c| c.max_inline());
+    let key = stage_wire::payload_key(&work_prefix(&job.project.id), &job.job, "result");
+    let result = match stage_wire::carry(
+        &*services.objects,
+        &key,
+        result,
+        limit.unwrap_or(stage_wire::DEFAULT_MAX_INLINE),
+    )
+    .await
+    {
+        Ok(carried) => carried,
+        Err(e) => Carried::Inline(Err(e)),
+    };
     let r = StageReport::Done {
         job: job.job.clone(),
         result,
@@ -405,6 +438,8 @@ pub struct RemoteStage;
 
 pub struct RemoteStageArgs {
     pub cluster: Arc<Cluster>,
+    /// Where jobs and results too large for a cluster message travel.
+    pub objects: Arc<dyn ObjectStore>,
     pub project: ProjectRecord,
     pub stage: Stage,
     pub parent: Tracked<ProjectMsg>,
@@ -419,6 +454,10 @@ pub struct RemoteStageState {
     accepted: bool,
     done: bool,
     warned_idle: bool,
+    /// Keys of the jobs sent through object storage.
+    stored: Vec<String>,
+    /// A `Retry` is on its way (the stage is held for a free slot).
+    polling: bool,
 }
 
 impl Actor for RemoteStage {
@@ -447,8 +486,10 @@ impl Actor for RemoteStage {
             accepted: false,
             done: false,
             warned_idle: false,
+            stored: Vec::new(),
+            polling: false,
         };
-        dispatch(&mut st, None);
+        dispatch(&myself, &mut st, None).await;
         Ok(st)
     }
 
@@ -466,6 +507,10 @@ impl Actor for RemoteStage {
             }
         }
         ractor::pg::leave(reply_group(&st.run), vec![myself.get_cell()]);
+        // Jobs sent through object storage.
+        for key in st.stored.drain(..) {
+            let _ = st.args.objects.delete(&key).await;
+        }
         Ok(())
     }
 
@@ -489,6 +534,10 @@ impl Actor for RemoteStage {
                         let _ = st.args.parent.send(ProjectMsg::Progress(stage, pct));
                     }
                     StageReport::Done { result, .. } => {
+                        let objects = st.args.objects.clone();
+                        let result = stage_wire::open(&*objects, result, true)
+                            .await
+                            .and_then(|r| r);
                         st.done = true;
                         let _ = st.args.parent.send(ProjectMsg::StageDone(stage, result));
                         myself.stop(None);
@@ -496,10 +545,16 @@ impl Actor for RemoteStage {
                 }
             }
             RemoteStageMsg::Report(Wire(None)) => {}
+            RemoteStageMsg::Retry => {
+                st.polling = false;
+                if st.current.is_none() && !st.done {
+                    dispatch(&myself, st, None).await;
+                }
+            }
             RemoteStageMsg::Tick => {
                 let timeout = st.args.cluster.heartbeat_timeout();
                 match st.current.clone() {
-                    None => dispatch(st, None),
+                    None => dispatch(&myself, st, None).await,
                     Some((job, node, sent)) => {
                         let alive = st.args.cluster.is_up(&node)
                             && !ractor::pg::get_members(&worker_group(&node)).is_empty();
@@ -509,7 +564,7 @@ impl Actor for RemoteStage {
                                 project_id = %st.args.project.id,
                                 reason = if alive { "not accepted" } else { "worker down" },
                                 "stage lost; running it elsewhere");
-                            dispatch(st, Some(&node));
+                            dispatch(&myself, st, Some(&node)).await;
                         }
                     }
                 }
@@ -519,17 +574,38 @@ impl Actor for RemoteStage {
     }
 }
 
-/// Sends the stage to the least-loaded worker (another one than `avoid`
-/// when there is a choice); with none up, waits for the next tick.
-fn dispatch(st: &mut RemoteStageState, avoid: Option<&str>) {
-    let Some((node, worker)) = st.args.cluster.pick_worker(&st.run, avoid) else {
-        st.current = None;
-        if !st.warned_idle {
-            st.warned_idle = true;
-            tracing::warn!(project_id = %st.args.project.id, stage = %st.args.stage,
-                "no stage worker is up; waiting for one");
+/// How often a stage held for a free worker slot asks again.
+const HOLD_POLL: Duration = Duration::from_millis(100);
+
+/// Sends the stage to a worker with a free slot, the least loaded (another
+/// one than `avoid` when there is a choice); while every slot is taken it
+/// is held here; with no worker up, it waits for the next tick.
+async fn dispatch(
+    myself: &ActorRef<RemoteStageMsg>,
+    st: &mut RemoteStageState,
+    avoid: Option<&str>,
+) {
+    let (node, worker) = match st.args.cluster.pick_worker(&st.run, avoid) {
+        Pick::Worker(node, worker) => (node, worker),
+        Pick::AllBusy => {
+            // Held here until a worker has a free slot: ask again soon
+            // (workers announce a finished stage at once).
+            st.current = None;
+            if !st.polling {
+                st.polling = true;
+                myself.send_after(HOLD_POLL, || RemoteStageMsg::Retry);
+            }
+            return;
         }
-        return;
+        Pick::NoWorker => {
+            st.current = None;
+            if !st.warned_idle {
+                st.warned_idle = true;
+                tracing::warn!(project_id = %st.args.project.id, stage = %st.args.stage,
+                    "no stage worker is up; waiting for one");
+            }
+            return;
+        }
     };
     st.dispatches += 1;
     let job = format!("{}#{}", st.run, st.dispatches);
@@ -540,6 +616,22 @@ fn dispatch(st: &mut RemoteStageState, avoid: Option<&str>) {
         project: st.args.project.clone(),
     };
     tracing::info!(%job, worker = %node, stage = %st.args.stage, "stage sent to a worker");
+    let key = stage_wire::payload_key(&work_prefix(&st.args.project.id), &job, "job");
+    let limit = st.args.cluster.max_inline();
+    let msg = match stage_wire::carry(&*st.args.objects, &key, msg, limit).await {
+        Ok(m) => {
+            if let Carried::Stored { key, .. } = &m {
+                st.stored.push(key.clone());
+            }
+            m
+        }
+        Err(e) => {
+            // Tried again on the next tick.
+            tracing::warn!(%job, error = %e, "stage job not sent");
+            st.current = None;
+            return;
+        }
+    };
     let worker: ActorRef<WorkerMsg> = worker.into();
     let _ = worker.cast(WorkerMsg::Run(Wire(Some(msg))));
     st.current = Some((job, node, Instant::now()));
