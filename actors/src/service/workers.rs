@@ -458,6 +458,8 @@ pub struct RemoteStageState {
     stored: Vec<String>,
     /// A `Retry` is on its way (the stage is held for a free slot).
     polling: bool,
+    /// Dispatches in a row that an up worker never accepted.
+    unaccepted: u32,
 }
 
 impl Actor for RemoteStage {
@@ -488,6 +490,7 @@ impl Actor for RemoteStage {
             warned_idle: false,
             stored: Vec::new(),
             polling: false,
+            unaccepted: 0,
         };
         dispatch(&myself, &mut st, None).await;
         Ok(st)
@@ -528,7 +531,10 @@ impl Actor for RemoteStage {
                 }
                 let stage = st.args.stage;
                 match r {
-                    StageReport::Accepted { .. } => st.accepted = true,
+                    StageReport::Accepted { .. } => {
+                        st.accepted = true;
+                        st.unaccepted = 0;
+                    }
                     StageReport::Progress { pct, .. } => {
                         st.accepted = true;
                         let _ = st.args.parent.send(ProjectMsg::Progress(stage, pct));
@@ -559,6 +565,28 @@ impl Actor for RemoteStage {
                         let alive = st.args.cluster.is_up(&node)
                             && !ractor::pg::get_members(&worker_group(&node)).is_empty();
                         let stuck = !st.accepted && sent.elapsed() > timeout;
+                        if alive && stuck {
+                            st.unaccepted += 1;
+                        }
+                        if st.unaccepted >= MAX_UNACCEPTED {
+                            // Up workers keep refusing it (e.g. its stored
+                            // job cannot be read): a stage failure, retried
+                            // or failing the project like any other.
+                            tracing::warn!(%job, stage = %st.args.stage,
+                                project_id = %st.args.project.id,
+                                "no worker accepted the stage; failing it");
+                            st.done = true;
+                            let err = StageError::Io(format!(
+                                "no worker accepted the {} stage ({MAX_UNACCEPTED} tries)",
+                                st.args.stage
+                            ));
+                            let _ = st
+                                .args
+                                .parent
+                                .send(ProjectMsg::StageDone(st.args.stage, Err(err)));
+                            myself.stop(None);
+                            return Ok(());
+                        }
                         if !alive || stuck {
                             tracing::warn!(%job, worker = %node, stage = %st.args.stage,
                                 project_id = %st.args.project.id,
@@ -573,6 +601,10 @@ impl Actor for RemoteStage {
         Ok(())
     }
 }
+
+/// Dispatches in a row that up workers did not accept before the stage
+/// counts as failed.
+const MAX_UNACCEPTED: u32 = 10;
 
 /// How often a stage held for a free worker slot asks again.
 const HOLD_POLL: Duration = Duration::from_millis(100);
