@@ -172,7 +172,7 @@ impl Actor for StageActor {
                 let _ = parent.send(ProjectMsg::Progress(stage, p));
             })
         };
-        crate::faults::check(crate::faults::Point::Stage(stage.name()));
+        crate::faults::check(crate::faults::Point::Stage(stage.spec().fault));
         let started = std::time::Instant::now();
         let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
         services
@@ -398,7 +398,8 @@ impl ProjectActor {
         state.project.step_progress[stage as usize] = 0;
         let event = state.progress_event(Some(stage));
         state.save(Some(("progress", event))).await;
-        if let Some(cluster) = state.services.cluster.get() {
+        let remote = state.services.cluster.get().filter(|_| stage.spec().remote);
+        if let Some(cluster) = remote {
             let args = super::workers::RemoteStageArgs {
                 cluster: cluster.clone(),
                 project: state.project.clone(),
