@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::media::{meta_error, meta_timeout};
 use super::projects_types::{
-    clip_view, localize_event_data, project_view, status_text, CancelledProject, CreateProject,
+    clip_view, event_data, project_view, status_text, CancelledProject, CreateProject,
     CreatedProject, DeletedProject, NewProject, ProjectPage, ProjectWithClips, SseEvent,
 };
 use super::templates::TemplateStyle;
@@ -66,8 +66,8 @@ fn project_error(e: ProjectError) -> ApiError {
 fn sse_event(e: ProjectEvent) -> SseEvent {
     SseEvent {
         id: e.id.to_string().into(),
-        event: e.kind.into(),
-        data: localize_event_data(&e.data).into(),
+        event: e.body.name().into(),
+        data: event_data(&e.body).into(),
     }
 }
 

@@ -9,6 +9,7 @@ use super::formats::{
     ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
+use clipforge_actors::project::events::ProjectEventBody;
 use clipforge_actors::project::records::{
     self as records, date_of, iso8601, ClipRecord, ProjectRecord, ProjectState as State, Source,
 };
@@ -29,21 +30,14 @@ pub fn status_text(state: State) -> &'static str {
     }
 }
 
-/// An engine event's JSON `data` with the localized `status` beside its
-/// `state` (events carrying no state are passed through).
-pub fn localize_event_data(data: &str) -> String {
-    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(data) else {
-        return data.to_string();
-    };
-    let Some(state) = map
-        .get("state")
-        .and_then(|v| v.as_str())
-        .and_then(State::parse)
-    else {
-        return data.to_string();
-    };
-    map.insert("status".into(), status_text(state).into());
-    serde_json::Value::Object(map).to_string()
+/// An engine event's JSON `data`, with the localized `status` beside its
+/// `state` (a clip event carries no state).
+pub fn event_data(body: &ProjectEventBody) -> String {
+    let mut data = body.data();
+    if let (Some(state), serde_json::Value::Object(map)) = (body.state(), &mut data) {
+        map.insert("status".into(), status_text(state).into());
+    }
+    data.to_string()
 }
 
 #[derive(Object)]
@@ -453,13 +447,18 @@ mod tests {
         assert_eq!(status_text(State::Queued), "Na fila");
         assert_eq!(status_text(State::Cutting), "Processando");
         assert_eq!(status_text(State::Completed), "Concluído");
-        let data = localize_event_data(r#"{"projectId":"p","state":"failed","message":"x"}"#);
-        let v: serde_json::Value = serde_json::from_str(&data).unwrap();
-        assert_eq!(v["status"], "Falhou");
-        assert_eq!(v["message"], "x");
+        let failed = r#"{"projectId":"p","state":"failed","message":"x"}"#;
+        let failed = ProjectEventBody::from_json("failed", failed).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&event_data(&failed)).unwrap();
         assert_eq!(
-            localize_event_data(r#"{"clipId":"c"}"#),
-            r#"{"clipId":"c"}"#
+            (&v["status"], &v["state"]),
+            (&"Falhou".into(), &"failed".into())
         );
+        assert_eq!(v["message"], "x");
+        let clip = r#"{"projectId":"p","clipId":"c","index":0,"title":"T","score":9}"#;
+        let clip = ProjectEventBody::from_json("clip", clip).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&event_data(&clip)).unwrap();
+        assert_eq!(v["clipId"], "c");
+        assert!(v.get("status").is_none(), "a clip event has no state");
     }
 }

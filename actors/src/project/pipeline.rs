@@ -1,7 +1,8 @@
-//! The four stages run one after the other on a local file or URL, writing
+//! The stages run one after the other on a local file or URL, writing
 //! the clips and `clips.json` / `transcript.json` into an output folder. The
-//! `clipforge clip` command is this; the service's project actor runs the same
-//! stage functions one by one under supervision.
+//! `clipforge clip` command is this; the service's project actor runs the
+//! same per-stage code (`stages::run::run_in`) one stage at a time under
+//! supervision.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,15 +10,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::stages::caption::{self, CaptionOptions, RenderedClip, Segment};
-use super::stages::cut::{self, CutOptions};
+use super::stages::caption::{CaptionOptions, RenderedClip, Segment};
 use super::stages::reasons::ClipScores;
 use super::stages::rerank::RerankConfig;
-use super::stages::transcribe::{self, TranscribeOptions};
-use super::stages::{download, Progress, Stage, StageCtx, StageError};
+use super::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
+use super::stages::table::TABLE;
+use super::stages::{Progress, Stage, StageCtx, StageError};
 use crate::captions::template::CaptionStyle;
 use crate::media::ffprobe::MediaInfo;
 use crate::media::whisper::WhisperModel;
+use crate::storage::objects::ObjectStore;
 use crate::transcript::{display_duration, Transcript, Word};
 
 #[derive(Clone, Debug)]
@@ -96,7 +98,25 @@ fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// Runs every stage. `on_progress(stage, percent)` sees each stage's progress.
+/// The CLI's stage environment: a loaded model, no object storage.
+struct CliEnv {
+    model: Arc<WhisperModel>,
+}
+
+impl StageEnv for CliEnv {
+    fn objects(&self) -> Option<&dyn ObjectStore> {
+        None
+    }
+
+    async fn model(&self) -> Result<Arc<WhisperModel>, StageError> {
+        Ok(self.model.clone())
+    }
+}
+
+/// Runs every stage, in the order of the stage table, in a scratch work
+/// folder (the same per-stage code as the service: `stages::run`); the
+/// clips go to `opts.out_dir`. `on_progress(stage, percent)` sees each
+/// stage's progress.
 pub async fn run(
     input: &str,
     model: Arc<WhisperModel>,
@@ -104,90 +124,64 @@ pub async fn run(
     cancel: CancellationToken,
     on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
 ) -> Result<PipelineResult, StageError> {
-    let ctx_for = |stage: Stage| {
-        let f = on_progress.clone();
-        StageCtx::new(cancel.clone(), Progress::new(move |p| f(stage, p)))
-    };
-    let mut times = StageTimes::default();
-
-    // download: fetch a URL, or take the local file; then probe it.
-    let t = std::time::Instant::now();
-    let ctx = ctx_for(Stage::Download);
     let scratch = tempfile::Builder::new()
-        .prefix("clipforge-src-")
+        .prefix("clipforge-work-")
         .tempdir()
         .map_err(|e| StageError::io("creating a temp folder", e))?;
     let is_url = input.starts_with("http://") || input.starts_with("https://");
-    let local = PathBuf::from(input);
-    let source = if is_url {
-        download::Input::Url(input)
-    } else {
-        download::Input::Local(&local)
+    let params = StageParams {
+        source: if is_url {
+            SourceRef::Url(input.to_string())
+        } else {
+            SourceRef::Local(PathBuf::from(input))
+        },
+        duration: opts.duration,
+        language: opts.language.clone(),
+        batch_size: opts.batch_size,
+        range: opts.range,
+        max_clips: opts.max_clips,
+        skip_cuts: opts.skip_cuts,
+        rerank: opts.rerank.clone(),
+        prompt: opts.prompt.clone(),
+        remove_fillers: opts.remove_fillers,
+        caption: opts
+            .caption
+            .clone()
+            .unwrap_or_else(|| CaptionOptions::new(opts.out_dir.clone(), opts.style.clone())),
     };
-    let got = download::run(source, scratch.path(), &ctx).await?;
-    let (path, media) = (got.path, got.media);
-    times.download = t.elapsed().as_secs_f64();
-
-    let available = media.duration;
-    let span = opts
-        .duration
-        .map(|d| d.min(available))
-        .unwrap_or(available)
-        .max(0.0);
-
-    let t = std::time::Instant::now();
-    let ctx = ctx_for(Stage::Transcribe);
-    let tr = transcribe::run(
-        &path,
-        model,
-        TranscribeOptions {
-            language: opts.language.clone(),
-            start: 0.0,
-            duration: opts.duration,
-            expected_secs: span,
-            batch_size: opts.batch_size,
-            keep_fillers: opts.remove_fillers,
-        },
-        &ctx,
-    )
-    .await?;
-    times.transcribe = t.elapsed().as_secs_f64();
-    times.transcribe_model = tr.model_secs;
-
-    let t = std::time::Instant::now();
-    let ctx = ctx_for(Stage::Cut);
-    let plans = cut::run(
-        &path,
-        &tr.transcript,
-        &tr.loudness_db,
-        &CutOptions {
-            range: opts.range,
-            max_clips: opts.max_clips,
-            skip_cuts: opts.skip_cuts,
-            start: 0.0,
-            duration: span,
-            rerank: opts.rerank.clone(),
-            prompt: opts.prompt.clone(),
-            remove_fillers: opts.remove_fillers,
-        },
-        &ctx,
-    )
-    .await?;
-    times.cut = t.elapsed().as_secs_f64();
-
-    let t = std::time::Instant::now();
-    let ctx = ctx_for(Stage::Caption);
-    let copts = opts
-        .caption
-        .clone()
-        .unwrap_or_else(|| CaptionOptions::new(opts.out_dir.clone(), opts.style.clone()));
-    let clips = caption::run_stage(&path, &media, &tr.transcript, &plans, &copts, &ctx).await?;
-    times.caption = t.elapsed().as_secs_f64();
-
-    write_json(&opts.out_dir, &tr.transcript, &clips)?;
+    let env = CliEnv { model };
+    let mut times = StageTimes::default();
+    let mut captioned = None;
+    for spec in &TABLE {
+        let stage = spec.stage;
+        let ctx = {
+            let f = on_progress.clone();
+            StageCtx::new(cancel.clone(), Progress::new(move |p| f(stage, p)))
+        };
+        let t = std::time::Instant::now();
+        let outcome = run_in(stage, scratch.path(), &params, &env, &ctx).await?;
+        let took = t.elapsed().as_secs_f64();
+        match stage {
+            Stage::Download => times.download = took,
+            Stage::Transcribe => times.transcribe = took,
+            Stage::Cut => times.cut = took,
+            Stage::Caption => times.caption = took,
+        }
+        match outcome {
+            Outcome::Transcribed { model_secs } => times.transcribe_model = model_secs,
+            Outcome::Captioned(c) => captioned = Some(c),
+            Outcome::Downloaded | Outcome::Cut => {}
+        }
+    }
+    let Captioned {
+        clips,
+        media,
+        transcript,
+    } = captioned.ok_or_else(|| StageError::Io("the caption stage did not run".into()))?;
+    write_json(&opts.out_dir, &transcript, &clips)?;
     Ok(PipelineResult {
         media,
-        transcript: tr.transcript,
+        transcript,
         clips,
         times,
     })

@@ -329,12 +329,8 @@ pub fn step_progress_json(p: &[u8; 4]) -> serde_json::Value {
     serde_json::json!({ "download": p[0], "transcribe": p[1], "cut": p[2], "caption": p[3] })
 }
 
-/// Overall percent: stages weighted by their usual share of the work.
-pub fn overall_percent(p: &[u8; 4]) -> u8 {
-    const WEIGHTS: [f64; 4] = [10.0, 40.0, 5.0, 45.0];
-    let done: f64 = p.iter().zip(WEIGHTS).map(|(v, w)| *v as f64 * w).sum();
-    (done / 100.0).round().clamp(0.0, 100.0) as u8
-}
+/// Overall percent: stages weighted by their share in the stage table.
+pub use super::stages::table::overall_percent;
 
 pub fn duration_display(secs: f64) -> String {
     display_duration(secs)

@@ -1,9 +1,11 @@
-//! The stored layouts of project and clip records older than this build's,
+//! The stored layouts of project, clip and project event records older
+//! than this build's,
 //! and how each is read ([`Record::upgrade`]). Each version adds fields at
 //! the end; an old value is decoded as the tuple of its fields in order
 //! (serde's tuples stop at 16, so longer ones nest; bincode encodes nested
 //! tuples exactly like one sequence) and given the defaults of later fields.
 
+use super::events::{ProjectEvent, ProjectEventBody};
 use super::records::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
 use crate::captions::template::CaptionStyleV1;
 use crate::project::reframe::{AspectRatio, Layout};
@@ -238,6 +240,35 @@ fn clip_from_v1(v1: ClipRecordV1) -> ClipRecord {
     }
 }
 
+/// A project event as version 1 stored it: id, SSE name, JSON `data` text.
+type ProjectEventV1 = (u64, String, String);
+
+/// Version 2 stores the typed body; version 1 (also the unversioned layout)
+/// kept the event's name and its JSON `data`, read back into the body here.
+impl Record for ProjectEvent {
+    const KIND: &'static str = "project event";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
+        match version {
+            1 => {
+                let (id, name, data): ProjectEventV1 = decode_payload(payload)?;
+                let body = ProjectEventBody::from_json(&name, &data).map_err(|e| {
+                    crate::storage::error::StorageError::Corrupt(format!(
+                        "project event {id} ({name}): {e}"
+                    ))
+                })?;
+                Ok(ProjectEvent { id, body })
+            }
+            _ => Err(crate::storage::error::StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +354,55 @@ mod tests {
         let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
         assert_eq!(again, current);
         assert!(decode_project(b"garbage").is_err());
+    }
+
+    #[test]
+    fn first_version_events_are_read_typed() {
+        // As version 1 stored them: the name and the JSON the engine built.
+        let stored = [
+            (
+                "progress",
+                serde_json::json!({ "projectId": "p1", "state": "transcribing",
+                    "stage": "transcribe", "percent": 30,
+                    "stepProgress": {"download": 100, "transcribe": 50, "cut": 0, "caption": 0} }),
+            ),
+            (
+                "progress",
+                serde_json::json!({ "projectId": "p1", "state": "queued", "stage": null,
+                    "percent": 0,
+                    "stepProgress": {"download": 0, "transcribe": 0, "cut": 0, "caption": 0} }),
+            ),
+            (
+                "clip",
+                serde_json::json!({ "projectId": "p1", "clipId": "c1", "index": 0,
+                    "title": "T", "score": 80, "reason": "R",
+                    "scores": {"hook": 1, "completeness": 2, "emotion": 3, "pace": 4, "promptMatch": null} }),
+            ),
+            (
+                "completed",
+                serde_json::json!({ "projectId": "p1", "state": "completed", "clips": 2 }),
+            ),
+            (
+                "failed",
+                serde_json::json!({ "projectId": "p1", "state": "failed", "message": "no speech" }),
+            ),
+        ];
+        for (i, (name, data)) in stored.iter().enumerate() {
+            let v1: ProjectEventV1 = (i as u64 + 1, name.to_string(), data.to_string());
+            let mut bytes = crate::storage::record::header(1);
+            bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard())
+                .unwrap();
+            let e: ProjectEvent = kv::decode(&bytes).expect("upgraded");
+            assert_eq!((e.id, e.body.name()), (i as u64 + 1, *name));
+            assert_eq!(&e.body.data(), data, "the {name} event keeps its JSON");
+            let again: ProjectEvent = kv::decode(&kv::encode(&e).unwrap()).unwrap();
+            assert_eq!(again, e);
+        }
+        let bad: ProjectEventV1 = (1, "progress".into(), "{not json".into());
+        let mut bytes = crate::storage::record::header(1);
+        bincode::serde::encode_into_std_write(&bad, &mut bytes, bincode::config::standard())
+            .unwrap();
+        assert!(kv::decode::<ProjectEvent>(&bytes).is_err());
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub mod user_actor;
 pub mod work;
 pub mod workers;
 
-use crate::project::events::{event_op, EventHub, ProjectEvent};
+use crate::project::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState};
 use mailbox::{ActorMeta, Tracked};
 use metrics::Metrics;
@@ -262,7 +262,7 @@ impl Services {
     pub async fn save_project(
         &self,
         project: &mut ProjectRecord,
-        event: Option<(&str, serde_json::Value)>,
+        event: Option<ProjectEventBody>,
     ) -> kv::Result<()> {
         self.save_project_under(None, project, event).await
     }
@@ -273,14 +273,13 @@ impl Services {
         &self,
         fence: Option<&Fence>,
         project: &mut ProjectRecord,
-        event: Option<(&str, serde_json::Value)>,
+        event: Option<ProjectEventBody>,
     ) -> kv::Result<()> {
-        let event = event.map(|(kind, data)| {
+        let event = event.map(|body| {
             project.last_event += 1;
             ProjectEvent {
                 id: project.last_event,
-                kind: kind.to_string(),
-                data: data.to_string(),
+                body,
             }
         });
         let mut ops = vec![records::put_project_op(project)?];
@@ -318,11 +317,8 @@ impl Services {
             tracing::error!(project_id = %project.id, error = %e, "cannot store clips");
         }
         for c in &clips {
-            let view = serde_json::json!({ "projectId": project.id, "clipId": c.id, "index": c.index, "title": c.title, "score": c.score, "reason": c.reason, "scores": c.scores });
-            if let Err(e) = self
-                .save_project_under(fence, project, Some(("clip", view)))
-                .await
-            {
+            let event = ProjectEventBody::clip(&project.id, c);
+            if let Err(e) = self.save_project_under(fence, project, Some(event)).await {
                 tracing::error!(error = %e, "cannot persist a clip event");
             }
         }
@@ -369,11 +365,8 @@ impl Services {
         }
         project.state = ProjectState::Completed;
         project.step_progress = [100; 4];
-        let data = serde_json::json!({ "projectId": project.id, "state": "completed", "clips": project.clip_count });
-        if let Err(e) = self
-            .save_project_under(fence, project, Some(("completed", data)))
-            .await
-        {
+        let event = ProjectEventBody::completed(project);
+        if let Err(e) = self.save_project_under(fence, project, Some(event)).await {
             tracing::error!(project_id = %project.id, error = %e, "cannot persist completion");
         }
         self.metrics
@@ -419,12 +412,8 @@ impl Services {
         }
         project.state = ProjectState::Failed;
         project.error = Some(reason.to_string());
-        let data =
-            serde_json::json!({ "projectId": project.id, "state": "failed", "message": reason });
-        if let Err(e) = self
-            .save_project_under(fence, project, Some(("failed", data)))
-            .await
-        {
+        let event = ProjectEventBody::failed(project, reason);
+        if let Err(e) = self.save_project_under(fence, project, Some(event)).await {
             tracing::error!(project_id = %project.id, error = %e, "cannot persist failure");
         }
         self.metrics.project_finished("failed", 0.0);
@@ -444,8 +433,7 @@ impl Services {
         project.state = ProjectState::Cancelled;
         let event = ProjectEvent {
             id: project.last_event + 1,
-            kind: "cancelled".into(),
-            data: serde_json::json!({ "projectId": project.id, "state": "cancelled" }).to_string(),
+            body: ProjectEventBody::cancelled(project),
         };
         self.hub.publish(&project.id, event);
         if let Err(e) = self.remove_project(project).await {

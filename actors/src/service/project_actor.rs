@@ -15,9 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::mailbox::{ActorMeta, Tracked};
 use super::work::{self, CaptionResult};
 use super::Services;
-use crate::project::records::{
-    now_ms, overall_percent, step_progress_json, ProjectRecord, ProjectState,
-};
+use crate::project::events::ProjectEventBody;
+use crate::project::records::{now_ms, ProjectRecord, ProjectState};
 use crate::project::stages::{Progress, Stage, StageError};
 
 pub enum ProjectMsg {
@@ -65,7 +64,7 @@ impl ProjectActorState {
             .find(|s| !self.project.finished.contains(s))
     }
 
-    async fn save(&mut self, event: Option<(&str, serde_json::Value)>) {
+    async fn save(&mut self, event: Option<ProjectEventBody>) {
         self.project.updated_at = now_ms();
         let fence = self.fence.clone();
         match self
@@ -99,14 +98,8 @@ impl ProjectActorState {
         });
     }
 
-    fn progress_event(&self, stage: Option<Stage>) -> serde_json::Value {
-        serde_json::json!({
-            "projectId": self.project.id,
-            "state": self.project.state.as_str(),
-            "stage": stage.map(|s| s.name()),
-            "stepProgress": step_progress_json(&self.project.step_progress),
-            "percent": overall_percent(&self.project.step_progress),
-        })
+    fn progress_event(&self, stage: Option<Stage>) -> ProjectEventBody {
+        ProjectEventBody::progress(&self.project, stage)
     }
 }
 
@@ -172,7 +165,7 @@ impl Actor for StageActor {
                 let _ = parent.send(ProjectMsg::Progress(stage, p));
             })
         };
-        crate::faults::check(crate::faults::Point::Stage(stage.name()));
+        crate::faults::check(crate::faults::Point::Stage(stage.spec().fault));
         let started = std::time::Instant::now();
         let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
         services
@@ -245,7 +238,7 @@ impl Actor for ProjectActor {
             ProjectMsg::Start => {
                 state.project.state = ProjectState::Queued;
                 let event = state.progress_event(None);
-                state.save(Some(("progress", event))).await;
+                state.save(Some(event)).await;
                 let pool = state.services.pool.clone();
                 let me = state.me.clone();
                 let cancel = state.cancel.clone();
@@ -269,7 +262,7 @@ impl Actor for ProjectActor {
                     if pct > state.project.step_progress[i] {
                         state.project.step_progress[i] = pct;
                         let event = state.progress_event(Some(stage));
-                        state.save(Some(("progress", event))).await;
+                        state.save(Some(event)).await;
                     }
                 }
             }
@@ -397,8 +390,9 @@ impl ProjectActor {
         state.project.state = ProjectState::running(stage);
         state.project.step_progress[stage as usize] = 0;
         let event = state.progress_event(Some(stage));
-        state.save(Some(("progress", event))).await;
-        if let Some(cluster) = state.services.cluster.get() {
+        state.save(Some(event)).await;
+        let remote = state.services.cluster.get().filter(|_| stage.spec().remote);
+        if let Some(cluster) = remote {
             let args = super::workers::RemoteStageArgs {
                 cluster: cluster.clone(),
                 objects: state.services.objects.clone(),
@@ -447,7 +441,7 @@ impl ProjectActor {
                 state.project.finished.push(stage);
                 state.project.step_progress[stage as usize] = 100;
                 let event = state.progress_event(Some(stage));
-                state.save(Some(("progress", event))).await;
+                state.save(Some(event)).await;
                 self.run_next(myself, state).await
             }
             Err(e)

@@ -12,7 +12,7 @@ use super::project_actor::ProjectMsg;
 use super::uploads::{UploadRecord, UPLOADS};
 use super::Services;
 use crate::accounts::AccountError;
-use crate::project::events::{events_after, ProjectEvent};
+use crate::project::events::{events_after, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::project::reframe::{AspectRatio, Layout};
 use crate::storage::kv;
@@ -284,16 +284,11 @@ impl Services {
             ended = e.is_terminal();
             backlog.push(e);
         }
-        if !ended && p.state.is_terminal() && backlog.is_empty() {
-            let kind = match p.state {
-                ProjectState::Completed => "completed",
-                ProjectState::Failed => "failed",
-                _ => "cancelled",
-            };
+        if let Some(body) = ProjectEventBody::terminal(&p).filter(|_| !ended && backlog.is_empty())
+        {
             backlog.push(ProjectEvent {
                 id: p.last_event,
-                kind: kind.into(),
-                data: serde_json::json!({ "projectId": p.id, "state": p.state.as_str(), "message": p.error }).to_string(),
+                body,
             });
             ended = true;
         }

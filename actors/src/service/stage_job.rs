@@ -67,7 +67,7 @@ impl Actor for JobActor {
         let result = tokio::select! {
             permit = slots.acquire_owned() => match permit {
                 Ok(_permit) => {
-                    crate::faults::check(crate::faults::Point::Stage(job.stage.name()));
+                    crate::faults::check(crate::faults::Point::Stage(job.stage.spec().fault));
                     run_job(&services, &job, cancel).await
                 }
                 Err(_) => Err(StageError::Io("the worker is shutting down".into())),

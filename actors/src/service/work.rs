@@ -1,50 +1,24 @@
 //! A project's stages as the service runs them: each reads what the previous
-//! stage left in the project's work folder and writes its own result there,
-//! so a project resumes from its last finished stage after a restart.
+//! stage left in the project's work folder and writes its own result there
+//! (`project/stages/run.rs`, by the stage table), so a project resumes from
+//! its last finished stage after a restart. The caption stage's clips are
+//! stored here as objects and clip records.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Services;
-use crate::media::ffprobe::MediaInfo;
+use crate::media::whisper::WhisperModel;
 use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
-use crate::project::stages::caption::{self, CaptionOptions};
-use crate::project::stages::cut::{self, ClipPlan, CutOptions};
-use crate::project::stages::download;
+use crate::project::stages::caption::CaptionOptions;
+use crate::project::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
 use crate::project::stages::score::preset_range;
-use crate::project::stages::transcribe::{self, TranscribeOptions};
 use crate::project::stages::{Progress, Stage, StageCtx, StageError};
-use crate::transcript::Transcript;
+use crate::storage::objects::ObjectStore;
 
 /// The work folder of a project.
 pub fn work_dir(services: &Services, project_id: &str) -> PathBuf {
     services.settings.data_dir.join("work").join(project_id)
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, StageError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| StageError::io(&format!("reading {}", path.display()), e))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| StageError::io(&format!("parsing {}", path.display()), e))
-}
-
-fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StageError> {
-    let tmp = path.with_extension("part");
-    let bytes = serde_json::to_vec(value).map_err(|e| StageError::io("encoding", e))?;
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| StageError::io(&format!("writing {}", path.display()), e))
-}
-
-pub(crate) fn source_path(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_stem().map(|s| s == "source").unwrap_or(false)
-                && p.extension().map(|e| e != "part").unwrap_or(false)
-        })
 }
 
 /// What a finished caption stage hands back to the project actor (also
@@ -68,8 +42,63 @@ pub async fn run_stage(
     run_stage_in(services, project, stage, &dir, cancel, progress).await
 }
 
+/// The engine is the stages' environment: object storage for uploads, the
+/// node's Whisper model.
+impl StageEnv for Services {
+    fn objects(&self) -> Option<&dyn ObjectStore> {
+        Some(self.objects.as_ref())
+    }
+
+    async fn model(&self) -> Result<Arc<WhisperModel>, StageError> {
+        Services::model(self)
+            .await
+            .map_err(|e| StageError::Model(e.to_string()))
+    }
+}
+
+/// What the stages of `project` need to know, from the project and the
+/// node's settings; the clips are rendered into `out_dir`.
+fn stage_params(services: &Services, project: &ProjectRecord, out_dir: PathBuf) -> StageParams {
+    let mut caption = CaptionOptions::new(out_dir, project.style.clone());
+    caption.x264_preset = services.settings.x264_preset.clone();
+    (caption.width, caption.height) = project.aspect_ratio.size();
+    caption.layout = project.layout;
+    StageParams {
+        source: match &project.source {
+            Source::Url(url) => SourceRef::Url(url.clone()),
+            Source::Upload(key) => SourceRef::Object(key.clone()),
+        },
+        duration: Some(project.duration_sec),
+        language: project.language.clone(),
+        batch_size: services.settings.batch_size,
+        range: preset_range(&project.preset).unwrap_or((20.0, 60.0)),
+        max_clips: services.settings.max_clips,
+        skip_cuts: project.skip_cuts,
+        rerank: services.settings.rerank.clone(),
+        prompt: project.prompt.clone(),
+        remove_fillers: project.remove_fillers,
+        caption,
+    }
+}
+
+/// A fresh folder for the clips of this attempt: an ffmpeg left running by
+/// a killed server may still be writing into a previous one, which is
+/// removed here.
+fn fresh_out_dir(dir: &Path) -> PathBuf {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with("out-") {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    dir.join(format!("out-{}", uuid::Uuid::new_v4()))
+}
+
 /// Runs one stage of `project` in `dir`, which holds what the earlier
-/// stages left (a cluster worker fetches it from object storage first).
+/// stages left (a cluster worker fetches it from object storage first):
+/// `stages::run` reads and writes the work files the stage table lists;
+/// the caption stage's clips are then stored as objects and records.
 pub async fn run_stage_in(
     services: Arc<Services>,
     project: ProjectRecord,
@@ -78,127 +107,38 @@ pub async fn run_stage_in(
     cancel: tokio_util::sync::CancellationToken,
     progress: Progress,
 ) -> Result<Option<CaptionResult>, StageError> {
-    let dir = dir.to_path_buf();
-    std::fs::create_dir_all(&dir).map_err(|e| StageError::io("creating the work folder", e))?;
+    std::fs::create_dir_all(dir).map_err(|e| StageError::io("creating the work folder", e))?;
     let ctx = StageCtx::new(cancel, progress);
-    match stage {
-        Stage::Download => {
-            download_stage(&services, &project, &dir, &ctx).await?;
-            Ok(None)
-        }
-        Stage::Transcribe => {
-            let src = source_path(&dir)
-                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
-            let media: MediaInfo = read_json(&dir.join("media.json"))?;
-            let model = services
-                .model()
-                .await
-                .map_err(|e| StageError::Model(e.to_string()))?;
-            let span = project.duration_sec.min(media.duration);
-            // The source's language when the model knows it; else detected.
-            let language = project.language.clone().filter(|l| model.knows_language(l));
-            let out = transcribe::run(
-                &src,
-                model,
-                TranscribeOptions {
-                    language,
-                    start: 0.0,
-                    duration: Some(span),
-                    expected_secs: span,
-                    batch_size: services.settings.batch_size,
-                    keep_fillers: project.remove_fillers,
-                },
-                &ctx,
-            )
-            .await?;
-            write_json(&dir.join("transcript.json"), &out.transcript)?;
-            write_json(&dir.join("loudness.json"), &out.loudness_db)?;
-            Ok(None)
-        }
-        Stage::Cut => {
-            let src = source_path(&dir)
-                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
-            let transcript: Transcript = read_json(&dir.join("transcript.json"))?;
-            let loudness: Vec<f32> = read_json(&dir.join("loudness.json"))?;
-            let range = preset_range(&project.preset).unwrap_or((20.0, 60.0));
-            let plans = cut::run(
-                &src,
-                &transcript,
-                &loudness,
-                &CutOptions {
-                    range,
-                    max_clips: services.settings.max_clips,
-                    skip_cuts: project.skip_cuts,
-                    start: 0.0,
-                    duration: project.duration_sec,
-                    rerank: services.settings.rerank.clone(),
-                    prompt: project.prompt.clone(),
-                    remove_fillers: project.remove_fillers,
-                },
-                &ctx,
-            )
-            .await?;
-            write_json(&dir.join("plans.json"), &plans)?;
-            Ok(None)
-        }
-        Stage::Caption => caption_stage(&services, &project, &dir, &ctx)
-            .await
-            .map(Some),
+    if stage != Stage::Caption {
+        let params = stage_params(&services, &project, dir.join("out"));
+        run_in(stage, dir, &params, services.as_ref(), &ctx).await?;
+        return Ok(None);
     }
-}
-
-async fn download_stage(
-    services: &Services,
-    project: &ProjectRecord,
-    dir: &Path,
-    ctx: &StageCtx,
-) -> Result<(), StageError> {
-    if let Some(old) = source_path(dir) {
-        let _ = std::fs::remove_file(old);
-    }
-    let input = match &project.source {
-        Source::Url(url) => download::Input::Url(url),
-        Source::Upload(key) => download::Input::Object {
-            store: services.objects.as_ref(),
-            key,
-        },
-    };
-    let got = download::run(input, dir, ctx).await?;
-    write_json(&dir.join("media.json"), &got.media)
-}
-
-async fn caption_stage(
-    services: &Services,
-    project: &ProjectRecord,
-    dir: &Path,
-    ctx: &StageCtx,
-) -> Result<CaptionResult, StageError> {
-    let src = source_path(dir)
-        .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?;
-    let media: MediaInfo = read_json(&dir.join("media.json"))?;
-    let transcript: Transcript = read_json(&dir.join("transcript.json"))?;
-    let plans: Vec<ClipPlan> = read_json(&dir.join("plans.json"))?;
-    // A fresh folder per attempt: an ffmpeg left running by a killed server
-    // may still be writing into the previous one, which is removed here.
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with("out-") {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    let out_dir = dir.join(format!("out-{}", uuid::Uuid::new_v4()));
-    let mut opts = CaptionOptions::new(out_dir.clone(), project.style.clone());
-    opts.x264_preset = services.settings.x264_preset.clone();
-    (opts.width, opts.height) = project.aspect_ratio.size();
-    opts.layout = project.layout;
+    let params = stage_params(&services, &project, fresh_out_dir(dir));
     // Encoding is 95% of this stage; uploads take the rest.
     let encode_progress = {
         let p = ctx.progress.clone();
         Progress::new(move |v| p.set(v as f64 / 100.0 * 0.95))
     };
     let enc_ctx = StageCtx::new(ctx.cancel.clone(), encode_progress);
-    let rendered = caption::run_stage(&src, &media, &transcript, &plans, &opts, &enc_ctx).await?;
+    match run_in(stage, dir, &params, services.as_ref(), &enc_ctx).await? {
+        Outcome::Captioned(c) => store_rendered(&services, &project, c, &ctx).await.map(Some),
+        _ => Err(StageError::Io("the caption stage rendered nothing".into())),
+    }
+}
+
+/// Stores the rendered clips in object storage and makes their records.
+async fn store_rendered(
+    services: &Services,
+    project: &ProjectRecord,
+    captioned: Captioned,
+    ctx: &StageCtx,
+) -> Result<CaptionResult, StageError> {
+    let Captioned {
+        clips: rendered,
+        media,
+        transcript,
+    } = captioned;
     let now = crate::project::records::now_ms();
     let mut clips = Vec::with_capacity(rendered.len());
     for c in &rendered {

@@ -8,8 +8,9 @@
 //! node goes down (heartbeat timeout or closed connection) or never accepts.
 //!
 //! Media moves through object storage: a worker fetches the stage's inputs
-//! from `work/<project>/` into a scratch folder, runs the stage there,
-//! stores its outputs back and removes the folder. Replies travel to the
+//! (the `reads` of its row in `project/stages/table.rs`) from
+//! `work/<project>/` into a scratch folder, runs the stage there, stores its
+//! outputs (the row's `writes`) back and removes the folder. Replies travel to the
 //! process group `clipforge.stage.<run>` the `RemoteStage` joined.
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use super::Services;
 use crate::cluster::wire::{worker_group, Wire, WORKERS};
 use crate::cluster::{Cluster, Pick};
 use crate::project::records::ProjectRecord;
+use crate::project::stages::table::WorkFile;
 use crate::project::stages::{Progress, Stage, StageError};
 use crate::storage::objects::ObjectStore;
 
@@ -320,26 +322,6 @@ pub(super) async fn run_job(
     result
 }
 
-/// What a stage reads from the work folder ("source" is `source.<ext>`).
-pub fn stage_inputs(stage: Stage) -> &'static [&'static str] {
-    match stage {
-        Stage::Download => &[],
-        Stage::Transcribe => &["source", "media.json"],
-        Stage::Cut => &["source", "transcript.json", "loudness.json"],
-        Stage::Caption => &["source", "media.json", "transcript.json", "plans.json"],
-    }
-}
-
-/// What a stage leaves in the work folder for the next ones.
-pub fn stage_outputs(stage: Stage) -> &'static [&'static str] {
-    match stage {
-        Stage::Download => &["source", "media.json"],
-        Stage::Transcribe => &["transcript.json", "loudness.json"],
-        Stage::Cut => &["plans.json"],
-        Stage::Caption => &[],
-    }
-}
-
 /// The object-storage folder of a project's work files.
 pub fn work_prefix(project_id: &str) -> String {
     format!("work/{project_id}/")
@@ -352,7 +334,7 @@ async fn fetch_inputs(
     dir: &Path,
 ) -> Result<(), StageError> {
     std::fs::create_dir_all(dir).map_err(|e| StageError::io("creating the scratch folder", e))?;
-    let needed = stage_inputs(stage);
+    let needed = stage.spec().reads;
     if needed.is_empty() {
         return Ok(());
     }
@@ -362,18 +344,14 @@ async fn fetch_inputs(
         .list_prefix(&prefix)
         .await
         .map_err(|e| StageError::Io(format!("listing the work files: {e}")))?;
-    for name in needed {
-        let found = listed.iter().find(|(k, _)| {
-            let file = &k[prefix.len()..];
-            if *name == "source" {
-                file.starts_with("source.")
-            } else {
-                file == *name
-            }
-        });
+    for wanted in needed {
+        let found = listed
+            .iter()
+            .find(|(k, _)| wanted.matches(&k[prefix.len()..]));
         let Some((key, _)) = found else {
             return Err(StageError::Io(format!(
-                "the {stage} stage's input {name} is missing from storage"
+                "the {stage} stage's input {} is missing from storage",
+                wanted.name()
             )));
         };
         let file = &key[prefix.len()..];
@@ -393,18 +371,18 @@ async fn store_outputs(
     dir: &Path,
 ) -> Result<(), StageError> {
     let prefix = work_prefix(project_id);
-    for name in stage_outputs(stage) {
-        let path = if *name == "source" {
-            work::source_path(dir)
-                .ok_or_else(|| StageError::Io("the downloaded source is missing".into()))?
-        } else {
-            dir.join(name)
-        };
+    for made in stage.spec().writes {
+        let path = made.locate(dir).ok_or_else(|| {
+            StageError::Io(format!(
+                "the {stage} stage's output {} is missing",
+                made.name()
+            ))
+        })?;
         let file = path
             .file_name()
             .map(|f| f.to_string_lossy().to_string())
             .unwrap_or_default();
-        if *name == "source" {
+        if *made == WorkFile::Source {
             // A re-run download may have a different extension.
             if let Ok(old) = services
                 .objects

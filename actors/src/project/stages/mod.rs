@@ -1,7 +1,9 @@
 //! The stages a project runs, in order: download (fetch + probe),
 //! transcribe, cut, caption — one file each. Each reports progress 0–100, can be
 //! cancelled (its child processes are killed and its partial files removed)
-//! and fails with a [`StageError`] a user can read.
+//! and fails with a [`StageError`] a user can read. `table.rs` describes
+//! every stage once (files read and written, progress share, remote,
+//! fault point); `run.rs` runs one stage in a work folder by that table.
 
 use std::fmt;
 
@@ -16,9 +18,11 @@ pub mod lexicon;
 pub mod probe;
 pub mod reasons;
 pub mod rerank;
+pub mod run;
 pub mod score;
 pub mod signals;
 pub mod steer;
+pub mod table;
 pub mod titles;
 pub mod transcribe;
 
@@ -43,12 +47,7 @@ impl Stage {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Stage::Download => "download",
-            Stage::Transcribe => "transcribe",
-            Stage::Cut => "cut",
-            Stage::Caption => "caption",
-        }
+        self.spec().name
     }
 }
 
