@@ -50,6 +50,13 @@ pub struct StageTimes {
     pub caption: f64,
     /// Of `transcribe`, the time spent inside the Whisper model.
     pub transcribe_model: f64,
+    /// Of `caption`, summed over the clips (see `caption::ClipSeconds`):
+    /// face analysis, loudness normalization (both at once, while the
+    /// previous clip encodes), and the encodes.
+    pub caption_faces: f64,
+    pub caption_loudness: f64,
+    pub caption_prepare: f64,
+    pub caption_encode: f64,
 }
 
 pub struct PipelineResult {
@@ -104,6 +111,25 @@ pub async fn run(
     cancel: CancellationToken,
     on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
 ) -> Result<PipelineResult, StageError> {
+    run_loading(
+        input,
+        async { Ok::<_, StageError>(model) },
+        opts,
+        cancel,
+        on_progress,
+    )
+    .await
+}
+
+/// [`run`] with the model still loading: the download stage (fetch and
+/// probe) runs while `model` resolves, and transcription waits for it.
+pub async fn run_loading(
+    input: &str,
+    model: impl std::future::Future<Output = Result<Arc<WhisperModel>, StageError>>,
+    opts: &PipelineOptions,
+    cancel: CancellationToken,
+    on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
+) -> Result<PipelineResult, StageError> {
     let ctx_for = |stage: Stage| {
         let f = on_progress.clone();
         StageCtx::new(cancel.clone(), Progress::new(move |p| f(stage, p)))
@@ -124,7 +150,9 @@ pub async fn run(
     } else {
         download::Input::Local(&local)
     };
-    let got = download::run(source, scratch.path(), &ctx).await?;
+    let (got, model) = tokio::join!(download::run(source, scratch.path(), &ctx), model);
+    let got = got?;
+    let model = model?;
     let (path, media) = (got.path, got.media);
     times.download = t.elapsed().as_secs_f64();
 
@@ -183,6 +211,12 @@ pub async fn run(
         .unwrap_or_else(|| CaptionOptions::new(opts.out_dir.clone(), opts.style.clone()));
     let clips = caption::run_stage(&path, &media, &tr.transcript, &plans, &copts, &ctx).await?;
     times.caption = t.elapsed().as_secs_f64();
+    for c in &clips {
+        times.caption_faces += c.seconds.faces;
+        times.caption_loudness += c.seconds.loudness;
+        times.caption_prepare += c.seconds.prepare;
+        times.caption_encode += c.seconds.encode;
+    }
 
     write_json(&opts.out_dir, &tr.transcript, &clips)?;
     Ok(PipelineResult {
