@@ -150,9 +150,7 @@ pub async fn run_loading(
     } else {
         download::Input::Local(&local)
     };
-    let (got, model) = tokio::join!(download::run(source, scratch.path(), &ctx), model);
-    let got = got?;
-    let model = model?;
+    let (got, model) = tokio::try_join!(download::run(source, scratch.path(), &ctx), model)?;
     let (path, media) = (got.path, got.media);
     times.download = t.elapsed().as_secs_f64();
 
