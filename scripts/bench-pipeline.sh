@@ -10,6 +10,8 @@
 # BENCH_LAYOUT_SECS (default 60) two-person video made from the face photo,
 # one clip each: what the face analysis and the layout graphs add.
 # Then a 60-minute input for peak RSS. BENCH_LONG=0 skips that part.
+# BENCH_ONLY_LAYOUTS=1 runs only the per-layout part (BENCH_LAYOUTS: which
+# ones, default all five), printing each run's stage times too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
@@ -56,6 +58,7 @@ for _ in range(8):
 open(sys.argv[1], "w").write(" ".join(out))
 PY
 espeak-ng -v en-us -s 150 -g 4 -f "$WORK/talk.txt" -w "$WORK/talk.wav"
+if [ "${BENCH_ONLY_LAYOUTS:-0}" != 1 ]; then
 ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=s=1280x720:r=25" -i "$WORK/talk.wav" \
   -af apad -t 600 -c:v libx264 -preset ultrafast -g 250 -pix_fmt yuv420p -c:a aac -b:a 128k "$WORK/talk.mp4"
 
@@ -118,6 +121,7 @@ bare = extract + st["transcribeModel"] + encode
 print(f"bare tools: audio extraction {extract:.2f} + model {st['transcribeModel']:.2f} + encodes {encode:.2f} = {bare:.2f} s")
 print(f"  pipeline / bare (target <= 1.15): {pipeline / bare:.3f}")
 PY
+fi
 
 echo
 echo "== per layout: pipeline / bare tools (${BENCH_LAYOUT_SECS:-60} s two-person video, one clip each)"
@@ -136,7 +140,7 @@ t0=$(now)
 ffmpeg -nostdin -v error -i "$WORK/two.mp4" -vn -ac 1 -ar 16000 -f f32le -y /dev/null
 t1=$(now)
 LEXTRACT=$(elapsed "$t0" "$t1")
-for layout in single split speaker screen fit; do
+for layout in ${BENCH_LAYOUTS:-single split speaker screen fit}; do
   rm -rf "$WORK/lreplay" "$WORK/lout"; mkdir -p "$WORK/lreplay"
   t0=$(now)
   "$BIN" clip "$WORK/two.mp4" --out "$WORK/lout" --json --skip-cuts --layout "$layout" \
@@ -156,11 +160,16 @@ layout = sys.argv[2]
 pipe, extract, enc = map(float, sys.argv[3:6])
 bare = extract + s["stageSeconds"]["transcribeModel"] + enc
 used = ",".join(s["layouts"])
-print(f"  {layout:<8} pipeline {pipe:7.2f} s, bare {bare:7.2f} s (encode {enc:.2f}), ratio (target <= 1.15): {pipe / bare:.3f}  [used: {used}]")' \
-    "$WORK/lsummary.json" "$layout" "$LPIPE" "$LEXTRACT" "$LENC"
+print(f"  {layout:<8} pipeline {pipe:7.2f} s, bare {bare:7.2f} s (encode {enc:.2f}), ratio (target <= 1.15): {pipe / bare:.3f}  [used: {used}]")
+if sys.argv[6] == "1":
+    st = s["stageSeconds"]
+    print("           stages: " + ", ".join(f"{k} {v:.2f}" for k, v in st.items() if isinstance(v, (int, float))))
+    total = s["totalSeconds"]
+    print(f"           in the clip command (model load included): {total:.2f}")' \
+    "$WORK/lsummary.json" "$layout" "$LPIPE" "$LEXTRACT" "$LENC" "${BENCH_ONLY_LAYOUTS:-0}"
 done
 
-if [ "${BENCH_LONG:-1}" != 0 ]; then
+if [ "${BENCH_LONG:-1}" != 0 ] && [ "${BENCH_ONLY_LAYOUTS:-0}" != 1 ]; then
   echo
   echo "== 60-minute input: peak RSS"
   ffmpeg -nostdin -v error -y -stream_loop 5 -i "$WORK/talk.mp4" -c copy "$WORK/long.mp4"

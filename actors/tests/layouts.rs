@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clipforge_actors::captions::template::CaptionStyle;
-use clipforge_actors::media::ffprobe;
+use clipforge_actors::media::{face, ffprobe};
 use clipforge_actors::project::reframe::graph::Composition;
 use clipforge_actors::project::reframe::speaker::jitter;
 use clipforge_actors::project::reframe::{frame_clip, AspectRatio, Framing, Layout};
@@ -211,6 +211,40 @@ async fn speaker_follows_the_talking_side_by_stereo_balance() {
 #[tokio::test(flavor = "multi_thread")]
 async fn speaker_follows_the_moving_mouth_in_mono() {
     speaker_follows_the_talker(false).await;
+}
+
+/// Between full searches (every fifth sample) the detector looks only around
+/// the previous sample's faces: both people are still found in every
+/// sample, where they are, with the mouth motion (5 fps) or without (1 fps).
+#[tokio::test(flavor = "multi_thread")]
+async fn both_faces_are_found_in_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = two_people(dir.path(), false);
+    let cancel = CancellationToken::new();
+    let moving = face::track(&input, 0.0, 12.0, SRC.0, SRC.1, &cancel)
+        .await
+        .unwrap();
+    let still = face::track_faces(&input, 0.0, 12.0, SRC.0, SRC.1, &cancel)
+        .await
+        .unwrap();
+    assert!(
+        moving.mouth.len() >= 55,
+        "{} motion frames",
+        moving.mouth.len()
+    );
+    assert!(still.mouth.is_empty());
+    for a in [&moving, &still] {
+        assert!(a.faces.len() >= 11, "{} samples", a.faces.len());
+        for (i, faces) in a.faces.iter().enumerate() {
+            let mut xs: Vec<f64> = faces.iter().map(|f| f.cx).collect();
+            xs.sort_by(f64::total_cmp);
+            // The faces' centres are at x ≈ 0.22 and 0.73 of the frame.
+            assert!(
+                xs.len() == 2 && (xs[0] - 0.22).abs() < 0.04 && (xs[1] - 0.73).abs() < 0.04,
+                "sample {i}: {faces:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -260,18 +260,16 @@ pub async fn run(args: ClipArgs) -> ExitCode {
         .model_dir
         .clone()
         .unwrap_or_else(crate::config::default_model_dir);
-    let model =
-        match tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &model_opts)).await {
-            Ok(Ok(m)) => Arc::new(m),
-            Ok(Err(e)) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::FAILURE;
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+    // The model loads while the input is fetched and probed.
+    let model = async move {
+        let loading = std::time::Instant::now();
+        let model = tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &model_opts))
+            .await
+            .map_err(|e| StageError::Model(format!("loading the model stopped: {e}")))?
+            .map_err(|e| StageError::Model(format!("{e:#}")))?;
+        tracing::debug!(secs = loading.elapsed().as_secs_f64(), "model loaded");
+        Ok::<_, StageError>(Arc::new(model))
+    };
     let mut caption = CaptionOptions::new(args.out.clone(), style.clone());
     caption.width = width;
     caption.height = height;
@@ -318,7 +316,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     let display = Arc::new(Display::new());
     let d2 = display.clone();
     let started = std::time::Instant::now();
-    let result = pipeline::run(
+    let result = pipeline::run_loading(
         &args.input,
         model,
         &opts,

@@ -1,8 +1,17 @@
 //! Face analysis for reframing: every face found by `rustface` (SeetaFace,
 //! model embedded in the binary) on small grey frames sampled from the clip
 //! at [`SAMPLE_FPS`], the motion of each face's mouth region measured on
-//! frames in between (at [`MOTION_FPS`]), and a smoothed crop path that
-//! follows one face.
+//! frames in between (at [`MOTION_FPS`], only when asked: the active
+//! speaker needs it, a crop that follows a face does not), and a smoothed
+//! crop path that follows one face.
+//!
+//! The whole frame is searched on every [`FULL_EVERY`]th sample and on every
+//! sample after one without a face; in between only a square around each
+//! face of the previous sample is ([`ROI_SCALE`] face widths a side, at
+//! least [`ROI_MARGIN`] of the frame's width around the face), which finds
+//! the same faces at about a tenth of the cost while they move less than
+//! that margin (or a face width) per sample. A face that appears elsewhere
+//! is found by the next full search, at most `FULL_EVERY - 1` samples later.
 
 use std::io::Read;
 use std::path::Path;
@@ -24,6 +33,17 @@ const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 const DETECT_WIDTH: u32 = 640;
 /// Decoded frames queued ahead of the detector (2 s at `MOTION_FPS`).
 const READ_AHEAD: usize = 10;
+/// Every this many samples the whole frame is searched.
+pub const FULL_EVERY: usize = 5;
+/// Side of the square searched around a known face: this many face
+/// widths…
+pub const ROI_SCALE: f64 = 3.0;
+/// …but at least the face plus this share of the frame's width on each
+/// side (how far a face may move in a sample's time and still be found).
+pub const ROI_MARGIN: f64 = 0.08;
+/// Smallest such square (px of the detection frame): the detector's
+/// window is 40 px.
+const ROI_MIN: u32 = 96;
 
 /// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
 /// box's width as a share of the frame's width).
@@ -45,6 +65,7 @@ pub struct FaceAnalysis {
     /// Per frame at MOTION_FPS: the mouth-region motion (mean absolute grey
     /// difference from the previous frame, 0..255) of each face of the
     /// sample the frame belongs to (`faces[frame / FRAMES_PER_SAMPLE]`).
+    /// Empty when motion was not asked for ([`track_faces`]).
     pub mouth: Vec<Vec<f64>>,
     /// Source frame size, for pixel conversions.
     pub width: u32,
@@ -73,10 +94,34 @@ pub async fn track(
     src_h: u32,
     cancel: &CancellationToken,
 ) -> Result<FaceAnalysis, StageError> {
+    track_with(input, start, duration, (src_w, src_h), true, cancel).await
+}
+
+/// Like [`track`], without the mouth motion: only the sampled frames are
+/// decoded and searched (`mouth` stays empty).
+pub async fn track_faces(
+    input: &Path,
+    start: f64,
+    duration: f64,
+    src_w: u32,
+    src_h: u32,
+    cancel: &CancellationToken,
+) -> Result<FaceAnalysis, StageError> {
+    track_with(input, start, duration, (src_w, src_h), false, cancel).await
+}
+
+async fn track_with(
+    input: &Path,
+    start: f64,
+    duration: f64,
+    src: (u32, u32),
+    motion: bool,
+    cancel: &CancellationToken,
+) -> Result<FaceAnalysis, StageError> {
     let input = input.to_path_buf();
     let cancel = cancel.clone();
     tokio::task::spawn_blocking(move || {
-        track_blocking(&input, start, duration, src_w, src_h, &cancel)
+        track_blocking(&input, start, duration, src, motion, &cancel)
     })
     .await
     .map_err(|e| StageError::Io(format!("face tracking stopped: {e}")))?
@@ -86,21 +131,22 @@ fn track_blocking(
     input: &Path,
     start: f64,
     duration: f64,
-    src_w: u32,
-    src_h: u32,
+    (src_w, src_h): (u32, u32),
+    motion: bool,
     cancel: &CancellationToken,
 ) -> Result<FaceAnalysis, StageError> {
     let w = DETECT_WIDTH.min(src_w.max(2)) / 2 * 2;
     let h = ((w as f64 * src_h as f64 / src_w.max(1) as f64 / 2.0).round() as u32 * 2).max(2);
+    let (fps, per_sample) = match motion {
+        true => (MOTION_FPS, FRAMES_PER_SAMPLE),
+        false => (SAMPLE_FPS, 1),
+    };
     let mut cmd = std_command("ffmpeg");
     cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}")])
         .arg("-i")
         .arg(input)
         .args(["-t", &format!("{duration:.3}"), "-an", "-sn", "-dn"])
-        .args([
-            "-vf",
-            &format!("fps={MOTION_FPS},scale={w}:{h},format=gray"),
-        ])
+        .args(["-vf", &format!("fps={fps},scale={w}:{h},format=gray")])
         .args(["-f", "rawvideo", "pipe:1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -108,13 +154,7 @@ fn track_blocking(
         .spawn()
         .map_err(|e| StageError::tool("ffmpeg", e.to_string()))?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
-    let model =
-        rustface::read_model(MODEL).map_err(|e| StageError::Io(format!("face model: {e}")))?;
-    let mut detector = rustface::create_detector_with_model(model);
-    detector.set_min_face_size(((h.min(w) as f64) * 0.06).max(20.0) as u32);
-    detector.set_score_thresh(2.0);
-    detector.set_pyramid_scale_factor(0.8);
-    detector.set_slide_window_step(4, 4);
+    let mut detector = Detector::new(w, h)?;
 
     let frame_len = (w * h) as usize;
     // Frames are read on their own thread so ffmpeg keeps decoding while a
@@ -159,38 +199,119 @@ fn track_blocking(
             }
             Err(_) => break,
         };
-        if index % FRAMES_PER_SAMPLE == 0 {
-            let image = rustface::ImageData::new(&frame, w, h);
-            let mut faces: Vec<Face> = detector
-                .detect(&image)
-                .into_iter()
-                .map(|f| {
-                    let b = f.bbox();
-                    Face {
-                        cx: (b.x() as f64 + b.width() as f64 / 2.0) / w as f64,
-                        cy: (b.y() as f64 + b.height() as f64 / 2.0) / h as f64,
-                        size: b.width() as f64 / w as f64,
-                    }
-                })
-                .collect();
-            faces.sort_by(|a, b| b.size.total_cmp(&a.size));
+        if index % per_sample == 0 {
+            let faces = detector.sample(&frame, out.faces.len(), out.faces.last());
             out.faces.push(faces);
         }
-        let faces = out.faces.last().map(Vec::as_slice).unwrap_or(&[]);
-        let motion = faces
-            .iter()
-            .map(|f| match &prev {
-                Some(p) => mouth_motion(p, &frame, w, h, f),
-                None => 0.0,
-            })
-            .collect();
-        out.mouth.push(motion);
-        prev = Some(frame);
+        if motion {
+            let faces = out.faces.last().map(Vec::as_slice).unwrap_or(&[]);
+            let moved = faces
+                .iter()
+                .map(|f| match &prev {
+                    Some(p) => mouth_motion(p, &frame, w, h, f),
+                    None => 0.0,
+                })
+                .collect();
+            out.mouth.push(moved);
+            prev = Some(frame);
+        }
         index += 1;
     }
     let _ = reader.join();
     let _ = child.wait();
     Ok(out)
+}
+
+/// The face detector on `w`x`h` grey frames: a full search or one around
+/// the previous sample's faces (see the module's documentation).
+struct Detector {
+    inner: Box<dyn rustface::Detector>,
+    w: u32,
+    h: u32,
+    /// The square around a face, copied out of the frame.
+    roi: Vec<u8>,
+}
+
+impl Detector {
+    fn new(w: u32, h: u32) -> Result<Self, StageError> {
+        let model =
+            rustface::read_model(MODEL).map_err(|e| StageError::Io(format!("face model: {e}")))?;
+        let mut inner = rustface::create_detector_with_model(model);
+        inner.set_score_thresh(2.0);
+        inner.set_pyramid_scale_factor(0.8);
+        inner.set_slide_window_step(4, 4);
+        Ok(Self {
+            inner,
+            w,
+            h,
+            roi: Vec::new(),
+        })
+    }
+
+    /// Every face of sample number `n`, largest first.
+    fn sample(&mut self, frame: &[u8], n: usize, previous: Option<&Vec<Face>>) -> Vec<Face> {
+        let mut faces = match previous {
+            Some(prev) if n % FULL_EVERY != 0 && !prev.is_empty() => {
+                let mut found: Vec<Face> = Vec::new();
+                for p in prev {
+                    for f in self.around(frame, p) {
+                        if !found.iter().any(|o| self.same_face(o, &f)) {
+                            found.push(f);
+                        }
+                    }
+                }
+                found
+            }
+            _ => self.search(frame, 0, 0, self.w, self.h),
+        };
+        faces.sort_by(|a, b| b.size.total_cmp(&a.size));
+        faces
+    }
+
+    /// Faces inside the square around `face`.
+    fn around(&mut self, frame: &[u8], face: &Face) -> Vec<Face> {
+        let (w, h) = (self.w, self.h);
+        let px = face.size * w as f64;
+        let side = ((px * ROI_SCALE).max(px + 2.0 * ROI_MARGIN * w as f64) as u32)
+            .max(ROI_MIN)
+            .min(w.min(h));
+        let x0 = ((face.cx * w as f64 - side as f64 / 2.0).round().max(0.0) as u32).min(w - side);
+        let y0 = ((face.cy * h as f64 - side as f64 / 2.0).round().max(0.0) as u32).min(h - side);
+        let mut roi = std::mem::take(&mut self.roi);
+        roi.clear();
+        for y in y0..y0 + side {
+            let row = (y * w + x0) as usize;
+            roi.extend_from_slice(&frame[row..row + side as usize]);
+        }
+        let found = self.search(&roi, x0, y0, side, side);
+        self.roi = roi;
+        found
+    }
+
+    /// Two detections of one face (from overlapping squares): centres
+    /// closer than half the larger box, in pixels.
+    fn same_face(&self, a: &Face, b: &Face) -> bool {
+        let half = a.size.max(b.size) * self.w as f64 / 2.0;
+        (a.cx - b.cx).abs() * (self.w as f64) < half && (a.cy - b.cy).abs() * (self.h as f64) < half
+    }
+
+    /// Faces in `image` (`iw`x`ih`, at `(x0, y0)` of the frame), in frame
+    /// coordinates.
+    fn search(&mut self, image: &[u8], x0: u32, y0: u32, iw: u32, ih: u32) -> Vec<Face> {
+        let (w, h) = (self.w as f64, self.h as f64);
+        self.inner
+            .detect(&rustface::ImageData::new(image, iw, ih))
+            .into_iter()
+            .map(|f| {
+                let b = f.bbox();
+                Face {
+                    cx: (x0 as f64 + b.x() as f64 + b.width() as f64 / 2.0) / w,
+                    cy: (y0 as f64 + b.y() as f64 + b.height() as f64 / 2.0) / h,
+                    size: b.width() as f64 / w,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Mean absolute difference between two grey frames in the mouth region of

@@ -52,6 +52,13 @@ pub struct StageTimes {
     pub caption: f64,
     /// Of `transcribe`, the time spent inside the Whisper model.
     pub transcribe_model: f64,
+    /// Of `caption`, summed over the clips (see `caption::ClipSeconds`):
+    /// face analysis, loudness normalization (both at once, while the
+    /// previous clip encodes), and the encodes.
+    pub caption_faces: f64,
+    pub caption_loudness: f64,
+    pub caption_prepare: f64,
+    pub caption_encode: f64,
 }
 
 pub struct PipelineResult {
@@ -98,9 +105,9 @@ fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// The CLI's stage environment: a loaded model, no object storage.
+/// The CLI's stage environment: the model (once loaded), no object storage.
 struct CliEnv {
-    model: Arc<WhisperModel>,
+    model: Option<Arc<WhisperModel>>,
 }
 
 impl StageEnv for CliEnv {
@@ -109,7 +116,9 @@ impl StageEnv for CliEnv {
     }
 
     async fn model(&self) -> Result<Arc<WhisperModel>, StageError> {
-        Ok(self.model.clone())
+        self.model
+            .clone()
+            .ok_or_else(|| StageError::Io("the model is not loaded yet".into()))
     }
 }
 
@@ -120,6 +129,25 @@ impl StageEnv for CliEnv {
 pub async fn run(
     input: &str,
     model: Arc<WhisperModel>,
+    opts: &PipelineOptions,
+    cancel: CancellationToken,
+    on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
+) -> Result<PipelineResult, StageError> {
+    run_loading(
+        input,
+        async { Ok::<_, StageError>(model) },
+        opts,
+        cancel,
+        on_progress,
+    )
+    .await
+}
+
+/// [`run`] with the model still loading: the download stage (fetch and
+/// probe) runs while `model` resolves, and transcription waits for it.
+pub async fn run_loading(
+    input: &str,
+    model: impl std::future::Future<Output = Result<Arc<WhisperModel>, StageError>>,
     opts: &PipelineOptions,
     cancel: CancellationToken,
     on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
@@ -149,7 +177,8 @@ pub async fn run(
             .clone()
             .unwrap_or_else(|| CaptionOptions::new(opts.out_dir.clone(), opts.style.clone())),
     };
-    let env = CliEnv { model };
+    let mut model = std::pin::pin!(model);
+    let mut env = CliEnv { model: None };
     let mut times = StageTimes::default();
     let mut captioned = None;
     for spec in &TABLE {
@@ -159,7 +188,23 @@ pub async fn run(
             StageCtx::new(cancel.clone(), Progress::new(move |p| f(stage, p)))
         };
         let t = std::time::Instant::now();
-        let outcome = run_in(stage, scratch.path(), &params, &env, &ctx).await?;
+        let outcome = match &env.model {
+            // The model loads while the input is fetched and probed (a bad
+            // input fails without waiting for it).
+            None if stage == Stage::Download => {
+                let (outcome, loaded) = tokio::try_join!(
+                    run_in(stage, scratch.path(), &params, &env, &ctx),
+                    model.as_mut()
+                )?;
+                env.model = Some(loaded);
+                outcome
+            }
+            None => {
+                env.model = Some(model.as_mut().await?);
+                run_in(stage, scratch.path(), &params, &env, &ctx).await?
+            }
+            Some(_) => run_in(stage, scratch.path(), &params, &env, &ctx).await?,
+        };
         let took = t.elapsed().as_secs_f64();
         match stage {
             Stage::Download => times.download = took,
@@ -178,6 +223,12 @@ pub async fn run(
         media,
         transcript,
     } = captioned.ok_or_else(|| StageError::Io("the caption stage did not run".into()))?;
+    for c in &clips {
+        times.caption_faces += c.seconds.faces;
+        times.caption_loudness += c.seconds.loudness;
+        times.caption_prepare += c.seconds.prepare;
+        times.caption_encode += c.seconds.encode;
+    }
     write_json(&opts.out_dir, &transcript, &clips)?;
     Ok(PipelineResult {
         media,

@@ -271,14 +271,26 @@ pub async fn frame_clip(
         }
         _ => {}
     }
-    let analysis = face::track(input, start, duration, src.0, src.1, cancel).await?;
+    // Who talks (auto, speaker) needs the mouth motion and the sound's
+    // balance, measured at once; the other layouts need only where the
+    // faces are.
+    let (analysis, energy) = match requested {
+        Layout::Auto | Layout::Speaker => {
+            let (analysis, energy) = tokio::try_join!(
+                face::track(input, start, duration, src.0, src.1, cancel),
+                speaker::stereo_energy(input, start, duration, cancel),
+            )?;
+            (analysis, Some(energy))
+        }
+        _ => (
+            face::track_faces(input, start, duration, src.0, src.1, cancel).await?,
+            None,
+        ),
+    };
     let tracks = tracks::build(&analysis, STABLE_PRESENCE);
     let pair = peer_pair(&tracks);
-    let timeline = match (pair, requested) {
-        (Some(p), Layout::Auto | Layout::Speaker) => {
-            let energy = speaker::stereo_energy(input, start, duration, cancel).await?;
-            Some(speaker::timeline(p, &analysis, &energy))
-        }
+    let timeline = match (pair, &energy) {
+        (Some(p), Some(energy)) => Some(speaker::timeline(p, &analysis, energy)),
         _ => None,
     };
     let decision = match requested {

@@ -6,6 +6,7 @@
 //! file it wrote.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +89,24 @@ pub struct RenderedClip {
     pub segments: Vec<Segment>,
     /// Words on the clip's timeline.
     pub words: Vec<Word>,
+    /// Where the clip's time went (for benchmarks).
+    #[serde(default)]
+    pub seconds: ClipSeconds,
+}
+
+/// Wall times of one clip's steps. Faces and loudness run at the same time
+/// (`prepare` is about the longer of the two); clip i + 1 is prepared while
+/// clip i encodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClipSeconds {
+    /// Face analysis and layout choice.
+    pub faces: f64,
+    /// Loudness measuring and the normalized WAV.
+    pub loudness: f64,
+    /// Both of the above and the captions file.
+    pub prepare: f64,
+    /// The encode, thumbnail and subtitles.
+    pub encode: f64,
 }
 
 /// Removes the files it tracks unless disarmed.
@@ -180,6 +199,7 @@ struct Prepared {
     framing: reframe::Framing,
     ass_path: PathBuf,
     audio: Option<PathBuf>,
+    seconds: ClipSeconds,
 }
 
 /// Frames the clip and normalizes its audio (both at once: face analysis
@@ -217,8 +237,9 @@ async fn prepare(
         .ok_or_else(|| StageError::InvalidInput("the input has no video track".into()))?;
     let (src_w, src_h) = (video.width, video.height);
     let wav = keep.join(format!("clip-{index}.wav"));
-    let (framing, loud) = tokio::try_join!(
-        reframe::frame_clip(
+    let started = Instant::now();
+    let ((framing, faces_secs), (loud, loudness_secs)) = tokio::try_join!(
+        timed(reframe::frame_clip(
             input,
             plan.start,
             duration,
@@ -226,8 +247,10 @@ async fn prepare(
             (opts.width, opts.height),
             opts.layout,
             cancel,
-        ),
-        loudness::normalize_to_wav(input, plan.start, duration, &audio_cut, &wav, cancel),
+        )),
+        timed(loudness::normalize_to_wav(
+            input, plan.start, duration, &audio_cut, &wav, cancel
+        )),
     )?;
     tracing::info!(
         clip = index,
@@ -258,7 +281,20 @@ async fn prepare(
         framing,
         ass_path,
         audio: loud.map(|_| wav),
+        seconds: ClipSeconds {
+            faces: faces_secs,
+            loudness: loudness_secs,
+            prepare: started.elapsed().as_secs_f64(),
+            encode: 0.0,
+        },
     })
+}
+
+/// `fut`'s result and its wall time in seconds.
+async fn timed<T, E>(fut: impl std::future::Future<Output = Result<T, E>>) -> Result<(T, f64), E> {
+    let started = Instant::now();
+    let out = fut.await?;
+    Ok((out, started.elapsed().as_secs_f64()))
 }
 
 /// The clip's single encode (picture through the layout's graph and the
@@ -279,7 +315,9 @@ async fn encode(
         framing,
         ass_path,
         audio,
+        mut seconds,
     } = prepared;
+    let started = Instant::now();
     let duration = plan.duration();
     let kept = plan.kept_duration();
     progress(0.05);
@@ -424,6 +462,7 @@ async fn encode(
     std::fs::write(&srt, to_srt(&cues)).map_err(|e| StageError::io("writing subtitles", e))?;
     std::fs::write(&vtt, to_vtt(&cues)).map_err(|e| StageError::io("writing subtitles", e))?;
     progress(1.0);
+    seconds.encode = started.elapsed().as_secs_f64();
 
     let segments = crate::transcript::sentences_from_words(&words)
         .into_iter()
@@ -445,6 +484,7 @@ async fn encode(
         layout_reason: framing.reason,
         segments,
         words,
+        seconds,
     })
 }
 
