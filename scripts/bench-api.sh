@@ -10,7 +10,10 @@
 #   3. scripts/bench-hardening.sh on a fresh node: a reader's p99 during a
 #      sign-in flood from one address (target < 50 ms), and RSS growth under
 #      20 concurrent 1 GiB chunked bodies to sign-in and upload (< 100 MB).
-# BENCH_ACCOUNTS, BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes.
+# BENCH_ACCOUNTS, BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes;
+# BENCH_BUILD=0 measures the binary already in $CARGO_TARGET_DIR/release
+# (e.g. the one `cargo test --release --workspace --no-run` built) instead
+# of building the binaries first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
@@ -25,7 +28,8 @@ command -v wrk >/dev/null || {
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get install -y -q wrk >/dev/null
 }
-cargo build --release --locked --workspace --bins >/dev/null
+[ "${BENCH_BUILD:-1}" = 0 ] || cargo build --release --locked --workspace --bins >/dev/null
+[ -x "$BIN" ] || { echo "no binary at $BIN"; exit 1; }
 
 WORK=$(mktemp -d /tmp/clipforge-bench-api.XXXXXX)
 SERVER=""
@@ -43,7 +47,8 @@ CLIPFORGE_PIPELINE_IDLE_SECS=5 RUST_LOG=warn "$BIN" serve --port 0 --config /non
   --data-dir "$WORK/data" >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER=$!
 for _ in $(seq 1 100); do
-  PORT=$(sed -n 's/^clipforge listening on port //p' "$WORK/server.out")
+  # The server may not have created its output file yet (a loaded machine).
+  PORT=$(sed -n 's/^clipforge listening on port //p' "$WORK/server.out" 2>/dev/null || true)
   [ -n "$PORT" ] && break
   sleep 0.1
 done

@@ -31,7 +31,8 @@ CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB=$UPLOAD_MB RUST_LOG=error "$BIN" serve --port
   --config /nonexistent.toml --data-dir "$WORK/data" >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER=$!
 for _ in $(seq 1 100); do
-  PORT=$(sed -n 's/^clipforge listening on port //p' "$WORK/server.out")
+  # The server may not have created its output file yet (a loaded machine).
+  PORT=$(sed -n 's/^clipforge listening on port //p' "$WORK/server.out" 2>/dev/null || true)
   [ -n "$PORT" ] && break
   sleep 0.1
 done

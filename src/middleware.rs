@@ -16,12 +16,7 @@ use crate::state::State;
 /// The signed-in account of a request, looked up only where a limit needs it.
 fn account_of(st: &State, req: &Request) -> Option<Account> {
     let token = crate::session::request_token(req)?;
-    st.services
-        .accounts
-        .session(&token)
-        .ok()
-        .flatten()
-        .map(|(a, _)| a)
+    st.services.session(&token).ok().flatten().map(|(a, _)| a)
 }
 
 /// The upload limit of the caller's plan; on a cluster node that does not

@@ -287,12 +287,15 @@ impl AuthApi {
     /// End this session.
     #[oai(path = "/sign-out", method = "post", operation_id = "signOut")]
     async fn sign_out(&self, state: poem::web::Data<&State>, auth: Auth) -> ApiResult<SignedOut> {
-        let accounts = state.services.accounts.clone();
-        let token = auth.user().token.clone();
+        let user = auth.user();
+        let token = user.token.clone();
+        // In the account's actor: its memory forgets the session in the
+        // same commit as the store.
         account(
-            tokio::task::spawn_blocking(move || accounts.sign_out(&token))
-                .await
-                .map_err(|e| e.to_string()),
+            state
+                .services
+                .with_account(&user.account.id, move |a| a.sign_out(&token))
+                .await,
         )?;
         Ok(SignedOut::Ok(ok(), cookie("", 0)))
     }

@@ -190,13 +190,24 @@ impl CreditsApi {
         let user = &auth.user().account;
         let id = user.id.clone();
         let accounts = &state.services.accounts;
-        let storage = (
-            account(Ok(accounts.storage_used(&id)))?,
-            accounts.plan_limits(user.plan).storage_bytes,
-        );
         // Answered from the account actor's memory (loaded once per
-        // activation); a due renewal writes, so it goes to the actor as a
-        // command like every change.
+        // activation, the storage counter on its first request); a due
+        // renewal writes, so it goes to the actor as a command like every
+        // change.
+        let held = account(state.services.account_state(&id).await)?;
+        let used = match held.as_ref().and_then(|h| h.storage()) {
+            Some(used) => used,
+            None => {
+                let uid = id.clone();
+                account(
+                    state
+                        .services
+                        .with_account(&id, move |a| a.storage_used(&uid))
+                        .await,
+                )?
+            }
+        };
+        let storage = (used, accounts.plan_limits(user.plan).storage_bytes);
         // Only a paid plan with billing on can be set to end.
         let ends = if state.billing.is_some() && paid(user.plan) {
             let record = account(Ok(accounts.billing_record(&id)))?;
@@ -204,7 +215,6 @@ impl CreditsApi {
         } else {
             None
         };
-        let held = account(state.services.account_state(&id).await)?;
         if let Some(b) = held.and_then(|h| accounts.held_balance(&h)) {
             return raw(b, storage, ends);
         }

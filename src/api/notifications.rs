@@ -42,12 +42,21 @@ impl NotificationsApi {
     #[oai(path = "/", method = "get", operation_id = "listNotifications")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<NotificationList>> {
         let id = auth.user().account.id.clone();
-        let list = account(
-            state
-                .services
-                .with_account(&id.clone(), move |a| a.notifications(&id))
-                .await,
-        )?;
+        let services = &state.services;
+        // From the account actor's memory once it holds the notifications
+        // (loaded by the first list of an activation, in the actor).
+        let held = services
+            .users
+            .held(&id)
+            .and_then(|h| services.accounts.held_notification_list(&h));
+        let list = match held {
+            Some(list) => list,
+            None => account(
+                services
+                    .with_account(&id.clone(), move |a| a.notifications(&id))
+                    .await,
+            )?,
+        };
         let notifications = list
             .into_iter()
             .map(|n| Notification {

@@ -47,6 +47,7 @@ mod clock;
 mod credits;
 mod error;
 mod held;
+mod held_parts;
 mod model;
 mod notifications;
 mod plans;

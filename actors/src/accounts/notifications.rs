@@ -4,17 +4,24 @@
 //! prefix scan yields the newest first. An index maps each id to its key.
 //! An account keeps its newest [`MAX_NOTIFICATIONS`].
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::clock::iso8601;
 use super::error::{AccountError, Result};
+use super::held::Held;
+use super::held_parts::HeldNotifications;
 use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
 use super::{new_id, Accounts};
-use crate::storage::kv::KvOp;
+use crate::storage::kv::{KvOp, StorageError};
 
 /// Most notifications kept per account; older ones are dropped.
 pub const MAX_NOTIFICATIONS: usize = 200;
 const TITLE_MAX_CHARS: usize = 200;
+/// Attempts of a notification written outside the account's actor that
+/// meets concurrent writes of the account.
+const OUTSIDE_ATTEMPTS: usize = 5;
 const MESSAGE_MAX_CHARS: usize = 2000;
 
 /// The type of a notification.
@@ -45,7 +52,7 @@ impl NotificationKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct StoredNotification {
+pub(crate) struct StoredNotification {
     id: String,
     kind: NotificationKind,
     title: String,
@@ -114,6 +121,10 @@ impl Accounts {
     /// the change it reports and the notification appear together. An
     /// account that no longer exists gets no notification; `with` is still
     /// applied. Under `fence`, all of it only while that lease is held.
+    /// Outside the account's actor, the write is conditional on the
+    /// account's version and moves it on ([`Accounts::commit_outside`]),
+    /// retried on a conflict; the caller then drops the actor's memory of
+    /// the account (`UserRegistry::unload`).
     pub fn notify_with(
         &self,
         user_id: &str,
@@ -124,22 +135,37 @@ impl Accounts {
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<Option<Notification>> {
         let _guard = self.lock(user_id);
-        let mut batch = Batch::new();
-        batch.extend(with);
-        let notification = match self.stored_account(user_id) {
-            Ok(_) => Some(self.push_notification(
-                &mut batch,
-                user_id,
-                kind,
-                title,
-                message,
-                self.now(),
-            )?),
-            Err(AccountError::NotFound(_)) => None,
-            Err(e) => return Err(e),
-        };
-        self.commit_batch(batch, fence)?;
-        Ok(notification)
+        let outside = self.slot_for(user_id).is_none();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut batch = Batch::new();
+            batch.extend(with.clone());
+            let notification = match self.stored_account(user_id) {
+                Ok(_) => Some(self.push_notification(
+                    &mut batch,
+                    user_id,
+                    kind,
+                    title,
+                    message,
+                    self.now(),
+                )?),
+                Err(AccountError::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            };
+            let written = match &notification {
+                Some(_) if outside => self.commit_outside(user_id, batch, fence),
+                _ => self.commit_batch(batch, fence),
+            };
+            match written {
+                Err(AccountError::Storage(StorageError::Conflict(why)))
+                    if outside && attempt < OUTSIDE_ATTEMPTS =>
+                {
+                    tracing::info!(user_id, %why, "account written meanwhile: notifying again");
+                }
+                written => return written.map(|()| notification),
+            }
+        }
     }
 
     /// Adds a notification's writes to `batch`, dropping the oldest beyond
@@ -162,12 +188,19 @@ impl Accounts {
             created_at: now,
         };
         let key = notification_key(user_id, now, &stored.id);
-        let prefix = user_prefix(user_id);
-        if self.kv.count_prefix(NOTIFICATIONS, &prefix)? >= MAX_NOTIFICATIONS {
-            let existing: Vec<(Vec<u8>, StoredNotification)> = self.scan(NOTIFICATIONS, &prefix)?;
-            for (old_key, old) in existing.into_iter().skip(MAX_NOTIFICATIONS - 1) {
-                batch.delete(NOTIFICATIONS, old_key);
-                batch.delete(NOTIFICATION_IDS, old.id.into_bytes());
+        let held = self.held_notifications(user_id)?;
+        let count = match &held {
+            Some(held) => held.len(),
+            None => self.kv.count_prefix(NOTIFICATIONS, &user_prefix(user_id))?,
+        };
+        if count >= MAX_NOTIFICATIONS {
+            let existing = match held {
+                Some(held) => held,
+                None => Arc::new(self.load_notifications(user_id)?),
+            };
+            for (old_key, old) in existing.iter().skip(MAX_NOTIFICATIONS - 1) {
+                batch.delete(NOTIFICATIONS, old_key.clone());
+                batch.delete(NOTIFICATION_IDS, old.id.clone().into_bytes());
             }
         }
         batch.put(NOTIFICATIONS, key.clone(), &stored)?;
@@ -179,10 +212,32 @@ impl Accounts {
     pub fn notifications(&self, user_id: &str) -> Result<Vec<Notification>> {
         self.stored_account(user_id)?;
         Ok(self
-            .scan::<StoredNotification>(NOTIFICATIONS, &user_prefix(user_id))?
-            .iter()
-            .map(|(_, n)| n.view())
+            .notifications_of(user_id)?
+            .values()
+            .map(StoredNotification::view)
             .collect())
+    }
+
+    /// The user's notifications, newest first, from `held` (the memory of
+    /// the user's actor); `None` when they are not held.
+    pub fn held_notification_list(&self, held: &Held) -> Option<Vec<Notification>> {
+        held.account.as_ref()?;
+        Some(
+            held.notifications
+                .as_ref()?
+                .values()
+                .map(StoredNotification::view)
+                .collect(),
+        )
+    }
+
+    /// The user's notifications by key: held by the account's actor, else
+    /// read from the store.
+    fn notifications_of(&self, user_id: &str) -> Result<Arc<HeldNotifications>> {
+        match self.held_notifications(user_id)? {
+            Some(held) => Ok(held),
+            None => Ok(Arc::new(self.load_notifications(user_id)?)),
+        }
     }
 
     /// Marks every notification of the user read; returns how many were
@@ -192,10 +247,13 @@ impl Accounts {
         self.stored_account(user_id)?;
         let mut batch = Batch::new();
         let mut marked = 0;
-        for (key, mut n) in self.scan::<StoredNotification>(NOTIFICATIONS, &user_prefix(user_id))? {
+        for (key, n) in self.notifications_of(user_id)?.iter() {
             if !n.read {
-                n.read = true;
-                batch.put(NOTIFICATIONS, key, &n)?;
+                let n = StoredNotification {
+                    read: true,
+                    ..n.clone()
+                };
+                batch.put(NOTIFICATIONS, key.clone(), &n)?;
                 marked += 1;
             }
         }
@@ -208,13 +266,24 @@ impl Accounts {
     pub fn mark_read(&self, user_id: &str, notification_id: &str) -> Result<()> {
         let not_found = || AccountError::NotFound("notification");
         let _guard = self.lock(user_id);
-        let key: Vec<u8> = self
-            .read(NOTIFICATION_IDS, notification_id.as_bytes())?
-            .ok_or_else(not_found)?;
-        if !key.starts_with(&user_prefix(user_id)) {
-            return Err(not_found());
-        }
-        let mut n: StoredNotification = self.read(NOTIFICATIONS, &key)?.ok_or_else(not_found)?;
+        let (key, mut n) = match self.held_notifications(user_id)? {
+            Some(held) => held
+                .iter()
+                .find(|(_, n)| n.id == notification_id)
+                .map(|(key, n)| (key.clone(), n.clone()))
+                .ok_or_else(not_found)?,
+            None => {
+                let key: Vec<u8> = self
+                    .read(NOTIFICATION_IDS, notification_id.as_bytes())?
+                    .ok_or_else(not_found)?;
+                if !key.starts_with(&user_prefix(user_id)) {
+                    return Err(not_found());
+                }
+                let n: StoredNotification =
+                    self.read(NOTIFICATIONS, &key)?.ok_or_else(not_found)?;
+                (key, n)
+            }
+        };
         if !n.read {
             n.read = true;
             let mut batch = Batch::new();

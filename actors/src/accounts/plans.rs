@@ -136,7 +136,7 @@ impl Accounts {
     /// Bytes of uploads the user stores.
     pub fn storage_used(&self, user_id: &str) -> Result<u64> {
         self.stored_account(user_id)?;
-        Ok(self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0))
+        self.storage_counter(user_id)
     }
 
     /// Counts `bytes` more against the user's quota, or fails with
@@ -151,7 +151,7 @@ impl Accounts {
     pub fn add_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
         let _guard = self.lock(user_id);
         let account = self.stored_account(user_id)?;
-        let used: u64 = self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0);
+        let used = self.storage_counter(user_id)?;
         let limit = self.plans.get(account.plan).storage_bytes;
         let total = used.saturating_add(bytes);
         if total > limit {
@@ -175,10 +175,19 @@ impl Accounts {
     pub fn remove_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
         let _guard = self.lock(user_id);
         self.stored_account(user_id)?;
-        let used: u64 = self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0);
+        let used = self.storage_counter(user_id)?;
         let total = used.saturating_sub(bytes);
         self.write_storage(user_id, total, with)?;
         Ok(total)
+    }
+
+    /// The user's storage counter: held by the account's actor, else
+    /// read from the store.
+    fn storage_counter(&self, user_id: &str) -> Result<u64> {
+        match self.held_storage(user_id)? {
+            Some(used) => Ok(used),
+            None => Ok(self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0)),
+        }
     }
 
     fn write_storage(&self, user_id: &str, total: u64, with: Vec<KvOp>) -> Result<()> {

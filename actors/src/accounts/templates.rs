@@ -5,10 +5,13 @@
 //! each template, so "exactly one default" holds by construction; `isDefault`
 //! is derived from it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::clock::iso8601;
 use super::error::{AccountError, Result};
+use super::held_parts::HeldTemplates;
 use super::model::StoredAccount;
 use super::store::{user_key, user_prefix, Batch, TEMPLATES, USERS};
 use super::{new_id, Accounts};
@@ -202,11 +205,8 @@ impl Accounts {
     /// The user's templates, oldest first.
     pub fn list_templates(&self, user_id: &str) -> Result<Vec<TemplateView>> {
         let account = self.stored_account(user_id)?;
-        let mut templates: Vec<StoredTemplate> = self
-            .scan(TEMPLATES, &user_prefix(user_id))?
-            .into_iter()
-            .map(|(_, template)| template)
-            .collect();
+        let mut templates: Vec<StoredTemplate> =
+            self.templates_of(user_id)?.values().cloned().collect();
         templates.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(templates
             .iter()
@@ -229,7 +229,11 @@ impl Accounts {
 
         let _guard = self.lock(user_id);
         let mut account = self.stored_account(user_id)?;
-        if self.kv.count_prefix(TEMPLATES, &user_prefix(user_id))? >= MAX_TEMPLATES {
+        let count = match self.held_templates(user_id)? {
+            Some(held) => held.len(),
+            None => self.kv.count_prefix(TEMPLATES, &user_prefix(user_id))?,
+        };
+        if count >= MAX_TEMPLATES {
             return Err(AccountError::Conflict(format!(
                 "an account can keep at most {MAX_TEMPLATES} caption templates"
             )));
@@ -351,11 +355,20 @@ impl Accounts {
     fn template_named(&self, user_id: &str, name: &str) -> Result<Option<StoredTemplate>> {
         let name = name.trim();
         Ok(self
-            .scan::<StoredTemplate>(TEMPLATES, &user_prefix(user_id))?
-            .into_iter()
-            .map(|(_, template)| template)
+            .templates_of(user_id)?
+            .values()
             .filter(|t| t.name.trim().eq_ignore_ascii_case(name))
-            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id))))
+            .min_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
+    /// The user's templates by id: held by the account's actor, else read
+    /// from the store.
+    fn templates_of(&self, user_id: &str) -> Result<Arc<HeldTemplates>> {
+        match self.held_templates(user_id)? {
+            Some(held) => Ok(held),
+            None => Ok(Arc::new(self.load_templates(user_id)?)),
+        }
     }
 
     /// One of the user's templates; another user's is not found.
@@ -363,8 +376,11 @@ impl Accounts {
         if !is_template_id(template_id) {
             return Err(AccountError::NotFound("caption template"));
         }
-        self.read(TEMPLATES, &user_key(user_id, template_id))?
-            .ok_or(AccountError::NotFound("caption template"))
+        let template = match self.held_templates(user_id)? {
+            Some(held) => held.get(template_id).cloned(),
+            None => self.read(TEMPLATES, &user_key(user_id, template_id))?,
+        };
+        template.ok_or(AccountError::NotFound("caption template"))
     }
 
     fn default_template(&self, account: &StoredAccount) -> Result<StoredTemplate> {

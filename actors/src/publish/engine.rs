@@ -188,12 +188,15 @@ impl Publishing {
                 // notification in the same atomic write: whoever sees the
                 // outcome also sees it, and a crash cannot keep one only.
                 match posts::outcome_notification(&old, &new) {
-                    Some((kind, title, msg)) => this
-                        .services
-                        .accounts
-                        .notify_with(&new.user_id, kind, title, &msg, ops, fence.as_ref())
-                        .map(drop)
-                        .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?,
+                    Some((kind, title, msg)) => {
+                        this.services
+                            .accounts
+                            .notify_with(&new.user_id, kind, title, &msg, ops, fence.as_ref())
+                            .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
+                        // Written outside the account's actor (versioned):
+                        // the memory it holds here is stale now.
+                        this.services.users.unload(&new.user_id);
+                    }
                     None => match (&fence, kv.leases()) {
                         (Some(f), Some(l)) => l.apply_fenced(f, ops)?,
                         _ => kv.apply(ops)?,

@@ -19,6 +19,7 @@ use crate::storage::objects::ObjectStore;
 pub mod export;
 mod handoff;
 mod leases;
+mod sessions;
 pub use handoff::HandOff;
 pub mod mailbox;
 pub mod metrics;

@@ -1,6 +1,8 @@
 //! `UserActor`: one per active account, the account's single writer on
 //! this node. It holds the account's state ([`HeldAccount`]: record,
-//! credit state, version), loaded once from the store, and runs every
+//! credit state, version), loaded once from the store, and, once a
+//! command needs them, its sessions, templates, notifications and storage
+//! counter (`accounts/held_parts.rs`), and runs every
 //! command for the account (sign-up and sign-in included) one at a time
 //! through [`Accounts::acting_for`]: each command is one atomic store
 //! write, conditional on the version held, and memory changes only after
@@ -211,6 +213,46 @@ impl UserRegistry {
         let held = l.held.loaded()?;
         l.used = Instant::now();
         Some(held)
+    }
+
+    /// Queues `f` in the user's actor when it is active, without waiting
+    /// for it (a load asked by a read answered from the store meanwhile);
+    /// `false` when the actor is not active or did not take it.
+    pub fn ask(&self, user_id: &str, f: impl FnMut(&Accounts) + Send + 'static) -> bool {
+        let Some((actor, meta)) = self
+            .live()
+            .get(user_id)
+            .map(|l| (l.actor.clone(), l.meta.clone()))
+        else {
+            return false;
+        };
+        // Nobody waits for the answer: it is dropped.
+        let (reply, _) = tokio::sync::oneshot::channel();
+        meta.sent();
+        let job = Box::new(Call {
+            f,
+            out: None,
+            reply,
+        });
+        if actor.send_message(UserMsg::Run(job)).is_err() {
+            meta.received();
+            return false;
+        }
+        true
+    }
+
+    /// Drops the memory of `user_id`'s actor, if active (its account was
+    /// written outside the actor); the next command loads it again.
+    pub fn unload(&self, user_id: &str) {
+        if let Some(l) = self.live().get(user_id) {
+            l.held.unload();
+        }
+    }
+
+    /// The memory of `user_id`'s actor, when it is active (whether or not
+    /// it loaded anything). Does not count as a use.
+    pub fn memory(&self, user_id: &str) -> Option<Arc<HeldAccount>> {
+        self.live().get(user_id).map(|l| l.held.clone())
     }
 
     /// Runs `f` in the user's actor and returns its result; `f` runs again

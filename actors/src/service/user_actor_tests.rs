@@ -216,3 +216,54 @@ async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
         assert_eq!((credits.credits, credits.reserved), (45, 15));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
+    let kv = Arc::new(FlakyStore::default());
+    let node = Node::new(&kv);
+    let hash = hash_password("correct horse").expect("hash");
+    let email = "ana@example.com".to_string();
+    let id = crate::accounts::account_id_for_email(&email);
+    let (_, token) = node
+        .run(&id, move |a| {
+            a.sign_up_hashed(&email, "Ana".into(), hash.clone())
+        })
+        .await
+        .expect("sign up");
+    assert!(!node.held(&id).holds_sessions(), "not needed yet");
+
+    // A session check asks (once) without waiting; the actor loads them.
+    let memory = node.users.memory(&id).expect("active");
+    assert!(memory.should_ask_sessions());
+    assert!(!memory.should_ask_sessions(), "asked once");
+    assert!(node
+        .users
+        .ask(&id, |a| a.load_held_sessions().expect("load")));
+    node.run(&id, |_| ()).await; // behind the load in the mailbox
+    let held = node.held(&id);
+    assert!(held.holds_sessions());
+    let (account, _) = node
+        .accounts
+        .held_session(&held, &token)
+        .expect("the session, from memory");
+    assert_eq!(account.id, id);
+
+    let t = token.clone();
+    node.run(&id, move |a| a.sign_out(&t))
+        .await
+        .expect("sign out");
+    assert!(node
+        .accounts
+        .held_session(&node.held(&id), &token)
+        .is_none());
+    assert!(node.accounts.session(&token).expect("store").is_none());
+
+    // Dropped from outside the actor (a write elsewhere): loaded again.
+    node.users.unload(&id);
+    assert!(node.users.held(&id).is_none());
+    assert!(node
+        .users
+        .memory(&id)
+        .expect("still active")
+        .should_ask_sessions());
+}

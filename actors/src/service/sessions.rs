@@ -1,0 +1,51 @@
+//! The session check of a request. Answered from the memory of the
+//! account's actor when that actor is active on this node, this node owns
+//! the account and the actor holds the account's sessions; otherwise from
+//! the store, which is the truth: for an inactive account, on a node that
+//! does not own the account (its memory would be stale), and for a token
+//! the memory does not know or whose session has expired (the store path
+//! deletes an expired session). Sign-out and password changes run in the
+//! actor, so memory and store drop a revoked session in the same commit
+//! (`accounts::held`).
+//!
+//! An active actor that does not hold the sessions yet is asked once to
+//! load them, without waiting: the check that asked is answered from the
+//! store, the next ones from memory.
+
+use super::Services;
+use crate::accounts::{account_of_token, Account, Result, SessionInfo};
+
+impl Services {
+    /// The account and session of `token`; `None` for unknown, revoked or
+    /// expired tokens (see the module documentation).
+    pub fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
+        if let Some(found) = self.held_session(token) {
+            return Ok(Some(found));
+        }
+        self.accounts.session(token)
+    }
+
+    /// The session of `token` as the memory of its account's actor holds
+    /// it, when that memory may answer.
+    fn held_session(&self, token: &str) -> Option<(Account, SessionInfo)> {
+        let user_id = account_of_token(token)?;
+        let memory = self.users.memory(user_id)?;
+        if !self.owns_account(user_id) {
+            return None;
+        }
+        if let Some(held) = self.users.held(user_id).filter(|h| h.holds_sessions()) {
+            return self.accounts.held_session(&held, token);
+        }
+        if memory.should_ask_sessions() {
+            let asked = self.users.ask(user_id, |a| {
+                if let Err(e) = a.load_held_sessions() {
+                    tracing::warn!(error = %e, "loading an account's sessions");
+                }
+            });
+            if !asked {
+                memory.sessions_not_asked();
+            }
+        }
+        None
+    }
+}
