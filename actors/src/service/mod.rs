@@ -25,6 +25,7 @@ pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
 pub mod project_api;
+pub mod remote_stage;
 pub mod stage_job;
 pub mod stage_wire;
 pub mod supervision;

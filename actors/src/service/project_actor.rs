@@ -393,7 +393,7 @@ impl ProjectActor {
         state.save(Some(event)).await;
         let remote = state.services.cluster.get().filter(|_| stage.spec().remote);
         if let Some(cluster) = remote {
-            let args = super::workers::RemoteStageArgs {
+            let args = super::remote_stage::RemoteStageArgs {
                 cluster: cluster.clone(),
                 objects: state.services.objects.clone(),
                 project: state.project.clone(),
@@ -402,7 +402,7 @@ impl ProjectActor {
             };
             let name = format!("stage:{}:{}", state.project.id, stage.name());
             myself
-                .spawn_linked(Some(name), super::workers::RemoteStage, args)
+                .spawn_linked(Some(name), super::remote_stage::RemoteStage, args)
                 .await?;
             return Ok(());
         }
