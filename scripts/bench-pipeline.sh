@@ -77,10 +77,13 @@ ffmpeg -nostdin -v error -i "$WORK/talk.mp4" -vn -ac 1 -ar 16000 -f f32le -y /de
 t1=$(now)
 EXTRACT=$(elapsed "$t0" "$t1")
 t0=$(now)
-python3 - "$WORK/replay/commands.jsonl" <<'PY'
-import json, subprocess, sys
+python3 - "$WORK/replay/commands.jsonl" "$WORK/talk.mp4" <<'PY'
+import json, re, subprocess, sys
+# `clipforge clip` links the input into a scratch work folder (removed when
+# it ends) as source.<ext>: the replay reads the same file from its place.
 for line in open(sys.argv[1]):
-    args = json.loads(line)
+    args = [sys.argv[2] if re.search(r"/clipforge-work-[^/]+/source\.[^/]+$", a) else a
+            for a in json.loads(line)]
     subprocess.run(["ffmpeg"] + args, check=True, stdout=subprocess.DEVNULL)
 PY
 t1=$(now)
@@ -149,9 +152,11 @@ for layout in ${BENCH_LAYOUTS:-single split speaker screen fit}; do
   t1=$(now)
   LPIPE=$(elapsed "$t0" "$t1")
   t0=$(now)
-  python3 -c 'import json, subprocess, sys
+  python3 -c 'import json, re, subprocess, sys
 for line in open(sys.argv[1]):
-    subprocess.run(["ffmpeg"] + json.loads(line), check=True, stdout=subprocess.DEVNULL)' "$WORK/lreplay/commands.jsonl"
+    args = [sys.argv[2] if re.search(r"/clipforge-work-[^/]+/source\.[^/]+$", a) else a
+            for a in json.loads(line)]
+    subprocess.run(["ffmpeg"] + args, check=True, stdout=subprocess.DEVNULL)' "$WORK/lreplay/commands.jsonl" "$WORK/two.mp4"
   t1=$(now)
   LENC=$(elapsed "$t0" "$t1")
   python3 -c 'import json, sys
