@@ -10,7 +10,8 @@
 #      nodes pinned to one core each: at the account's owner, then through
 #      the other node (forwarded over the cluster); prints the ratio
 #      (target >= 0.5).
-# BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes.
+# BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes; BENCH_ONLY_API=1
+# runs only part 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
@@ -22,7 +23,11 @@ CONNS="${BENCH_CONNS:-16}"
 [ "${BENCH_BUILD:-1}" = 0 ] || cargo build --release --locked --bin clipforge >/dev/null
 BIN="$CARGO_TARGET_DIR/release/clipforge"
 command -v taskset >/dev/null || { echo "taskset (util-linux) is needed"; exit 1; }
-command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)"; exit 1; }
+command -v wrk >/dev/null || {
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "installing wrk"
+  $SUDO apt-get install -y -q wrk >/dev/null
+}
 command -v moto_server >/dev/null || { echo "moto_server is needed: make setup-test"; exit 1; }
 PG_BIN="${CLIPFORGE_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
 [ -x "$PG_BIN/initdb" ] || { echo "PostgreSQL is needed: make setup-test"; exit 1; }
@@ -161,12 +166,15 @@ PY
   stop_all
 }
 
-echo "== $PROJECTS projects, one worker node on one core"
-run_batch 1; T1=$BATCH_SECS
-echo "   $T1 s"
-echo "== $PROJECTS projects, two worker nodes on one core each"
-run_batch 2; T2=$BATCH_SECS
-echo "   $T2 s"
+T1=0 T2=0
+if [ "${BENCH_ONLY_API:-0}" != 1 ]; then
+  echo "== $PROJECTS projects, one worker node on one core"
+  run_batch 1; T1=$BATCH_SECS
+  echo "   $T1 s"
+  echo "== $PROJECTS projects, two worker nodes on one core each"
+  run_batch 2; T2=$BATCH_SECS
+  echo "   $T2 s"
+fi
 
 # run_wrk URL TOKEN: "requests/s p99-ms" (fails on any non-2xx answer)
 run_wrk() {
@@ -230,8 +238,9 @@ import sys
 n, t1, t2 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 own, own99, fwd, fwd99 = map(float, sys.argv[4:8])
 print()
-print(f"throughput: 1 worker {n / t1 * 60:.2f} projects/min, 2 workers {n / t2 * 60:.2f} projects/min")
-print(f"  ratio (target >= 1.7): {t1 / t2:.3f}")
+if t1 > 0 and t2 > 0:
+    print(f"throughput: 1 worker {n / t1 * 60:.2f} projects/min, 2 workers {n / t2 * 60:.2f} projects/min")
+    print(f"  ratio (target >= 1.7): {t1 / t2:.3f}")
 print(f"API GET /api/credits, {sys.argv[8]} connections: owner {own:.0f} req/s (p99 {own99:.2f} ms), "
       f"through the other node {fwd:.0f} req/s (p99 {fwd99:.2f} ms)")
 print(f"  ratio (target >= 0.5): {fwd / own:.3f}")

@@ -82,13 +82,26 @@ fn actor_views(state: &State) -> Vec<Value> {
         }));
     }
     if let Some(cluster) = &state.cluster {
-        for c in cluster.actors() {
+        let node_server = cluster.node_server();
+        actors.push(json!({
+            "name": cell_name(&node_server), "kind": "cluster", "id": cell_name(&node_server),
+            // ractor_cluster's node server supervises its own sessions (its
+            // children) and runs outside the tree.
+            "supervisor": null, "state": format!("{:?}", node_server.get_status()),
+            "restarts": 0, "mailbox": null, "uptimeSecs": null,
+            "children": node_server.get_children().iter().map(cell_name).collect::<Vec<_>>(),
+        }));
+        for c in tree
+            .cluster
+            .cell()
+            .map(|s| s.get_children())
+            .unwrap_or_default()
+        {
+            let name = cell_name(&c);
             actors.push(json!({
-                "name": cell_name(&c), "kind": "cluster", "id": cell_name(&c),
-                // ractor_cluster's node server and the membership actor are
-                // started by the cluster wiring, outside the tree.
-                "supervisor": null, "state": format!("{:?}", c.get_status()),
-                "restarts": 0, "mailbox": null, "uptimeSecs": null,
+                "name": name, "kind": "cluster", "id": name,
+                "supervisor": "supervisor:cluster", "state": format!("{:?}", c.get_status()),
+                "restarts": tree.cluster.restarts_of(&name), "mailbox": null, "uptimeSecs": null,
                 "children": c.get_children().iter().map(cell_name).collect::<Vec<_>>(),
             }));
         }

@@ -39,11 +39,17 @@ pub async fn start(
     };
     let listen = settings.listen;
     let s = services.clone();
-    let cluster = Cluster::start(settings, Arc::new(move || load_of(&s))).await?;
+    let cluster = Cluster::start(
+        settings,
+        Arc::new(move || load_of(&s)),
+        services.tree.clone(),
+    )
+    .await?;
     tracing::info!(%listen, "cluster node server listening");
     let cluster = Arc::new(cluster);
     if cluster.has_role(Role::Worker) {
         clipforge_actors::service::workers::start_worker(
+            &cluster,
             services.clone(),
             cluster.node_name().to_string(),
         )
@@ -140,7 +146,9 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
 
 use std::sync::OnceLock;
 
-use clipforge_actors::cluster::relay::{Handler, WireHead, WireRequest, MAX_FORWARD_BODY};
+use clipforge_actors::cluster::relay::{
+    Handler, WireHead, WireRequest, MAX_CHUNK, MAX_FORWARD_BODY,
+};
 use poem::{Body, Endpoint, EndpointExt};
 
 use crate::session::request_token;
@@ -182,13 +190,12 @@ pub async fn endpoint(state: &State, routes: impl Endpoint + 'static) -> anyhow:
 fn relay_handler() -> Handler {
     Arc::new(|req: WireRequest, body: Vec<u8>| {
         Box::pin(async move {
-            let (tx, rx) = tokio::sync::mpsc::channel(64);
             let Some(ep) = ENDPOINT.get().cloned() else {
                 let head = WireHead {
                     status: 503,
                     headers: Vec::new(),
                 };
-                return (head, rx);
+                return (head, Vec::new(), None);
             };
             let mut b = Request::builder()
                 .method(req.method.parse().unwrap_or(poem::http::Method::GET))
@@ -212,16 +219,27 @@ fn relay_handler() -> Handler {
                     .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
                     .collect(),
             };
+            // What of the body is ready now goes with the head: all of it
+            // for a JSON answer (one message back), the start of a stream.
+            use futures_util::{FutureExt, StreamExt};
+            let mut s = body.into_bytes_stream();
+            let mut first = Vec::new();
+            while first.len() < MAX_CHUNK {
+                match s.next().now_or_never() {
+                    Some(Some(Ok(chunk))) => first.extend_from_slice(&chunk),
+                    Some(Some(Err(_))) | Some(None) => return (head, first, None),
+                    None => break,
+                }
+            }
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
             tokio::spawn(async move {
-                use futures_util::StreamExt;
-                let mut s = body.into_bytes_stream();
                 while let Some(Ok(chunk)) = s.next().await {
                     if tx.send(chunk.to_vec()).await.is_err() {
                         break;
                     }
                 }
             });
-            (head, rx)
+            (head, first, Some(rx))
         })
     })
 }

@@ -462,3 +462,97 @@ async fn cookie_only_requests_work_through_the_owner_and_another_node() {
         "{events:?}"
     );
 }
+
+/// `GET /api/credits` through `n` with `token`: status, body, and the node
+/// that served it when it was forwarded.
+async fn credits_via(n: &Node, token: &str) -> (u16, Value, Option<String>) {
+    let r = n
+        .app
+        .client
+        .get(format!("{}/api/credits", n.app.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let served_by = r
+        .headers()
+        .get("x-clipforge-node")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (status, r.json().await.unwrap_or(Value::Null), served_by)
+}
+
+#[tokio::test]
+async fn a_failed_relay_is_restarted_by_the_cluster_supervisor() {
+    let pg = TestPostgres::start();
+    let media = tempfile::tempdir().unwrap();
+    let a = node(&pg, "node-a", COOKIE, &[], media.path());
+    // node-b's relay panics on the first request another node forwards to it.
+    let env = env_with(
+        &pg,
+        media.path(),
+        &[("CLIPFORGE_FAULTS", "relay-panic:once")],
+    );
+    let b = Node::start("node-b", &[&a], &env);
+    for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
+        wait_view(n, "peer up", |v| state_of(v, peer).as_deref() == Some("up")).await;
+    }
+    // An account owned by node-b, signed up there (never forwarded to it).
+    let mut token = None;
+    for i in 0..40 {
+        let t = b.app.sign_up(&format!("relay{i}@example.com")).await;
+        let (s, v, served_by) = credits_via(&b, &t).await;
+        assert_eq!(s, 200, "{v}");
+        if served_by.is_none() {
+            token = Some(t);
+            break;
+        }
+    }
+    let token = token.expect("one of 40 accounts is owned by node-b");
+
+    // Forwarded from node-a: node-b's relay fails; the request is answered
+    // 503 once node-a sees the relay gone, not left waiting.
+    let (s, v, _) = tokio::time::timeout(Duration::from_secs(60), credits_via(&a, &token))
+        .await
+        .expect("the request with the failed relay is answered");
+    common::assert_error(s, &v, 503);
+    assert_eq!(v["error"], "node_unavailable", "{v}");
+
+    // The cluster supervisor restarted the relay: the next one is served.
+    let start = Instant::now();
+    loop {
+        let (s, v, served_by) = credits_via(&a, &token).await;
+        if s == 200 {
+            assert_eq!(served_by.as_deref(), Some("node-b"));
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "{s} {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (s, v) = b.app.get("/admin/actors?node=node-b", ADMIN).await;
+    assert_eq!(s, 200, "{v}");
+    let actors = v["actors"].as_array().expect("node-b's actors");
+    let relay = actors
+        .iter()
+        .find(|x| x["name"] == "cluster.http_relay")
+        .unwrap_or_else(|| panic!("no relay in {v}"));
+    assert_eq!(relay["supervisor"], "supervisor:cluster", "{relay}");
+    assert_eq!(relay["restarts"], 1, "{relay}");
+    for name in [
+        "cluster.membership",
+        "cluster.http_replies",
+        "cluster.stage_worker",
+    ] {
+        assert!(
+            actors
+                .iter()
+                .any(|x| x["name"] == name && x["supervisor"] == "supervisor:cluster"),
+            "{name} not under the cluster supervisor: {v}"
+        );
+    }
+    assert!(
+        actors.iter().any(|x| x["name"] == "supervisor:cluster"),
+        "{v}"
+    );
+}

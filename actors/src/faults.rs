@@ -12,7 +12,9 @@
 //! - `schedule-panic:once|always` — a schedule actor panics before a
 //!   publication step;
 //! - `project-panic:once|always` — a project actor panics when it starts a
-//!   stage.
+//!   stage;
+//! - `relay-panic:once|always` — a clustered node's HTTP relay panics when a
+//!   request forwarded by another node reaches it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -24,6 +26,7 @@ pub enum Point<'a> {
     Account,
     Schedule,
     Project,
+    Relay,
 }
 
 #[derive(Debug)]
@@ -58,7 +61,8 @@ impl Faults {
             };
             let needs_target = kind == "stage-panic";
             match kind {
-                "stage-panic" | "account-panic" | "schedule-panic" | "project-panic" => {}
+                "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
+                | "relay-panic" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -94,6 +98,7 @@ impl Faults {
             Point::Account => ("account-panic", None),
             Point::Schedule => ("schedule-panic", None),
             Point::Project => ("project-panic", None),
+            Point::Relay => ("relay-panic", None),
         };
         self.rules.iter().any(|r| {
             r.kind == kind
@@ -145,6 +150,10 @@ mod tests {
         assert!(f.hit(Point::Account));
         assert!(f.hit(Point::Account));
         assert!(!f.hit(Point::Schedule));
+        assert!(!f.hit(Point::Relay));
+        let r = Faults::parse("relay-panic:once").unwrap();
+        assert!(r.hit(Point::Relay));
+        assert!(!r.hit(Point::Relay));
     }
 
     #[test]

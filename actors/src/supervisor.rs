@@ -17,13 +17,21 @@
 //!  │              failures in 10 s escalate. Each ProjectActor supervises
 //!  │              its StageActor itself: a failed stage is retried
 //!  │              `stage_retries` times with backoff, then the project fails
-//!  └─ scheduler   Supervisor: one-for-one over ScheduleActors, one per
-//!                 unfinished post, each holding its timer. A failed
-//!                 schedule actor is restarted and fired again (a post that
-//!                 started publishing first asks the platform about its
-//!                 handle, so nothing is published twice), at most 3 times
-//!                 per post in 300 s, then the post fails; more than 50
-//!                 failures in 10 s escalate
+//!  ├─ scheduler   Supervisor: one-for-one over ScheduleActors, one per
+//!  │              unfinished post, each holding its timer. A failed
+//!  │              schedule actor is restarted and fired again (a post that
+//!  │              started publishing first asks the platform about its
+//!  │              handle, so nothing is published twice), at most 3 times
+//!  │              per post in 300 s, then the post fails; more than 50
+//!  │              failures in 10 s escalate
+//!  └─ cluster     Supervisor (clustered nodes only): one-for-one over the
+//!                 node's cluster actors (membership, HTTP relay, reply
+//!                 router, stage worker), each restarted with the arguments
+//!                 it was started with, at most 5 times per actor in 60 s,
+//!                 then the branch fails and `node` restarts it with all of
+//!                 them; more than 10 failures in 60 s escalate. (The
+//!                 node server of ractor_cluster supervises its own
+//!                 sessions and stays outside the tree.)
 //! ```
 //!
 //! A branch supervisor that is restarted by `node` starts with no children:
@@ -78,7 +86,13 @@ pub mod policy {
     pub const PROJECTS: RestartPolicy = RestartPolicy::new(50, 10);
     pub const POST: RestartPolicy = RestartPolicy::new(3, 300);
     pub const SCHEDULER: RestartPolicy = RestartPolicy::new(50, 10);
+    pub const CLUSTER_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+    pub const CLUSTER: RestartPolicy = RestartPolicy::new(10, 60);
 }
+
+#[path = "supervisor_fixed.rs"]
+mod fixed;
+pub use fixed::{spawner, FixedChildren, Spawn};
 
 /// How a branch restarts its children; implemented by each domain.
 #[async_trait::async_trait]
@@ -98,6 +112,11 @@ pub trait Children: Send + Sync + 'static {
     /// The branch supervisor (re)started; `generation` counts its starts
     /// (1 = the node's first).
     async fn started(&self, supervisor: ActorCell, generation: u32);
+    /// Whether giving up on a child fails the branch (escalates to the
+    /// node supervisor) instead of going on without it.
+    fn escalates_on_give_up(&self) -> bool {
+        false
+    }
 }
 
 /// A branch as the rest of the node sees it: its current supervisor cell
@@ -164,6 +183,9 @@ pub struct Tree {
     pub accounts: Arc<Branch>,
     pub projects: Arc<Branch>,
     pub scheduler: Arc<Branch>,
+    /// The cluster's own actors (only on a clustered node).
+    pub cluster: Arc<Branch>,
+    cluster_actors: Arc<FixedChildren>,
     node: RwLock<Option<ActorRef<NodeMsg>>>,
     node_restarts: AtomicU32,
     down: tokio::sync::watch::Sender<bool>,
@@ -176,6 +198,8 @@ impl Default for Tree {
             accounts: Arc::new(Branch::new("accounts")),
             projects: Arc::new(Branch::new("projects")),
             scheduler: Arc::new(Branch::new("scheduler")),
+            cluster: Arc::new(Branch::new("cluster")),
+            cluster_actors: Arc::default(),
             node: RwLock::new(None),
             node_restarts: AtomicU32::new(0),
             down: tokio::sync::watch::channel(false).0,
@@ -230,9 +254,45 @@ impl Tree {
         let _ = rx.wait_for(|d| *d).await;
     }
 
-    /// The branches, for views.
-    pub fn branches(&self) -> [&Arc<Branch>; 3] {
-        [&self.accounts, &self.projects, &self.scheduler]
+    /// The branches that have started, for views.
+    pub fn branches(&self) -> Vec<&Arc<Branch>> {
+        [
+            &self.accounts,
+            &self.projects,
+            &self.scheduler,
+            &self.cluster,
+        ]
+        .into_iter()
+        .filter(|b| b.generation.load(Ordering::Acquire) > 0)
+        .collect()
+    }
+
+    /// Starts the `cluster` branch (a clustered node, before it joins).
+    pub async fn start_cluster(&self) -> Result<(), String> {
+        self.start_branch(
+            &self.cluster,
+            policy::CLUSTER_ACTOR,
+            policy::CLUSTER,
+            self.cluster_actors.clone(),
+        )
+        .await
+    }
+
+    /// Starts the cluster actor `name` under the `cluster` branch, and again
+    /// with `spawn` whenever it fails.
+    pub async fn supervise_cluster_actor(&self, name: &str, spawn: Spawn) -> Result<(), String> {
+        let sup = self
+            .cluster
+            .cell()
+            .ok_or("the cluster branch is not running")?;
+        spawn.clone()(sup).await?;
+        self.cluster_actors.insert(name, spawn);
+        Ok(())
+    }
+
+    /// The cluster branch's actor names.
+    pub fn cluster_actor_names(&self) -> Vec<String> {
+        self.cluster_actors.names()
     }
 
     /// Age of the node supervisor.
@@ -450,6 +510,9 @@ impl Actor for Supervisor {
             tracing::error!(branch = name, id = %id, error = %reason, "child failed too often: giving up");
             state.history.remove(&id);
             spec.children.give_up(&id, &cell, &reason).await;
+            if spec.children.escalates_on_give_up() {
+                return Err(format!("{name}: {id} failed too often: {reason}").into());
+            }
         }
         Ok(())
     }

@@ -32,8 +32,10 @@ pub enum MembershipMsg {
     Beat,
 }
 
+#[derive(Clone)]
 pub struct Membership;
 
+#[derive(Clone)]
 pub struct MembershipArgs {
     pub settings: ClusterSettings,
     pub addr: String,

@@ -25,6 +25,9 @@ pub use membership::{MembershipMsg, GROUP};
 use view::View;
 pub use view::{ClusterSnapshot, NodeState, NodeStatus};
 
+/// The membership actor's registered name.
+const MEMBERSHIP: &str = "cluster.membership";
+
 /// What a node does. Every node serves every HTTP request (forwarding
 /// it to the account's owner); the roles say which actors it may host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,9 +175,13 @@ pub struct Cluster {
     view: Arc<Mutex<View>>,
     load: Arc<dyn Fn() -> Load + Send + Sync>,
     node_server: ActorRef<NodeServerMessage>,
-    membership: ActorRef<MembershipMsg>,
+    /// The supervision tree; its `cluster` branch holds this node's
+    /// membership actor, relay, reply router and stage worker.
+    tree: Arc<crate::supervisor::Tree>,
     /// Set on a graceful stop: this node hands everything off.
     leaving: std::sync::atomic::AtomicBool,
+    /// Requests this node forwarded, waiting for their responses.
+    replies: Arc<relay::Replies>,
 }
 
 /// The advertised host: the setting, else the listen IP, else (listening
@@ -241,7 +248,11 @@ impl Cluster {
     pub async fn start(
         settings: ClusterSettings,
         load: Arc<dyn Fn() -> Load + Send + Sync>,
+        tree: Arc<crate::supervisor::Tree>,
     ) -> anyhow::Result<Self> {
+        tree.start_cluster()
+            .await
+            .map_err(|e| anyhow::anyhow!("cluster supervisor: {e}"))?;
         let host = advertised_host(&settings);
         let addr = format!("{host}:{}", settings.listen.port());
         let roles = settings
@@ -285,10 +296,9 @@ impl Cluster {
             load: load.clone(),
             node_server: node_server.clone(),
         };
-        let (membership, _) = Actor::spawn(
-            Some("cluster.membership".into()),
-            membership::Membership,
-            args,
+        tree.supervise_cluster_actor(
+            MEMBERSHIP,
+            crate::supervisor::spawner(MEMBERSHIP, membership::Membership, args),
         )
         .await
         .map_err(|e| anyhow::anyhow!("cluster membership: {e}"))?;
@@ -299,8 +309,9 @@ impl Cluster {
             view,
             load,
             node_server,
-            membership,
+            tree,
             leaving: std::sync::atomic::AtomicBool::new(false),
+            replies: Arc::default(),
         })
     }
 
@@ -323,10 +334,28 @@ impl Cluster {
         &self.settings.node_name
     }
 
-    /// The node server and the membership actor, with their children (the
-    /// node server's sessions), for the admin view.
-    pub fn actors(&self) -> Vec<ractor::ActorCell> {
-        vec![self.node_server.get_cell(), self.membership.get_cell()]
+    /// ractor_cluster's node server (outside the supervision tree), with
+    /// its children (the sessions to the peers), for the admin view.
+    pub fn node_server(&self) -> ractor::ActorCell {
+        self.node_server.get_cell()
+    }
+
+    /// Starts a cluster actor under the tree's `cluster` branch, restarted
+    /// with `spawn` whenever it fails.
+    pub async fn supervise(
+        &self,
+        name: &str,
+        spawn: crate::supervisor::Spawn,
+    ) -> anyhow::Result<()> {
+        self.tree
+            .supervise_cluster_actor(name, spawn)
+            .await
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    }
+
+    /// The membership actor now (it may have been restarted).
+    fn membership(&self) -> Option<ActorRef<MembershipMsg>> {
+        ractor::registry::where_is(MEMBERSHIP.to_string()).map(Into::into)
     }
 
     pub fn has_role(&self, role: Role) -> bool {
@@ -341,7 +370,9 @@ impl Cluster {
     /// Tells the peers this node's load now (a stage started or ended), so
     /// a stage held for a free slot goes out at once.
     pub fn load_changed(&self) {
-        let _ = self.membership.cast(MembershipMsg::Beat);
+        if let Some(m) = self.membership() {
+            let _ = m.cast(MembershipMsg::Beat);
+        }
     }
 
     pub fn heartbeat_every(&self) -> Duration {
@@ -430,7 +461,9 @@ impl Cluster {
     }
 
     pub fn stop(&self) {
-        self.membership.stop(None);
+        if let Some(m) = self.membership() {
+            m.stop(None);
+        }
         self.node_server.stop(None);
     }
 }

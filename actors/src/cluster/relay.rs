@@ -1,11 +1,14 @@
 //! Requests routed over the cluster. Any node's HTTP API serves any request:
-//! when the account belongs to another data node, the receiving node sends
-//! the request to that node's [`HttpRelay`] (process group
+//! when the account belongs to another node, the receiving node sends the
+//! request to that node's [`HttpRelay`] (process group
 //! `clipforge.http.<node>`), which runs it through its own HTTP stack and
-//! streams the response back — head, body chunks, end — to a
-//! [`ResponseSink`] in the group `clipforge.http.reply.<id>` on the
-//! receiving node. Streaming makes Server-Sent Events work across nodes:
-//! a subscriber on one node follows a project owned by another.
+//! sends the response back to the receiving node's [`ReplyRouter`] (group
+//! `clipforge.http.replies.<node>`, one per node, joined once at start):
+//! a response whose body is complete when its head is ready (every JSON
+//! answer) travels as one message; a longer one as head, body chunks and
+//! end. The router hands each to the request waiting for it (by request
+//! id, in [`Replies`]). Streaming makes Server-Sent Events work across
+//! nodes: a subscriber on one node follows a project owned by another.
 //!
 //! The HTTP side (poem) lives in the binary; this module only moves bytes.
 
@@ -35,18 +38,21 @@ pub const MAX_CHUNK: usize = 1024 * 1024;
 /// A forwarded request whose body stops arriving (its node died midway)
 /// is dropped after this long.
 const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// A forwarded request whose response head has not come after this long
+/// is given up (its body may then stream for as long as it lives).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 fn relay_group(node: &str) -> String {
     format!("clipforge.http.{node}")
 }
 
-fn reply_group(id: &str) -> String {
-    format!("clipforge.http.reply.{id}")
+fn replies_group(node: &str) -> String {
+    format!("clipforge.http.replies.{node}")
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WireRequest {
-    /// Reply group key.
+    /// The request's id at the node it came in on.
     pub id: String,
     pub method: String,
     /// Path and query.
@@ -74,26 +80,30 @@ pub enum RelayMsg {
 }
 
 #[derive(RactorClusterMessage)]
-pub enum SinkMsg {
-    Head(Wire<WireHead>),
-    Chunk(Vec<u8>),
-    /// End of the body; a non-empty text is an error.
-    End(String),
+pub enum ReplyMsg {
+    /// Request `id`'s response head with the first part of its body; the
+    /// flag says the body is complete (no `Chunk` or `End` follows).
+    Head(String, Wire<WireHead>, Vec<u8>, bool),
+    /// More of request `id`'s body.
+    Chunk(String, Vec<u8>),
+    /// End of request `id`'s body; a non-empty text is an error.
+    End(String, String),
+    /// Gives up on requests whose owner is gone or whose client left.
     Tick,
 }
 
-/// Runs a request on this node: the response head and its body chunks.
+/// A response: its head, the body's first part, and the rest of the body
+/// when it was not complete as the head was ready (a stream).
+pub type Response = (WireHead, Vec<u8>, Option<mpsc::Receiver<Vec<u8>>>);
+
+/// Runs a request on this node.
 pub type Handler = Arc<
-    dyn Fn(
-            WireRequest,
-            Vec<u8>,
-        ) -> Pin<Box<dyn Future<Output = (WireHead, mpsc::Receiver<Vec<u8>>)> + Send>>
-        + Send
-        + Sync,
+    dyn Fn(WireRequest, Vec<u8>) -> Pin<Box<dyn Future<Output = Response> + Send>> + Send + Sync,
 >;
 
 // ------------------------------------------------------------- serving side
 
+#[derive(Clone)]
 pub struct HttpRelay;
 
 pub struct HttpRelayState {
@@ -103,41 +113,47 @@ pub struct HttpRelayState {
     partial: HashMap<String, (WireRequest, Vec<u8>, Instant)>,
 }
 
+/// A relay that stops (or fails) stops the responses it was streaming:
+/// their callers give them up too, seeing a new relay in its group.
+impl Drop for HttpRelayState {
+    fn drop(&mut self) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, task) in streams.drain() {
+            task.abort();
+        }
+    }
+}
+
+/// Stream keys are the requesting node and its request id.
+fn stream_key(from: &str, id: &str) -> String {
+    format!("{from}/{id}")
+}
+
 impl HttpRelayState {
-    /// Runs a complete request and streams its response to the caller.
+    /// Runs a complete request and sends its response to the caller's
+    /// router.
     fn serve(&mut self, req: WireRequest, body: Vec<u8>) {
-        let id = req.id.clone();
+        let key = stream_key(&req.from, &req.id);
         let handler = self.handler.clone();
         let streams = self.streams.clone();
-        let task_id = id.clone();
+        let task_key = key.clone();
         let task = tokio::spawn(async move {
-            let (head, mut chunks) = handler(req, body).await;
-            let Some(sink) = find_sink(&task_id).await else {
-                tracing::warn!(id = %task_id, "cluster: nobody waits for this response");
-                streams
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&task_id);
-                return;
-            };
-            let _ = sink.cast(SinkMsg::Head(Wire(Some(head))));
-            'stream: while let Some(c) = chunks.recv().await {
-                for piece in c.chunks(MAX_CHUNK) {
-                    if sink.cast(SinkMsg::Chunk(piece.to_vec())).is_err() {
-                        break 'stream;
-                    }
-                }
+            let (id, from) = (req.id.clone(), req.from.clone());
+            let (head, first, rest) = handler(req, body).await;
+            if let Some(router) = find_router(&from).await {
+                send_response(&router, id, head, first, rest).await;
+            } else {
+                tracing::warn!(%from, "cluster: no reply router for a forwarded request");
             }
-            let _ = sink.cast(SinkMsg::End(String::new()));
             streams
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(&task_id);
+                .remove(&task_key);
         });
-        self.streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, task);
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if !task.is_finished() {
+            streams.insert(key, task);
+        }
     }
 
     /// Forgets bodies whose sender stopped sending.
@@ -150,6 +166,54 @@ impl HttpRelayState {
             keep
         });
     }
+}
+
+/// The head with the body's first chunk (one message when that is all),
+/// then the rest in chunks of at most [`MAX_CHUNK`], then the end.
+async fn send_response(
+    router: &ActorRef<ReplyMsg>,
+    id: String,
+    head: WireHead,
+    first: Vec<u8>,
+    rest: Option<mpsc::Receiver<Vec<u8>>>,
+) {
+    let mut pieces = first.chunks(MAX_CHUNK);
+    let opening = pieces.next().unwrap_or(&[]).to_vec();
+    let more = first.len() > MAX_CHUNK;
+    let complete = rest.is_none() && !more;
+    if router
+        .cast(ReplyMsg::Head(
+            id.clone(),
+            Wire(Some(head)),
+            opening,
+            complete,
+        ))
+        .is_err()
+        || complete
+    {
+        return;
+    }
+    for piece in pieces {
+        if router
+            .cast(ReplyMsg::Chunk(id.clone(), piece.to_vec()))
+            .is_err()
+        {
+            return;
+        }
+    }
+    if let Some(mut rest) = rest {
+        while let Some(c) = rest.recv().await {
+            for piece in c.chunks(MAX_CHUNK) {
+                if router
+                    .cast(ReplyMsg::Chunk(id.clone(), piece.to_vec()))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = router.cast(ReplyMsg::End(id, String::new()));
 }
 
 impl Actor for HttpRelay {
@@ -178,39 +242,40 @@ impl Actor for HttpRelay {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             RelayMsg::Request(Wire(Some(req)), body, complete) => {
+                crate::faults::check(crate::faults::Point::Relay);
                 st.drop_stale();
                 if complete {
                     st.serve(req, body);
                 } else {
-                    st.partial
-                        .insert(req.id.clone(), (req, body, Instant::now()));
+                    let key = stream_key(&req.from, &req.id);
+                    st.partial.insert(key, (req, body, Instant::now()));
                 }
             }
             RelayMsg::Request(Wire(None), _, _) => {}
-            RelayMsg::Body(id, chunk, last) => {
-                let Some(entry) = st.partial.get_mut(&id) else {
+            RelayMsg::Body(key, chunk, last) => {
+                let Some(entry) = st.partial.get_mut(&key) else {
                     return Ok(());
                 };
                 if entry.1.len() + chunk.len() > MAX_FORWARD_BODY {
                     // The sender checks the size first; a peer that does
                     // not gets nothing served.
-                    st.partial.remove(&id);
+                    st.partial.remove(&key);
                     return Ok(());
                 }
                 entry.1.extend_from_slice(&chunk);
                 if last {
-                    if let Some((req, body, _)) = st.partial.remove(&id) {
+                    if let Some((req, body, _)) = st.partial.remove(&key) {
                         st.serve(req, body);
                     }
                 }
             }
-            RelayMsg::Cancel(id) => {
-                st.partial.remove(&id);
+            RelayMsg::Cancel(key) => {
+                st.partial.remove(&key);
                 let task = st
                     .streams
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
+                    .remove(&key);
                 if let Some(t) = task {
                     t.abort();
                 }
@@ -220,10 +285,14 @@ impl Actor for HttpRelay {
     }
 }
 
-/// The reply group can still be propagating when the response is ready.
-async fn find_sink(id: &str) -> Option<ActorRef<SinkMsg>> {
+/// The requesting node's router; a node that has just joined may not be
+/// visible in the group yet.
+async fn find_router(node: &str) -> Option<ActorRef<ReplyMsg>> {
     for _ in 0..40 {
-        if let Some(m) = ractor::pg::get_members(&reply_group(id)).into_iter().next() {
+        if let Some(m) = ractor::pg::get_members(&replies_group(node))
+            .into_iter()
+            .next()
+        {
             return Some(m.into());
         }
         tokio::time::sleep(Duration::from_millis(125)).await;
@@ -233,125 +302,166 @@ async fn find_sink(id: &str) -> Option<ActorRef<SinkMsg>> {
 
 // ------------------------------------------------------------- calling side
 
-pub struct ResponseSink;
-
-pub struct SinkState {
-    id: String,
+/// A forwarded request waiting for (the rest of) its response.
+struct Pending {
     owner: String,
-    cluster: Arc<Cluster>,
+    /// The owner's relay the request went to: if it is not in the relay
+    /// group any more (it failed and was restarted) the request is lost.
+    relay: ractor::ActorId,
     head: Option<oneshot::Sender<WireHead>>,
-    body: Option<mpsc::Sender<Vec<u8>>>,
+    body: mpsc::UnboundedSender<Vec<u8>>,
     started: Instant,
 }
 
-type SinkArgs = (
-    String,
-    String,
-    Arc<Cluster>,
-    oneshot::Sender<WireHead>,
-    mpsc::Sender<Vec<u8>>,
-);
+/// This node's forwarded requests by id, shared by [`Cluster::forward`]
+/// (which adds them) and the [`ReplyRouter`] (which answers them).
+#[derive(Default)]
+pub struct Replies(Mutex<HashMap<String, Pending>>);
 
-impl Actor for ResponseSink {
-    type Msg = SinkMsg;
-    type State = SinkState;
-    type Arguments = SinkArgs;
+impl Replies {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Requests waiting now (for the admin view and tests).
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Asks `owner`'s relay to stop streaming request `id` of this node.
+fn cancel_at(owner: &str, node: &str, id: &str) {
+    for m in ractor::pg::get_members(&relay_group(owner)) {
+        let relay: ActorRef<RelayMsg> = m.into();
+        let _ = relay.cast(RelayMsg::Cancel(stream_key(node, id)));
+    }
+}
+
+/// One per node: delivers the responses to the requests this node
+/// forwarded.
+#[derive(Clone)]
+pub struct ReplyRouter;
+
+pub struct RouterState {
+    cluster: Arc<Cluster>,
+    replies: Arc<Replies>,
+}
+
+impl RouterState {
+    /// Stops request `id`: its client is gone.
+    fn abandon(&self, id: &str) {
+        if let Some(p) = self.replies.map().remove(id) {
+            cancel_at(&p.owner, self.cluster.node_name(), id);
+        }
+    }
+
+    fn deliver(&self, id: String, chunk: Vec<u8>) {
+        let gone = match self.replies.map().get(&id) {
+            Some(p) => p.body.send(chunk).is_err(),
+            None => false,
+        };
+        if gone {
+            self.abandon(&id);
+        }
+    }
+
+    /// Drops requests whose owner is lost or has not answered in time, and
+    /// stops at the owner those whose client went away.
+    fn sweep(&self) {
+        let mut left = Vec::new();
+        self.replies.map().retain(|id, p| {
+            let lost = !self.cluster.is_up(&p.owner)
+                || !ractor::pg::get_members(&relay_group(&p.owner))
+                    .iter()
+                    .any(|m| m.get_id() == p.relay);
+            let no_head = p.head.is_some() && p.started.elapsed() > HEAD_TIMEOUT;
+            let client_gone =
+                p.body.is_closed() || p.head.as_ref().is_some_and(|h| h.is_closed());
+            if lost {
+                tracing::warn!(%id, owner = %p.owner, "cluster: owner node or relay lost mid-response");
+            } else if client_gone {
+                left.push((p.owner.clone(), id.clone()));
+            }
+            !(lost || no_head || client_gone)
+        });
+        for (owner, id) in left {
+            cancel_at(&owner, self.cluster.node_name(), &id);
+        }
+    }
+}
+
+impl Actor for ReplyRouter {
+    type Msg = ReplyMsg;
+    type State = RouterState;
+    type Arguments = (Arc<Cluster>, Arc<Replies>);
 
     async fn pre_start(
         &self,
-        myself: ActorRef<SinkMsg>,
-        (id, owner, cluster, head, body): SinkArgs,
-    ) -> Result<SinkState, ActorProcessingErr> {
-        ractor::pg::join(reply_group(&id), vec![myself.get_cell()]);
-        myself.send_interval(cluster.heartbeat_every(), || SinkMsg::Tick);
-        Ok(SinkState {
-            id,
-            owner,
-            cluster,
-            head: Some(head),
-            body: Some(body),
-            started: Instant::now(),
-        })
-    }
-
-    async fn post_stop(
-        &self,
-        myself: ActorRef<SinkMsg>,
-        st: &mut SinkState,
-    ) -> Result<(), ActorProcessingErr> {
-        ractor::pg::leave(reply_group(&st.id), vec![myself.get_cell()]);
-        Ok(())
+        myself: ActorRef<ReplyMsg>,
+        (cluster, replies): Self::Arguments,
+    ) -> Result<RouterState, ActorProcessingErr> {
+        ractor::pg::join(replies_group(cluster.node_name()), vec![myself.get_cell()]);
+        myself.send_interval(cluster.heartbeat_every(), || ReplyMsg::Tick);
+        Ok(RouterState { cluster, replies })
     }
 
     async fn handle(
         &self,
-        myself: ActorRef<SinkMsg>,
-        msg: SinkMsg,
-        st: &mut SinkState,
+        _myself: ActorRef<ReplyMsg>,
+        msg: ReplyMsg,
+        st: &mut RouterState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SinkMsg::Head(Wire(Some(h))) => {
-                if let Some(tx) = st.head.take() {
-                    let _ = tx.send(h);
-                }
-            }
-            SinkMsg::Head(Wire(None)) => myself.stop(None),
-            SinkMsg::Chunk(c) => {
-                let gone = match &st.body {
-                    Some(tx) => tx.send(c).await.is_err(),
-                    None => true,
+            ReplyMsg::Head(id, Wire(head), first, complete) => {
+                let mut map = st.replies.map();
+                let Some(p) = map.get_mut(&id) else {
+                    return Ok(());
                 };
-                if gone {
-                    // The client disconnected: stop the stream at the owner.
-                    for m in ractor::pg::get_members(&relay_group(&st.owner)) {
-                        let relay: ActorRef<RelayMsg> = m.into();
-                        let _ = relay.cast(RelayMsg::Cancel(st.id.clone()));
+                let waiting = match (p.head.take(), head) {
+                    (Some(tx), Some(h)) => tx.send(h).is_ok(),
+                    // Undecodable head: the request fails as unanswered.
+                    _ => false,
+                };
+                let gone = !waiting || (!first.is_empty() && p.body.send(first).is_err());
+                if complete || gone {
+                    let owner = p.owner.clone();
+                    map.remove(&id);
+                    drop(map);
+                    if gone && !complete {
+                        cancel_at(&owner, st.cluster.node_name(), &id);
                     }
-                    myself.stop(None);
                 }
             }
-            SinkMsg::End(err) => {
+            ReplyMsg::Chunk(id, c) => st.deliver(id, c),
+            ReplyMsg::End(id, err) => {
                 if !err.is_empty() {
-                    tracing::warn!(id = %st.id, error = %err, "cluster: forwarded response failed");
+                    tracing::warn!(%id, error = %err, "cluster: forwarded response failed");
                 }
-                myself.stop(None);
+                st.replies.map().remove(&id);
             }
-            SinkMsg::Tick => {
-                let lost = !st.cluster.is_up(&st.owner)
-                    || ractor::pg::get_members(&relay_group(&st.owner)).is_empty();
-                // A head must come; a body may stream for as long as it lives.
-                let no_head = st.head.is_some() && st.started.elapsed() > Duration::from_secs(600);
-                let client_gone = st.body.as_ref().is_some_and(|b| b.is_closed());
-                if lost || no_head || client_gone {
-                    if lost {
-                        tracing::warn!(id = %st.id, owner = %st.owner, "cluster: owner node lost mid-response");
-                    }
-                    if client_gone && !lost {
-                        for m in ractor::pg::get_members(&relay_group(&st.owner)) {
-                            let relay: ActorRef<RelayMsg> = m.into();
-                            let _ = relay.cast(RelayMsg::Cancel(st.id.clone()));
-                        }
-                    }
-                    st.body = None;
-                    myself.stop(None);
-                }
-            }
+            ReplyMsg::Tick => st.sweep(),
         }
         Ok(())
     }
 }
 
 impl Cluster {
-    /// Starts this node's relay, serving forwarded requests with `handler`.
-    pub async fn start_relay(&self, handler: Handler) -> anyhow::Result<()> {
-        Actor::spawn(
-            Some("cluster.http_relay".into()),
-            HttpRelay,
-            (self.settings.node_name.clone(), handler),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("http relay: {e}"))?;
-        Ok(())
+    /// Starts this node's relay, serving forwarded requests with `handler`,
+    /// and its reply router.
+    pub async fn start_relay(self: &Arc<Self>, handler: Handler) -> anyhow::Result<()> {
+        use crate::supervisor::spawner;
+        let relay = "cluster.http_relay";
+        let args = (self.settings.node_name.clone(), handler);
+        self.supervise(relay, spawner(relay, HttpRelay, args))
+            .await?;
+        let router = "cluster.http_replies";
+        let args = (self.clone(), self.replies.clone());
+        self.supervise(router, spawner(router, ReplyRouter, args))
+            .await
     }
 
     /// Sends a request to `owner` and waits for the response head; the
@@ -361,7 +471,7 @@ impl Cluster {
         owner: &str,
         mut req: WireRequest,
         body: Vec<u8>,
-    ) -> Result<(WireHead, mpsc::Receiver<Vec<u8>>), String> {
+    ) -> Result<(WireHead, mpsc::UnboundedReceiver<Vec<u8>>), String> {
         let relay: ActorRef<RelayMsg> = ractor::pg::get_members(&relay_group(owner))
             .into_iter()
             .next()
@@ -380,16 +490,19 @@ impl Cluster {
         req.id = id.clone();
         req.from = self.settings.node_name.clone();
         let (head_tx, head_rx) = oneshot::channel();
-        let (body_tx, body_rx) = mpsc::channel(64);
-        let (sink, _) = Actor::spawn(
-            None,
-            ResponseSink,
-            (id, owner.to_string(), self.clone(), head_tx, body_tx),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let (body_tx, body_rx) = mpsc::unbounded_channel();
+        self.replies.map().insert(
+            id.clone(),
+            Pending {
+                owner: owner.to_string(),
+                relay: relay.get_id(),
+                head: Some(head_tx),
+                body: body_tx,
+                started: Instant::now(),
+            },
+        );
         if let Err(e) = send_request(&relay, req, &body) {
-            sink.stop(None);
+            self.replies.map().remove(&id);
             return Err(e);
         }
         match head_rx.await {
@@ -402,7 +515,7 @@ impl Cluster {
 /// Casts a request to `relay`: the head with the first chunk of the body,
 /// then the rest chunk by chunk (in order: one session carries them).
 fn send_request(relay: &ActorRef<RelayMsg>, req: WireRequest, body: &[u8]) -> Result<(), String> {
-    let id = req.id.clone();
+    let key = stream_key(&req.from, &req.id);
     let mut pieces = body.chunks(MAX_CHUNK).peekable();
     let first = pieces.next().unwrap_or(&[]).to_vec();
     let complete = pieces.peek().is_none();
@@ -412,7 +525,7 @@ fn send_request(relay: &ActorRef<RelayMsg>, req: WireRequest, body: &[u8]) -> Re
     while let Some(piece) = pieces.next() {
         let last = pieces.peek().is_none();
         relay
-            .cast(RelayMsg::Body(id.clone(), piece.to_vec(), last))
+            .cast(RelayMsg::Body(key.clone(), piece.to_vec(), last))
             .map_err(|e| e.to_string())?;
     }
     Ok(())

@@ -90,18 +90,18 @@ pub enum RemoteStageMsg {
 // ---------------------------------------------------------------- worker side
 
 /// Starts this node's stage worker (role `worker`).
-pub async fn start_worker(services: Arc<Services>, node: String) -> anyhow::Result<()> {
-    Actor::spawn(
-        Some("cluster.stage_worker".into()),
-        StageWorker,
-        (services, node),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("stage worker: {e}"))?;
-    Ok(())
+pub async fn start_worker(
+    cluster: &crate::cluster::Cluster,
+    services: Arc<Services>,
+    node: String,
+) -> anyhow::Result<()> {
+    let name = "cluster.stage_worker";
+    let spawn = crate::supervisor::spawner(name, StageWorker, (services, node));
+    cluster.supervise(name, spawn).await
 }
 
 /// Runs the stages sent to this node, at most `pipeline.workers` at once.
+#[derive(Clone)]
 pub struct StageWorker;
 
 pub struct StageWorkerState {
