@@ -349,6 +349,9 @@ async fn encode(
 
     let final_video = opts.out_dir.join(format!("clip-{index}.mp4"));
     let part = opts.out_dir.join(format!(".clip-{index}.mp4.part"));
+    // The thumbnail's frame is made a key frame, so taking it after the
+    // encode decodes that one frame (not up to a GOP of 1080p frames).
+    let thumb_at = (kept * 0.3).min(kept - 0.1).max(0.0);
     cleanup.0.push(part.clone());
     let args: Vec<String> = vec![
         "-nostdin",
@@ -381,6 +384,8 @@ async fn encode(
             &opts.crf.to_string(),
             "-pix_fmt",
             "yuv420p",
+            "-force_key_frames",
+            &format!("{thumb_at:.3}"),
             "-c:a",
             "aac",
             "-b:a",
@@ -439,10 +444,9 @@ async fn encode(
 
     let thumbnail = opts.out_dir.join(format!("clip-{index}.jpg"));
     cleanup.0.push(thumbnail.clone());
-    let at = (kept * 0.3).min(kept - 0.1).max(0.0);
     frame::grab(
         &final_video,
-        at,
+        thumb_at,
         &thumbnail,
         None,
         &format!("thumbnail of clip {index}"),
