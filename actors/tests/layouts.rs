@@ -282,10 +282,24 @@ async fn a_moving_face_is_followed_without_jitter() {
         ],
         &input,
     );
+    // The face (about 75 px wide) sits 174 px into the portrait: its centre
+    // is at x = 234 + 76 t. Searched without mouth motion (1 fps, on two
+    // threads), every sample has it where it was at that second, in order.
+    let still = face::track_faces(&input, 0.0, 10.0, 1280, 720, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(still.faces.len(), 10, "{still:?}");
+    for (t, faces) in still.faces.iter().enumerate() {
+        let cx = faces.first().map(|f| f.cx * 1280.0);
+        let expected = 234.0 + 76.0 * t as f64;
+        assert!(
+            cx.is_some_and(|x| (x - expected).abs() < 45.0),
+            "sample {t}: face at {cx:?}, expected about {expected}: {still:?}"
+        );
+    }
     let f = frame(&input, 10.0, VERTICAL, Layout::Auto).await;
     assert_eq!(f.layout, Layout::Single, "{f:?}");
-    // The face (about 75 px wide) sits 174 px into the portrait: its centre
-    // is at x = 234 + 76 t. It stays inside the 404-px crop all along (the
+    // As above, the face's centre is at x = 234 + 76 t. It stays inside the 404-px crop all along (the
     // crop trails it by design: 5 s average, 6 % dead zone).
     let Composition::Follow { w, .. } = &f.composition else {
         panic!("{f:?}")

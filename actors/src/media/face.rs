@@ -155,6 +155,12 @@ fn track_blocking(
         .map_err(|e| StageError::tool("ffmpeg", e.to_string()))?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let mut detector = Detector::new(w, h)?;
+    // Without mouth motion every frame is a sample: they are searched on
+    // two threads.
+    let mut searchers = match motion {
+        true => None,
+        false => Some(Searchers::start(w, h)),
+    };
 
     let frame_len = (w * h) as usize;
     // Frames are read on their own thread so ffmpeg keeps decoding while a
@@ -199,6 +205,15 @@ fn track_blocking(
             }
             Err(_) => break,
         };
+        if let Some(s) = searchers.as_mut() {
+            if let Err(e) = s.send(frame) {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(e);
+            }
+            index += 1;
+            continue;
+        }
         if index % per_sample == 0 {
             let faces = detector.sample(&frame, out.faces.len(), out.faces.last());
             out.faces.push(faces);
@@ -219,7 +234,91 @@ fn track_blocking(
     }
     let _ = reader.join();
     let _ = child.wait();
+    if let Some(s) = searchers {
+        out.faces = s.finish()?;
+    }
     Ok(out)
+}
+
+/// Searchers of the samples of a clip on [`SEARCHERS`] threads. The samples
+/// fall into runs of [`FULL_EVERY`] that each begin with a full search, and
+/// run `r` goes to searcher `r % SEARCHERS`, which takes its samples in
+/// order: every sample is searched exactly as one detector going through
+/// them all would (the same faces), in about half the time on two cores.
+struct Searchers {
+    to: Vec<std::sync::mpsc::SyncSender<(usize, Vec<u8>)>>,
+    from: std::sync::mpsc::Receiver<(usize, Vec<Face>)>,
+    threads: Vec<std::thread::JoinHandle<Result<(), StageError>>>,
+    sent: usize,
+}
+
+const SEARCHERS: usize = 2;
+
+impl Searchers {
+    fn start(w: u32, h: u32) -> Self {
+        let (done, from) = std::sync::mpsc::channel();
+        let mut to = Vec::new();
+        let mut threads = Vec::new();
+        for _ in 0..SEARCHERS {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(FULL_EVERY);
+            let done = done.clone();
+            threads.push(std::thread::spawn(move || {
+                // rustface's detector cannot move between threads: each
+                // searcher makes its own.
+                let mut detector = Detector::new(w, h)?;
+                let mut last: Option<Vec<Face>> = None;
+                for (n, frame) in rx {
+                    let faces = detector.sample(&frame, n, last.as_ref());
+                    last = Some(faces.clone());
+                    if done.send((n, faces)).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            }));
+            to.push(tx);
+        }
+        Self {
+            to,
+            from,
+            threads,
+            sent: 0,
+        }
+    }
+
+    /// Queues the next sample (waits while its searcher is a run behind).
+    fn send(&mut self, frame: Vec<u8>) -> Result<(), StageError> {
+        let n = self.sent;
+        self.sent += 1;
+        self.to[(n / FULL_EVERY) % self.to.len()]
+            .send((n, frame))
+            .map_err(|_| StageError::Io("the face search stopped".into()))
+    }
+
+    /// Every sample's faces, in order.
+    fn finish(self) -> Result<Vec<Vec<Face>>, StageError> {
+        let Self {
+            to,
+            from,
+            threads,
+            sent,
+        } = self;
+        drop(to);
+        let mut faces: Vec<Option<Vec<Face>>> = vec![None; sent];
+        for (n, f) in from.iter() {
+            if let Some(slot) = faces.get_mut(n) {
+                *slot = Some(f);
+            }
+        }
+        for t in threads {
+            t.join()
+                .map_err(|_| StageError::Io("the face search failed".into()))??;
+        }
+        faces
+            .into_iter()
+            .map(|f| f.ok_or_else(|| StageError::Io("a face sample was not searched".into())))
+            .collect()
+    }
 }
 
 /// The face detector on `w`x`h` grey frames: a full search or one around
