@@ -285,14 +285,9 @@ impl Tree {
             .cluster
             .cell()
             .ok_or("the cluster branch is not running")?;
-        spawn.clone()(sup).await?;
-        self.cluster_actors.insert(name, spawn);
-        Ok(())
-    }
-
-    /// The cluster branch's actor names.
-    pub fn cluster_actor_names(&self) -> Vec<String> {
-        self.cluster_actors.names()
+        // Known before it runs, so a failure at once is restarted too.
+        self.cluster_actors.insert(name, spawn.clone());
+        spawn(sup).await.map(|_| ())
     }
 
     /// Age of the node supervisor.

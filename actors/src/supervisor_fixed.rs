@@ -42,7 +42,7 @@ impl FixedChildren {
     }
 
     /// The children's names, in the order they were added.
-    pub fn names(&self) -> Vec<String> {
+    fn names(&self) -> Vec<String> {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -322,15 +322,6 @@ impl Replies {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// Requests waiting now (for the admin view and tests).
-    pub fn len(&self) -> usize {
-        self.map().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Asks `owner`'s relay to stop streaming request `id` of this node.

@@ -154,12 +154,11 @@ fn track_blocking(
         .spawn()
         .map_err(|e| StageError::tool("ffmpeg", e.to_string()))?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
-    let mut detector = Detector::new(w, h)?;
     // Without mouth motion every frame is a sample: they are searched on
-    // two threads.
-    let mut searchers = match motion {
-        true => None,
-        false => Some(Searchers::start(w, h)),
+    // two threads, each with its own detector; with it, here in order.
+    let (mut detector, mut searchers) = match motion {
+        true => (Some(Detector::new(w, h)?), None),
+        false => (None, Some(Searchers::start(w, h))),
     };
 
     let frame_len = (w * h) as usize;
@@ -214,8 +213,8 @@ fn track_blocking(
             index += 1;
             continue;
         }
-        if index % per_sample == 0 {
-            let faces = detector.sample(&frame, out.faces.len(), out.faces.last());
+        if let (0, Some(d)) = (index % per_sample, detector.as_mut()) {
+            let faces = d.sample(&frame, out.faces.len(), out.faces.last());
             out.faces.push(faces);
         }
         if motion {
