@@ -1,17 +1,9 @@
-//! Face analysis for reframing: every face found by `rustface` (SeetaFace,
-//! model embedded in the binary) on small grey frames sampled from the clip
-//! at [`SAMPLE_FPS`], the motion of each face's mouth region measured on
-//! frames in between (at [`MOTION_FPS`], only when asked: the active
-//! speaker needs it, a crop that follows a face does not), and a smoothed
-//! crop path that follows one face.
-//!
-//! The whole frame is searched on every [`FULL_EVERY`]th sample and on every
-//! sample after one without a face; in between only a square around each
-//! face of the previous sample is ([`ROI_SCALE`] face widths a side, at
-//! least [`ROI_MARGIN`] of the frame's width around the face), which finds
-//! the same faces at about a tenth of the cost while they move less than
-//! that margin (or a face width) per sample. A face that appears elsewhere
-//! is found by the next full search, at most `FULL_EVERY - 1` samples later.
+//! Face analysis for reframing: every face of small grey frames sampled
+//! from the clip at [`SAMPLE_FPS`] (searched as [`super::face_detect`]
+//! describes), the motion of each face's mouth region measured on frames in
+//! between (at [`MOTION_FPS`], only when asked: the active speaker needs it,
+//! a crop that follows a face does not), and a smoothed crop path that
+//! follows one face.
 
 use std::io::Read;
 use std::path::Path;
@@ -19,10 +11,10 @@ use std::process::Stdio;
 
 use tokio_util::sync::CancellationToken;
 
+pub use super::face_detect::{Face, FULL_EVERY, ROI_MARGIN, ROI_SCALE};
+use super::face_detect::{Motion, Searchers, MOTION_HELD};
 use super::process::{kill_group, std_command};
 use crate::stage::StageError;
-
-static MODEL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/seeta_fd_frontal_v1.0.bin"));
 
 /// Detections per second.
 pub const SAMPLE_FPS: f64 = 1.0;
@@ -33,26 +25,6 @@ const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 const DETECT_WIDTH: u32 = 640;
 /// Decoded frames queued ahead of the detector (2 s at `MOTION_FPS`).
 const READ_AHEAD: usize = 10;
-/// Every this many samples the whole frame is searched.
-pub const FULL_EVERY: usize = 5;
-/// Side of the square searched around a known face: this many face
-/// widths…
-pub const ROI_SCALE: f64 = 3.0;
-/// …but at least the face plus this share of the frame's width on each
-/// side (how far a face may move in a sample's time and still be found).
-pub const ROI_MARGIN: f64 = 0.08;
-/// Smallest such square (px of the detection frame): the detector's
-/// window is 40 px.
-const ROI_MIN: u32 = 96;
-
-/// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
-/// box's width as a share of the frame's width).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Face {
-    pub cx: f64,
-    pub cy: f64,
-    pub size: f64,
-}
 
 /// The largest face of each sample, one per 1/SAMPLE_FPS seconds.
 pub type FaceSamples = Vec<Option<Face>>;
@@ -154,12 +126,8 @@ fn track_blocking(
         .spawn()
         .map_err(|e| StageError::tool("ffmpeg", e.to_string()))?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
-    // Without mouth motion every frame is a sample: they are searched on
-    // two threads, each with its own detector; with it, here in order.
-    let (mut detector, mut searchers) = match motion {
-        true => (Some(Detector::new(w, h)?), None),
-        false => (None, Some(Searchers::start(w, h))),
-    };
+    // The samples are searched on two threads, each with its own detector.
+    let mut searchers = Searchers::start(w, h);
 
     let frame_len = (w * h) as usize;
     // Frames are read on their own thread so ffmpeg keeps decoding while a
@@ -180,17 +148,17 @@ fn track_blocking(
             }
         }
     });
-    let mut prev: Option<Vec<u8>> = None;
-    let mut out = FaceAnalysis {
-        width: src_w,
-        height: src_h,
-        ..FaceAnalysis::default()
+    let stop = |child: &mut std::process::Child| {
+        kill_group(child.id());
+        let _ = child.wait();
     };
+    // With mouth motion, the frames whose sample's faces are not known yet
+    // wait here (with the frame before the first of them).
+    let mut motion_frames = Motion::new(w, h);
     let mut index = 0usize;
     loop {
         if cancel.is_cancelled() {
-            kill_group(child.id());
-            let _ = child.wait();
+            stop(&mut child);
             drop(rx);
             let _ = reader.join();
             return Err(StageError::Cancelled);
@@ -198,244 +166,40 @@ fn track_blocking(
         let frame = match rx.recv() {
             Ok(Ok(frame)) => frame,
             Ok(Err(e)) => {
-                kill_group(child.id());
-                let _ = child.wait();
+                stop(&mut child);
                 return Err(StageError::io("reading frames", e));
             }
             Err(_) => break,
         };
-        if let Some(s) = searchers.as_mut() {
-            if let Err(e) = s.send(frame) {
-                kill_group(child.id());
-                let _ = child.wait();
-                return Err(e);
-            }
-            index += 1;
-            continue;
-        }
-        if let (0, Some(d)) = (index % per_sample, detector.as_mut()) {
-            let faces = d.sample(&frame, out.faces.len(), out.faces.last());
-            out.faces.push(faces);
-        }
-        if motion {
-            let faces = out.faces.last().map(Vec::as_slice).unwrap_or(&[]);
-            let moved = faces
-                .iter()
-                .map(|f| match &prev {
-                    Some(p) => mouth_motion(p, &frame, w, h, f),
-                    None => 0.0,
-                })
-                .collect();
-            out.mouth.push(moved);
-            prev = Some(frame);
+        let queued = if motion {
+            let sent = match index % per_sample {
+                0 => searchers.send(frame.clone()),
+                _ => Ok(()),
+            };
+            motion_frames.push(index / per_sample, frame);
+            // Measure what can be; wait for the searchers rather than hold
+            // more than MOTION_HELD frames.
+            sent.and_then(|()| searchers.collect(motion_frames.held() > MOTION_HELD))
+                .map(|()| motion_frames.measure(&searchers.faces))
+        } else {
+            searchers.send(frame)
+        };
+        if let Err(e) = queued {
+            stop(&mut child);
+            return Err(e);
         }
         index += 1;
     }
     let _ = reader.join();
     let _ = child.wait();
-    if let Some(s) = searchers {
-        out.faces = s.finish()?;
-    }
-    Ok(out)
-}
-
-/// Searchers of the samples of a clip on [`SEARCHERS`] threads. The samples
-/// fall into runs of [`FULL_EVERY`] that each begin with a full search, and
-/// run `r` goes to searcher `r % SEARCHERS`, which takes its samples in
-/// order: every sample is searched exactly as one detector going through
-/// them all would (the same faces), in about half the time on two cores.
-struct Searchers {
-    to: Vec<std::sync::mpsc::SyncSender<(usize, Vec<u8>)>>,
-    from: std::sync::mpsc::Receiver<(usize, Vec<Face>)>,
-    threads: Vec<std::thread::JoinHandle<Result<(), StageError>>>,
-    sent: usize,
-}
-
-const SEARCHERS: usize = 2;
-
-impl Searchers {
-    fn start(w: u32, h: u32) -> Self {
-        let (done, from) = std::sync::mpsc::channel();
-        let mut to = Vec::new();
-        let mut threads = Vec::new();
-        for _ in 0..SEARCHERS {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(FULL_EVERY);
-            let done = done.clone();
-            threads.push(std::thread::spawn(move || {
-                // rustface's detector cannot move between threads: each
-                // searcher makes its own.
-                let mut detector = Detector::new(w, h)?;
-                let mut last: Option<Vec<Face>> = None;
-                for (n, frame) in rx {
-                    let faces = detector.sample(&frame, n, last.as_ref());
-                    last = Some(faces.clone());
-                    if done.send((n, faces)).is_err() {
-                        break;
-                    }
-                }
-                Ok(())
-            }));
-            to.push(tx);
-        }
-        Self {
-            to,
-            from,
-            threads,
-            sent: 0,
-        }
-    }
-
-    /// Queues the next sample (waits while its searcher is a run behind).
-    fn send(&mut self, frame: Vec<u8>) -> Result<(), StageError> {
-        let n = self.sent;
-        self.sent += 1;
-        self.to[(n / FULL_EVERY) % self.to.len()]
-            .send((n, frame))
-            .map_err(|_| StageError::Io("the face search stopped".into()))
-    }
-
-    /// Every sample's faces, in order.
-    fn finish(self) -> Result<Vec<Vec<Face>>, StageError> {
-        let Self {
-            to,
-            from,
-            threads,
-            sent,
-        } = self;
-        drop(to);
-        let mut faces: Vec<Option<Vec<Face>>> = vec![None; sent];
-        for (n, f) in from.iter() {
-            if let Some(slot) = faces.get_mut(n) {
-                *slot = Some(f);
-            }
-        }
-        for t in threads {
-            t.join()
-                .map_err(|_| StageError::Io("the face search failed".into()))??;
-        }
-        faces
-            .into_iter()
-            .map(|f| f.ok_or_else(|| StageError::Io("a face sample was not searched".into())))
-            .collect()
-    }
-}
-
-/// The face detector on `w`x`h` grey frames: a full search or one around
-/// the previous sample's faces (see the module's documentation).
-struct Detector {
-    inner: Box<dyn rustface::Detector>,
-    w: u32,
-    h: u32,
-    /// The square around a face, copied out of the frame.
-    roi: Vec<u8>,
-}
-
-impl Detector {
-    fn new(w: u32, h: u32) -> Result<Self, StageError> {
-        let model =
-            rustface::read_model(MODEL).map_err(|e| StageError::Io(format!("face model: {e}")))?;
-        let mut inner = rustface::create_detector_with_model(model);
-        inner.set_score_thresh(2.0);
-        inner.set_pyramid_scale_factor(0.8);
-        inner.set_slide_window_step(4, 4);
-        Ok(Self {
-            inner,
-            w,
-            h,
-            roi: Vec::new(),
-        })
-    }
-
-    /// Every face of sample number `n`, largest first.
-    fn sample(&mut self, frame: &[u8], n: usize, previous: Option<&Vec<Face>>) -> Vec<Face> {
-        let mut faces = match previous {
-            Some(prev) if n % FULL_EVERY != 0 && !prev.is_empty() => {
-                let mut found: Vec<Face> = Vec::new();
-                for p in prev {
-                    for f in self.around(frame, p) {
-                        if !found.iter().any(|o| self.same_face(o, &f)) {
-                            found.push(f);
-                        }
-                    }
-                }
-                found
-            }
-            _ => self.search(frame, 0, 0, self.w, self.h),
-        };
-        faces.sort_by(|a, b| b.size.total_cmp(&a.size));
-        faces
-    }
-
-    /// Faces inside the square around `face`.
-    fn around(&mut self, frame: &[u8], face: &Face) -> Vec<Face> {
-        let (w, h) = (self.w, self.h);
-        let px = face.size * w as f64;
-        let side = ((px * ROI_SCALE).max(px + 2.0 * ROI_MARGIN * w as f64) as u32)
-            .max(ROI_MIN)
-            .min(w.min(h));
-        let x0 = ((face.cx * w as f64 - side as f64 / 2.0).round().max(0.0) as u32).min(w - side);
-        let y0 = ((face.cy * h as f64 - side as f64 / 2.0).round().max(0.0) as u32).min(h - side);
-        let mut roi = std::mem::take(&mut self.roi);
-        roi.clear();
-        for y in y0..y0 + side {
-            let row = (y * w + x0) as usize;
-            roi.extend_from_slice(&frame[row..row + side as usize]);
-        }
-        let found = self.search(&roi, x0, y0, side, side);
-        self.roi = roi;
-        found
-    }
-
-    /// Two detections of one face (from overlapping squares): centres
-    /// closer than half the larger box, in pixels.
-    fn same_face(&self, a: &Face, b: &Face) -> bool {
-        let half = a.size.max(b.size) * self.w as f64 / 2.0;
-        (a.cx - b.cx).abs() * (self.w as f64) < half && (a.cy - b.cy).abs() * (self.h as f64) < half
-    }
-
-    /// Faces in `image` (`iw`x`ih`, at `(x0, y0)` of the frame), in frame
-    /// coordinates.
-    fn search(&mut self, image: &[u8], x0: u32, y0: u32, iw: u32, ih: u32) -> Vec<Face> {
-        let (w, h) = (self.w as f64, self.h as f64);
-        self.inner
-            .detect(&rustface::ImageData::new(image, iw, ih))
-            .into_iter()
-            .map(|f| {
-                let b = f.bbox();
-                Face {
-                    cx: (x0 as f64 + b.x() as f64 + b.width() as f64 / 2.0) / w,
-                    cy: (y0 as f64 + b.y() as f64 + b.height() as f64 / 2.0) / h,
-                    size: b.width() as f64 / w,
-                }
-            })
-            .collect()
-    }
-}
-
-/// Mean absolute difference between two grey frames in the mouth region of
-/// `face`: the lower third of the box, its middle half horizontally (the
-/// detector's box is about square and spans brows to chin).
-fn mouth_motion(a: &[u8], b: &[u8], w: u32, h: u32, face: &Face) -> f64 {
-    let side = face.size * w as f64;
-    let (cx, cy) = (face.cx * w as f64, face.cy * h as f64);
-    let x0 = (cx - side / 4.0).max(0.0) as usize;
-    let x1 = ((cx + side / 4.0) as usize).min(w as usize);
-    let y0 = (cy + side / 6.0).max(0.0) as usize;
-    let y1 = ((cy + side / 2.0) as usize).min(h as usize);
-    let mut sum = 0u64;
-    let mut n = 0u64;
-    for y in y0..y1 {
-        let row = y * w as usize;
-        for x in x0..x1 {
-            sum += (a[row + x] as i32 - b[row + x] as i32).unsigned_abs() as u64;
-            n += 1;
-        }
-    }
-    if n == 0 {
-        0.0
-    } else {
-        sum as f64 / n as f64
-    }
+    let faces = searchers.finish()?;
+    motion_frames.measure(&faces);
+    Ok(FaceAnalysis {
+        faces: faces.into_iter().map(Option::unwrap_or_default).collect(),
+        mouth: motion_frames.mouth,
+        width: src_w,
+        height: src_h,
+    })
 }
 
 /// Fraction of samples with a face.
@@ -542,10 +306,5 @@ mod tests {
     fn no_faces_means_centre() {
         assert_eq!(smooth_path(&vec![None; 3]), vec![0.5; 3]);
         assert_eq!(face_ratio(&vec![None, face(0.1)]), 0.5);
-    }
-
-    #[test]
-    fn embedded_model_loads() {
-        assert!(rustface::read_model(MODEL).is_ok());
     }
 }

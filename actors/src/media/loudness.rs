@@ -5,7 +5,10 @@
 //! and relative gates); a gain and a look-ahead peak limiter (sample peaks
 //! under [`TRUE_PEAK`]) are applied in memory, and the result is measured
 //! again and the gain corrected until it lands within [`CLOSE_ENOUGH`] of the
-//! target (the limiter costs peaky speech some loudness). The normalized audio
+//! target (the limiter costs peaky speech some loudness; each correction
+//! follows the slope of the last two rounds: 4 rounds on the benchmark's
+//! speech, where adding the miss each time took all 6 and still missed by
+//! 0.2 LU). The normalized audio
 //! goes to a WAV file that the clip's single encode takes as its sound, so no
 //! loudness filter runs in ffmpeg and nothing is decoded twice.
 
@@ -27,6 +30,8 @@ pub const SILENCE_LUFS: f64 = -60.0;
 const CLOSE_ENOUGH: f64 = 0.1;
 /// Gain corrections tried at most (each is one pass in memory).
 const MAX_ROUNDS: usize = 6;
+/// Largest gain correction between two rounds (dB).
+const MAX_STEP_DB: f64 = 12.0;
 /// Sample rate of the measured and written audio (the K-weighting
 /// coefficients below are for 48 kHz).
 pub const RATE: u32 = 48_000;
@@ -137,10 +142,14 @@ pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
     if !before.is_finite() || before <= SILENCE_LUFS {
         return (samples, None);
     }
+    // Each frame's sample peak, for every round's limiter.
+    let peaks = frame_peaks(&samples);
     let mut gain_db = TARGET_LUFS - before;
+    // The round before: its gain and what it read.
+    let mut last: Option<(f64, f64)> = None;
     let mut best: Option<(Vec<f32>, f64, f64)> = None;
     for _ in 0..MAX_ROUNDS {
-        let out = gain_and_limit(&samples, gain_db);
+        let out = limited(&samples, &peaks, gain_db);
         let after = integrated(&out);
         let miss = TARGET_LUFS - after;
         let better = best
@@ -152,7 +161,15 @@ pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
         if miss.abs() <= CLOSE_ENOUGH || !miss.is_finite() {
             break;
         }
-        gain_db += miss;
+        // The limiter turns 1 dB of gain into less than 1 dB of loudness:
+        // the next gain is where the line through the last two rounds
+        // meets the target (the first correction assumes 1 dB per dB).
+        let slope = match last {
+            Some((g, a)) if (gain_db - g).abs() > 1e-6 => (after - a) / (gain_db - g),
+            _ => 1.0,
+        };
+        last = Some((gain_db, after));
+        gain_db += (miss / slope.clamp(0.1, 1.0)).clamp(-MAX_STEP_DB, MAX_STEP_DB);
     }
     let (out, after, gain_db) = best.expect("at least one round");
     (
@@ -171,55 +188,70 @@ pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
 /// ramps down before a peak and is at most the needed gain at the peak), and
 /// recovers with a `RELEASE` time constant.
 pub fn gain_and_limit(samples: &[f32], gain_db: f64) -> Vec<f32> {
+    limited(samples, &frame_peaks(samples), gain_db)
+}
+
+/// The largest absolute sample of each frame.
+fn frame_peaks(samples: &[f32]) -> Vec<f32> {
+    samples
+        .chunks_exact(CHANNELS)
+        .map(|f| f.iter().fold(0f32, |m, s| m.max(s.abs())))
+        .collect()
+}
+
+/// [`gain_and_limit`] with the frames' peaks known.
+fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
     let gain = 10f64.powf(gain_db / 20.0);
     let ceiling = 10f64.powf(TRUE_PEAK / 20.0);
-    let frames = samples.len() / CHANNELS;
+    let frames = peaks.len();
     let look = ((ATTACK_SECS * RATE as f64) as usize).max(1);
-    // What each frame needs.
-    let need: Vec<f64> = samples
-        .chunks_exact(CHANNELS)
-        .map(|f| {
-            let peak = f.iter().fold(0f64, |m, s| m.max((*s as f64).abs())) * gain;
-            if peak > ceiling {
-                ceiling / peak
-            } else {
-                1.0
-            }
-        })
-        .collect();
-    // Minimum over [i, i + look] (a monotonic deque).
-    let mut ahead = vec![1.0; frames];
-    let mut deque: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
-    let mut next = 0;
-    for (i, slot) in ahead.iter_mut().enumerate() {
-        while next < frames && next <= i + look {
-            while deque.back().is_some_and(|&b| need[b] >= need[next]) {
-                deque.pop_back();
-            }
-            deque.push_back(next);
-            next += 1;
-        }
-        while deque.front().is_some_and(|&f| f < i) {
-            deque.pop_front();
-        }
-        *slot = deque.front().map_or(1.0, |&f| need[f]);
+    // Frames whose peak the gain takes over the ceiling.
+    let over = (ceiling / gain) as f32;
+    if peaks.iter().all(|&p| p <= over) {
+        return samples.iter().map(|s| (*s as f64 * gain) as f32).collect();
     }
-    // Mean over [i - look, i], then release.
+    // What each frame needs.
+    let need = |i: usize| -> f64 {
+        let peak = peaks[i] as f64 * gain;
+        if peak > ceiling {
+            ceiling / peak
+        } else {
+            1.0
+        }
+    };
     let release = 1.0 - (-1.0 / (RELEASE_SECS * RATE as f64)).exp();
     let mut out = Vec::with_capacity(samples.len());
+    // Minimum of `need` over [i, i + look] (a monotonic deque), its mean
+    // over the last look + 1 frames (a ring), then the release.
+    let mut deque: std::collections::VecDeque<(usize, f64)> = std::collections::VecDeque::new();
+    let mut next = 0;
+    let mut ring = vec![0f64; look + 1];
     let mut sum = 0.0;
+    let mut first = 1.0;
     let mut env = 1.0f64;
     for i in 0..frames {
-        sum += ahead[i];
-        let missing = if i > look {
-            sum -= ahead[i - look - 1];
-            0
-        } else {
-            look - i
-        };
-        // Before the first full window the missing frames count as the first
-        // (which is at most what every frame up to `look` needs).
-        let mean = (sum + missing as f64 * ahead[0]) / (look + 1) as f64;
+        while next < frames && next <= i + look {
+            let n = need(next);
+            while deque.back().is_some_and(|&(_, b)| b >= n) {
+                deque.pop_back();
+            }
+            deque.push_back((next, n));
+            next += 1;
+        }
+        while deque.front().is_some_and(|&(f, _)| f < i) {
+            deque.pop_front();
+        }
+        let ahead = deque.front().map_or(1.0, |&(_, n)| n);
+        if i == 0 {
+            first = ahead;
+        }
+        let slot = i % (look + 1);
+        sum += ahead - if i > look { ring[slot] } else { 0.0 };
+        ring[slot] = ahead;
+        // Before the first full window the missing frames count as the
+        // first (which is at most what every frame up to `look` needs).
+        let missing = look.saturating_sub(i);
+        let mean = (sum + missing as f64 * first) / (look + 1) as f64;
         env = if mean < env {
             mean
         } else {

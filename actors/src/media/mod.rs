@@ -6,6 +6,7 @@ pub mod avatar;
 pub mod ct2_backend;
 pub mod download;
 pub mod face;
+mod face_detect;
 pub mod ffprobe;
 pub mod fonts;
 pub mod frame;
