@@ -110,6 +110,7 @@ pub(super) struct Searchers {
     from: std::sync::mpsc::Receiver<(usize, Vec<Face>)>,
     threads: Vec<std::thread::JoinHandle<Result<(), StageError>>>,
     sent: usize,
+    answered: usize,
     /// The faces of each sample sent, once its searcher has answered.
     pub(super) faces: Vec<Option<Vec<Face>>>,
 }
@@ -145,6 +146,7 @@ impl Searchers {
             from,
             threads,
             sent: 0,
+            answered: 0,
             faces: Vec::new(),
         }
     }
@@ -160,20 +162,38 @@ impl Searchers {
     }
 
     /// Takes in the answers there are; with `wait`, at least one (when one
-    /// is still due).
+    /// is still due). A searcher ends only when its queue closes, so one
+    /// that has ended while answers are due has failed (and would leave
+    /// this waiting for ever).
     pub(super) fn collect(&mut self, wait: bool) -> Result<(), StageError> {
-        let due = self.faces.iter().any(Option::is_none);
-        if wait && due {
-            let (n, f) = self
-                .from
-                .recv()
-                .map_err(|_| StageError::Io("the face search stopped".into()))?;
-            self.faces[n] = Some(f);
+        use std::sync::mpsc::RecvTimeoutError;
+        if wait && self.answered < self.sent {
+            loop {
+                match self
+                    .from
+                    .recv_timeout(std::time::Duration::from_millis(100))
+                {
+                    Ok(answer) => {
+                        self.take(answer);
+                        break;
+                    }
+                    Err(RecvTimeoutError::Timeout)
+                        if !self.threads.iter().any(|t| t.is_finished()) => {}
+                    Err(_) => return Err(StageError::Io("the face search stopped".into())),
+                }
+            }
         }
-        while let Ok((n, f)) = self.from.try_recv() {
-            self.faces[n] = Some(f);
+        while let Ok(answer) = self.from.try_recv() {
+            self.take(answer);
         }
         Ok(())
+    }
+
+    fn take(&mut self, (n, faces): (usize, Vec<Face>)) {
+        if let Some(slot) = self.faces.get_mut(n) {
+            self.answered += usize::from(slot.is_none());
+            *slot = Some(faces);
+        }
     }
 
     /// Every sample's faces, in order (each `Some`).

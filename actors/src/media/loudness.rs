@@ -205,9 +205,8 @@ fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
     let ceiling = 10f64.powf(TRUE_PEAK / 20.0);
     let frames = peaks.len();
     let look = ((ATTACK_SECS * RATE as f64) as usize).max(1);
-    // Frames whose peak the gain takes over the ceiling.
-    let over = (ceiling / gain) as f32;
-    if peaks.iter().all(|&p| p <= over) {
+    // No frame's peak goes over the ceiling: the gain alone.
+    if peaks.iter().all(|&p| p as f64 * gain <= ceiling) {
         return samples.iter().map(|s| (*s as f64 * gain) as f32).collect();
     }
     // What each frame needs.
