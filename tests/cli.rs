@@ -226,6 +226,39 @@ fn clip_command_explains_bad_input() {
     assert!(String::from_utf8_lossy(&res.stderr).contains("--prompt is longer than 500"));
 }
 
+/// The model loads on its own task while the input is probed and the
+/// audio starts: a model that cannot load ends the run with its reason
+/// (not a hang, not a panic), and no clip is written.
+#[test]
+fn a_model_that_cannot_load_ends_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let video = make_video(dir.path());
+    let empty = dir.path().join("no-model");
+    std::fs::create_dir(&empty).unwrap();
+    let out = dir.path().join("o");
+    let res = bin()
+        .arg("clip")
+        .arg(&video)
+        .arg("--out")
+        .arg(&out)
+        .arg("--model")
+        .arg(&empty)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no Whisper model"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let clips = std::fs::read_dir(&out)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "mp4"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(clips, 0);
+}
+
 /// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:
 /// oneMKL on Intel CPUs (oneDNN elsewhere) and AVX-512 kernels where the CPU
 /// has them, whatever order the linked objects' static initialisers run in;

@@ -115,6 +115,11 @@ fn track_blocking(
     };
     let mut cmd = std_command("ffmpeg");
     cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}")])
+        // Frames no other frame refers to (most B-frames) are not decoded:
+        // the samples then lie within a frame or two of their tick, and
+        // decoding a typical web video (B-frames) costs about half
+        // (measured: a 60 s 720p x264 veryfast video, 1.2 → 0.65 s CPU).
+        .args(["-skip_frame", "noref"])
         .arg("-i")
         .arg(input)
         .args(["-t", &format!("{duration:.3}"), "-an", "-sn", "-dn"])

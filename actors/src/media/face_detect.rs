@@ -228,8 +228,9 @@ struct Detector {
     inner: Box<dyn rustface::Detector>,
     w: u32,
     h: u32,
-    /// The square around a face, copied out of the frame.
+    /// The square around a face, copied out of the frame, and shrunk.
     roi: Vec<u8>,
+    small: Vec<u8>,
 }
 
 impl Detector {
@@ -245,6 +246,7 @@ impl Detector {
             w,
             h,
             roi: Vec::new(),
+            small: Vec::new(),
         })
     }
 
@@ -262,13 +264,18 @@ impl Detector {
                 }
                 found
             }
-            _ => self.search(frame, 0, 0, self.w, self.h),
+            _ => self.search(frame),
         };
         faces.sort_by(|a, b| b.size.total_cmp(&a.size));
         faces
     }
 
-    /// Faces inside the square around `face`.
+    /// Faces inside the square around `face`, from 1/[`ROI_GROWTH`] to
+    /// [`ROI_GROWTH`] times its width. rustface has no smallest-face bound
+    /// of its own (its pyramid always begins at full size, where the most
+    /// windows are), so the square is first shrunk until the smallest face
+    /// looked for fills the detector's window; the pyramid then stops at
+    /// the largest (`set_max_face_size`).
     fn around(&mut self, frame: &[u8], face: &Face) -> Vec<Face> {
         let (w, h) = (self.w, self.h);
         let px = face.size * w as f64;
@@ -283,9 +290,19 @@ impl Detector {
             let row = (y * w + x0) as usize;
             roi.extend_from_slice(&frame[row..row + side as usize]);
         }
-        let largest = (px * ROI_GROWTH).max(WINDOW * ROI_GROWTH) as u32;
-        self.inner.set_max_face_size(largest);
-        let found = self.search(&roi, x0, y0, side, side);
+        let small = shrunk_side(side, px);
+        let scale = side as f64 / small as f64;
+        let image = if small < side {
+            let mut out = std::mem::take(&mut self.small);
+            resize(&roi, side, small, &mut out);
+            self.small = out;
+            &self.small
+        } else {
+            &roi
+        };
+        let largest = ((px * ROI_GROWTH).max(WINDOW * ROI_GROWTH) / scale) as u32;
+        self.inner.set_max_face_size(largest.max(WINDOW as u32));
+        let found = search(&mut *self.inner, image, (x0, y0, small), scale, (w, h));
         self.inner.set_max_face_size(0);
         self.roi = roi;
         found
@@ -298,22 +315,72 @@ impl Detector {
         (a.cx - b.cx).abs() * (self.w as f64) < half && (a.cy - b.cy).abs() * (self.h as f64) < half
     }
 
-    /// Faces in `image` (`iw`x`ih`, at `(x0, y0)` of the frame), in frame
-    /// coordinates.
-    fn search(&mut self, image: &[u8], x0: u32, y0: u32, iw: u32, ih: u32) -> Vec<Face> {
+    /// Faces in the whole frame.
+    fn search(&mut self, frame: &[u8]) -> Vec<Face> {
         let (w, h) = (self.w as f64, self.h as f64);
         self.inner
-            .detect(&rustface::ImageData::new(image, iw, ih))
+            .detect(&rustface::ImageData::new(frame, self.w, self.h))
             .into_iter()
-            .map(|f| {
-                let b = f.bbox();
-                Face {
-                    cx: (x0 as f64 + b.x() as f64 + b.width() as f64 / 2.0) / w,
-                    cy: (y0 as f64 + b.y() as f64 + b.height() as f64 / 2.0) / h,
-                    size: b.width() as f64 / w,
-                }
-            })
+            .map(|f| face_in_frame(&f, 0, 0, 1.0, (w, h)))
             .collect()
+    }
+}
+
+/// Faces in the `side`x`side` square `image` (a square of the frame at
+/// `(x0, y0)` shrunk `scale` times), in frame coordinates.
+fn search(
+    detector: &mut dyn rustface::Detector,
+    image: &[u8],
+    (x0, y0, side): (u32, u32, u32),
+    scale: f64,
+    (w, h): (u32, u32),
+) -> Vec<Face> {
+    detector
+        .detect(&rustface::ImageData::new(image, side, side))
+        .into_iter()
+        .map(|f| face_in_frame(&f, x0, y0, scale, (w as f64, h as f64)))
+        .collect()
+}
+
+/// A detection (in an image that is the frame's part at `(x0, y0)`, shrunk
+/// `scale` times) in 0..1 frame coordinates.
+fn face_in_frame(f: &rustface::FaceInfo, x0: u32, y0: u32, scale: f64, (w, h): (f64, f64)) -> Face {
+    let b = f.bbox();
+    Face {
+        cx: (x0 as f64 + (b.x() as f64 + b.width() as f64 / 2.0) * scale) / w,
+        cy: (y0 as f64 + (b.y() as f64 + b.height() as f64 / 2.0) * scale) / h,
+        size: b.width() as f64 * scale / w,
+    }
+}
+
+/// The side a `side` px square around a `px` wide face is shrunk to, so
+/// that a face 1/[`ROI_GROWTH`] as wide fills the detector's window (never
+/// larger than the square, never smaller than the window).
+fn shrunk_side(side: u32, px: f64) -> u32 {
+    let s = (WINDOW * ROI_GROWTH / px.max(1.0)).min(1.0);
+    ((side as f64 * s).round() as u32).clamp(WINDOW as u32, side)
+}
+
+/// `src` (`side`x`side` grey) resized to `to`x`to`, bilinear, as rustface
+/// resizes its pyramid's levels.
+fn resize(src: &[u8], side: u32, to: u32, out: &mut Vec<u8>) {
+    out.clear();
+    let k = side as f64 / to as f64;
+    let last = side.saturating_sub(2) as usize;
+    let side = side as usize;
+    for y in 0..to {
+        let fy = k * y as f64;
+        let ny = (fy as usize).min(last);
+        let wy = fy - ny as f64;
+        let (r0, r1) = (ny * side, (ny + 1) * side);
+        for x in 0..to {
+            let fx = k * x as f64;
+            let nx = (fx as usize).min(last);
+            let wx = fx - nx as f64;
+            let top = (1.0 - wx) * src[r0 + nx] as f64 + wx * src[r0 + nx + 1] as f64;
+            let bottom = (1.0 - wx) * src[r1 + nx] as f64 + wx * src[r1 + nx + 1] as f64;
+            out.push(((1.0 - wy) * top + wy * bottom) as u8);
+        }
     }
 }
 
@@ -350,5 +417,76 @@ mod tests {
     #[test]
     fn embedded_model_loads() {
         assert!(rustface::read_model(MODEL).is_ok());
+    }
+
+    /// A 640x360 grey frame with the test photo scaled to `px` a side at
+    /// (`x`, `y`) (what falls outside is cut off). Its face is about 0.3 of
+    /// its width, centred at about (0.44, 0.23) of it.
+    fn frame_with_photo(px: u32, x: i64, y: i64) -> Vec<u8> {
+        let dir = std::env::var_os("CLIPFORGE_CACHE_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                    .join(".cache/clipforge")
+            });
+        let path = dir.join("testdata").join("astronaut.png");
+        let photo = image::open(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run `make setup-test`)", path.display()))
+            .to_luma8();
+        let photo = image::imageops::resize(&photo, px, px, image::imageops::FilterType::Triangle);
+        let mut frame = vec![32u8; 640 * 360];
+        for (dx, dy, p) in photo.enumerate_pixels() {
+            let (fx, fy) = (x + dx as i64, y + dy as i64);
+            if (0..640).contains(&fx) && (0..360).contains(&fy) {
+                frame[(fy * 640 + fx) as usize] = p.0[0];
+            }
+        }
+        frame
+    }
+
+    /// Around a known face the shrunk square finds the face a full search
+    /// finds: large faces (the square shrunk several times) and small ones
+    /// (not shrunk).
+    #[test]
+    fn the_square_around_a_face_finds_it_shrunk_or_not() {
+        for (px, x, y) in [
+            (700, 20, -20),
+            (500, 100, 40),
+            (300, 60, 40),
+            (240, 330, 40),
+        ] {
+            let frame = frame_with_photo(px, x, y);
+            let mut d = Detector::new(640, 360).unwrap();
+            let full = d.sample(&frame, 0, None);
+            let Some(known) = full.first().copied() else {
+                panic!("no face in a full search of the photo at {px} px");
+            };
+            let face_px = known.size * 640.0;
+            let side = (face_px * ROI_SCALE)
+                .max(face_px + 2.0 * ROI_MARGIN * 640.0)
+                .min(360.0) as u32;
+            let shrunk = shrunk_side(side.max(ROI_MIN), face_px) < side.max(ROI_MIN);
+            assert_eq!(
+                shrunk,
+                face_px > WINDOW * ROI_GROWTH,
+                "{px} px photo, {face_px} px face"
+            );
+            let near = d.sample(&frame, 1, Some(&full));
+            let Some(found) = near.first() else {
+                panic!("the square around the {face_px} px face found nothing");
+            };
+            assert!(
+                (found.cx - known.cx).abs() * 640.0 < face_px * 0.15,
+                "{px}: {found:?} vs {known:?}"
+            );
+            assert!(
+                (found.cy - known.cy).abs() * 360.0 < face_px * 0.15,
+                "{px}: {found:?} vs {known:?}"
+            );
+            assert!(
+                (found.size / known.size - 1.0).abs() < 0.25,
+                "{px}: {found:?} vs {known:?}"
+            );
+        }
     }
 }

@@ -147,16 +147,20 @@ pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
     let mut gain_db = TARGET_LUFS - before;
     // The round before: its gain and what it read.
     let mut last: Option<(f64, f64)> = None;
-    let mut best: Option<(Vec<f32>, f64, f64)> = None;
+    // The best round so far: what it read and its gain.
+    let mut best: Option<(f64, f64)> = None;
     for _ in 0..MAX_ROUNDS {
-        let out = limited(&samples, &peaks, gain_db);
-        let after = integrated(&out);
+        // Each round measures the limited audio as it comes out of the
+        // limiter; the samples are written out once, at the best gain.
+        let mut k = KWeighting::default();
+        limit(&samples, &peaks, gain_db, |chunk| k.push(chunk));
+        let after = k.integrated();
         let miss = TARGET_LUFS - after;
         let better = best
             .as_ref()
-            .is_none_or(|(_, a, _)| miss.abs() < (TARGET_LUFS - a).abs());
+            .is_none_or(|(a, _)| miss.abs() < (TARGET_LUFS - a).abs());
         if better {
-            best = Some((out, after, gain_db));
+            best = Some((after, gain_db));
         }
         if miss.abs() <= CLOSE_ENOUGH || !miss.is_finite() {
             break;
@@ -171,9 +175,9 @@ pub fn normalize(samples: Vec<f32>) -> (Vec<f32>, Option<Normalized>) {
         last = Some((gain_db, after));
         gain_db += (miss / slope.clamp(0.1, 1.0)).clamp(-MAX_STEP_DB, MAX_STEP_DB);
     }
-    let (out, after, gain_db) = best.expect("at least one round");
+    let (after, gain_db) = best.expect("at least one round");
     (
-        out,
+        limited(&samples, &peaks, gain_db),
         Some(Normalized {
             before,
             after,
@@ -201,40 +205,52 @@ fn frame_peaks(samples: &[f32]) -> Vec<f32> {
 
 /// [`gain_and_limit`] with the frames' peaks known.
 fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
+    let mut out = Vec::with_capacity(samples.len());
+    limit(samples, peaks, gain_db, |chunk| {
+        out.extend_from_slice(chunk)
+    });
+    out
+}
+
+/// The limiter of [`gain_and_limit`], handing its output to `emit` in
+/// chunks of whole frames (a [`QUARTER`] of them but the last).
+fn limit(samples: &[f32], peaks: &[f32], gain_db: f64, mut emit: impl FnMut(&[f32])) {
     let gain = 10f64.powf(gain_db / 20.0);
     let ceiling = 10f64.powf(TRUE_PEAK / 20.0);
     let frames = peaks.len();
     let look = ((ATTACK_SECS * RATE as f64) as usize).max(1);
+    let mut chunk: Vec<f32> = Vec::with_capacity(QUARTER * CHANNELS);
     // No frame's peak goes over the ceiling: the gain alone.
     if peaks.iter().all(|&p| p as f64 * gain <= ceiling) {
-        return samples.iter().map(|s| (*s as f64 * gain) as f32).collect();
-    }
-    // What each frame needs.
-    let need = |i: usize| -> f64 {
-        let peak = peaks[i] as f64 * gain;
-        if peak > ceiling {
-            ceiling / peak
-        } else {
-            1.0
+        for part in samples[..frames * CHANNELS].chunks(QUARTER * CHANNELS) {
+            chunk.clear();
+            chunk.extend(part.iter().map(|s| (*s as f64 * gain) as f32));
+            emit(&chunk);
         }
-    };
+        return;
+    }
     let release = 1.0 - (-1.0 / (RELEASE_SECS * RATE as f64)).exp();
-    let mut out = Vec::with_capacity(samples.len());
-    // Minimum of `need` over [i, i + look] (a monotonic deque), its mean
-    // over the last look + 1 frames (a ring), then the release.
+    // What each frame needs is the minimum over [i, i + look] of
+    // ceiling / peak for the frames over the ceiling (1 when there are
+    // none): a monotonic deque of just those frames. Its mean over the last
+    // look + 1 frames (a ring), then the release.
     let mut deque: std::collections::VecDeque<(usize, f64)> = std::collections::VecDeque::new();
     let mut next = 0;
     let mut ring = vec![0f64; look + 1];
+    let mut slot = 0;
     let mut sum = 0.0;
     let mut first = 1.0;
     let mut env = 1.0f64;
     for i in 0..frames {
         while next < frames && next <= i + look {
-            let n = need(next);
-            while deque.back().is_some_and(|&(_, b)| b >= n) {
-                deque.pop_back();
+            let peak = peaks[next] as f64 * gain;
+            if peak > ceiling {
+                let n = ceiling / peak;
+                while deque.back().is_some_and(|&(_, b)| b >= n) {
+                    deque.pop_back();
+                }
+                deque.push_back((next, n));
             }
-            deque.push_back((next, n));
             next += 1;
         }
         while deque.front().is_some_and(|&(f, _)| f < i) {
@@ -244,9 +260,10 @@ fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
         if i == 0 {
             first = ahead;
         }
-        let slot = i % (look + 1);
+        // The ring's slot i % (look + 1).
         sum += ahead - if i > look { ring[slot] } else { 0.0 };
         ring[slot] = ahead;
+        slot = if slot == look { 0 } else { slot + 1 };
         // Before the first full window the missing frames count as the
         // first (which is at most what every frame up to `look` needs).
         let missing = look.saturating_sub(i);
@@ -258,10 +275,16 @@ fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
         };
         let g = gain * env;
         for s in &samples[i * CHANNELS..(i + 1) * CHANNELS] {
-            out.push((*s as f64 * g) as f32);
+            chunk.push((*s as f64 * g) as f32);
+        }
+        if chunk.len() == QUARTER * CHANNELS {
+            emit(&chunk);
+            chunk.clear();
         }
     }
-    out
+    if !chunk.is_empty() {
+        emit(&chunk);
+    }
 }
 
 /// Integrated loudness (LUFS) of interleaved 48 kHz stereo samples, by
@@ -269,51 +292,108 @@ fn limited(samples: &[f32], peaks: &[f32], gain_db: f64) -> Vec<f32> {
 /// 100 ms, blocks under −70 LUFS dropped, then those under the mean of the
 /// rest − 10 LU. −∞ when nothing passes the gates.
 pub fn integrated(samples: &[f32]) -> f64 {
-    let step = RATE as usize / 10;
-    let frames = samples.len() / CHANNELS;
-    // Sum over channels of each 100 ms quarter's K-weighted mean square.
-    let mut quarters = vec![0f64; frames / step];
-    for ch in 0..CHANNELS {
-        let mut pre = Biquad::new(
-            [
-                1.535_124_859_586_97,
-                -2.691_696_189_406_38,
-                1.198_392_810_852_85,
-            ],
-            [-1.690_659_293_182_41, 0.732_480_774_215_85],
-        );
-        let mut rlb = Biquad::new(
-            [1.0, -2.0, 1.0],
-            [-1.990_047_454_833_98, 0.990_072_250_366_21],
-        );
-        for (q, slot) in quarters.iter_mut().enumerate() {
-            let mut acc = 0.0;
-            for i in q * step..(q + 1) * step {
-                let y = rlb.run(pre.run(samples[i * CHANNELS + ch] as f64));
-                acc += y * y;
-            }
-            *slot += acc / step as f64;
+    let mut k = KWeighting::default();
+    k.push(samples);
+    k.integrated()
+}
+
+/// [`integrated`], fed a frame at a time (both channels' filters run side
+/// by side).
+struct KWeighting {
+    pre: [Biquad; CHANNELS],
+    rlb: [Biquad; CHANNELS],
+    /// This quarter's sum of squares, per channel, and its frames so far.
+    acc: [f64; CHANNELS],
+    n: usize,
+    /// Sum over channels of each 100 ms quarter's K-weighted mean square.
+    quarters: Vec<f64>,
+}
+
+/// Frames in 100 ms.
+const QUARTER: usize = RATE as usize / 10;
+
+impl Default for KWeighting {
+    fn default() -> Self {
+        let pre = || {
+            Biquad::new(
+                [
+                    1.535_124_859_586_97,
+                    -2.691_696_189_406_38,
+                    1.198_392_810_852_85,
+                ],
+                [-1.690_659_293_182_41, 0.732_480_774_215_85],
+            )
+        };
+        let rlb = || {
+            Biquad::new(
+                [1.0, -2.0, 1.0],
+                [-1.990_047_454_833_98, 0.990_072_250_366_21],
+            )
+        };
+        Self {
+            pre: std::array::from_fn(|_| pre()),
+            rlb: std::array::from_fn(|_| rlb()),
+            acc: [0.0; CHANNELS],
+            n: 0,
+            quarters: Vec::new(),
         }
     }
-    let blocks: Vec<f64> = quarters
-        .windows(4)
-        .map(|w| w.iter().sum::<f64>() / 4.0)
-        .collect();
-    let lufs = |power: f64| -0.691 + 10.0 * power.log10();
-    let mean = |b: &[f64]| b.iter().sum::<f64>() / b.len().max(1) as f64;
-    let loud: Vec<f64> = blocks.into_iter().filter(|p| lufs(*p) > -70.0).collect();
-    if loud.is_empty() {
-        return f64::NEG_INFINITY;
+}
+
+impl KWeighting {
+    /// Interleaved samples (whole frames).
+    fn push(&mut self, chunk: &[f32]) {
+        let frames = chunk.len() / CHANNELS;
+        let mut i = 0;
+        while i < frames {
+            let take = (QUARTER - self.n).min(frames - i);
+            // The channels side by side: independent chains, run together.
+            let (mut pre, mut rlb, mut acc) = (self.pre, self.rlb, self.acc);
+            for frame in chunk[i * CHANNELS..(i + take) * CHANNELS].chunks_exact(CHANNELS) {
+                for ch in 0..CHANNELS {
+                    let y = rlb[ch].run(pre[ch].run(frame[ch] as f64));
+                    acc[ch] += y * y;
+                }
+            }
+            (self.pre, self.rlb, self.acc) = (pre, rlb, acc);
+            self.n += take;
+            i += take;
+            if self.n == QUARTER {
+                let mut q = 0.0;
+                for acc in &mut self.acc {
+                    q += *acc / QUARTER as f64;
+                    *acc = 0.0;
+                }
+                self.quarters.push(q);
+                self.n = 0;
+            }
+        }
     }
-    let gate = lufs(mean(&loud)) - 10.0;
-    let kept: Vec<f64> = loud.into_iter().filter(|p| lufs(*p) > gate).collect();
-    if kept.is_empty() {
-        return f64::NEG_INFINITY;
+
+    /// The gated loudness of the whole quarters pushed.
+    fn integrated(&self) -> f64 {
+        let blocks: Vec<f64> = self
+            .quarters
+            .windows(4)
+            .map(|w| w.iter().sum::<f64>() / 4.0)
+            .collect();
+        let lufs = |power: f64| -0.691 + 10.0 * power.log10();
+        let mean = |b: &[f64]| b.iter().sum::<f64>() / b.len().max(1) as f64;
+        let loud: Vec<f64> = blocks.into_iter().filter(|p| lufs(*p) > -70.0).collect();
+        if loud.is_empty() {
+            return f64::NEG_INFINITY;
+        }
+        let gate = lufs(mean(&loud)) - 10.0;
+        let kept: Vec<f64> = loud.into_iter().filter(|p| lufs(*p) > gate).collect();
+        if kept.is_empty() {
+            return f64::NEG_INFINITY;
+        }
+        lufs(mean(&kept))
     }
-    lufs(mean(&kept))
 }
 
 /// A direct-form I biquad (a0 = 1).
+#[derive(Clone, Copy)]
 struct Biquad {
     b: [f64; 3],
     a: [f64; 2],

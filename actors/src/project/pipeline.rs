@@ -105,9 +105,40 @@ fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// The CLI's stage environment: the model (once loaded), no object storage.
+/// The CLI's stage environment: the model (loading on its own task from
+/// the start), no object storage.
 struct CliEnv {
-    model: Option<Arc<WhisperModel>>,
+    model: tokio::sync::OnceCell<Arc<WhisperModel>>,
+    /// The load, until it has ended.
+    loading: tokio::sync::Mutex<Option<Loading>>,
+}
+
+type Loading = tokio::task::JoinHandle<Result<Arc<WhisperModel>, StageError>>;
+
+impl CliEnv {
+    fn new(loading: Loading) -> Self {
+        Self {
+            model: tokio::sync::OnceCell::new(),
+            loading: tokio::sync::Mutex::new(Some(loading)),
+        }
+    }
+
+    /// The load's error, once it has failed; pending while it loads or
+    /// after it has loaded.
+    async fn failed(&self) -> StageError {
+        match self.model().await {
+            Err(e) => e,
+            Ok(_) => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for CliEnv {
+    fn drop(&mut self) {
+        if let Some(h) = self.loading.get_mut().take() {
+            h.abort();
+        }
+    }
 }
 
 impl StageEnv for CliEnv {
@@ -115,10 +146,20 @@ impl StageEnv for CliEnv {
         None
     }
 
+    /// Waits for the load (a wait given up leaves the load running).
     async fn model(&self) -> Result<Arc<WhisperModel>, StageError> {
         self.model
-            .clone()
-            .ok_or_else(|| StageError::Io("the model is not loaded yet".into()))
+            .get_or_try_init(|| async {
+                let mut loading = self.loading.lock().await;
+                let Some(handle) = loading.as_mut() else {
+                    return Err(StageError::Model("the model failed to load".into()));
+                };
+                let loaded = handle.await;
+                *loading = None;
+                loaded.map_err(|e| StageError::Model(format!("loading the model stopped: {e}")))?
+            })
+            .await
+            .cloned()
     }
 }
 
@@ -143,11 +184,12 @@ pub async fn run(
     .await
 }
 
-/// [`run`] with the model still loading: the download stage (fetch and
-/// probe) runs while `model` resolves, and transcription waits for it.
+/// [`run`] with the model still loading: `model` runs on its own task while
+/// the input is fetched and probed and transcription starts its audio; a
+/// model that fails to load ends the run at once.
 pub async fn run_loading(
     input: &str,
-    model: impl std::future::Future<Output = Result<Arc<WhisperModel>, StageError>>,
+    model: impl std::future::Future<Output = Result<Arc<WhisperModel>, StageError>> + Send + 'static,
     opts: &PipelineOptions,
     cancel: CancellationToken,
     on_progress: Arc<dyn Fn(Stage, u8) + Send + Sync>,
@@ -177,8 +219,7 @@ pub async fn run_loading(
             .clone()
             .unwrap_or_else(|| CaptionOptions::new(opts.out_dir.clone(), opts.style.clone())),
     };
-    let mut model = std::pin::pin!(model);
-    let mut env = CliEnv { model: None };
+    let env = CliEnv::new(tokio::spawn(model));
     let mut times = StageTimes::default();
     let mut captioned = None;
     for spec in &TABLE {
@@ -188,22 +229,11 @@ pub async fn run_loading(
             StageCtx::new(cancel.clone(), Progress::new(move |p| f(stage, p)))
         };
         let t = std::time::Instant::now();
-        let outcome = match &env.model {
-            // The model loads while the input is fetched and probed (a bad
-            // input fails without waiting for it).
-            None if stage == Stage::Download => {
-                let (outcome, loaded) = tokio::try_join!(
-                    run_in(stage, scratch.path(), &params, &env, &ctx),
-                    model.as_mut()
-                )?;
-                env.model = Some(loaded);
-                outcome
-            }
-            None => {
-                env.model = Some(model.as_mut().await?);
-                run_in(stage, scratch.path(), &params, &env, &ctx).await?
-            }
-            Some(_) => run_in(stage, scratch.path(), &params, &env, &ctx).await?,
+        // A model that fails to load ends the run without waiting for the
+        // stage (the download of a long video, say).
+        let outcome = tokio::select! {
+            out = run_in(stage, scratch.path(), &params, &env, &ctx) => out?,
+            e = env.failed() => return Err(e),
         };
         let took = t.elapsed().as_secs_f64();
         match stage {

@@ -148,15 +148,14 @@ pub async fn run_in<E: StageEnv>(
         Stage::Transcribe => {
             let src = folder.input(WorkFile::Source)?;
             let media: MediaInfo = folder.read(WorkFile::Media)?;
-            let model = env.model().await?;
             let span = span(params, &media);
-            // The source's language when the model knows it; else detected.
-            let language = params.language.clone().filter(|l| model.knows_language(l));
-            let out = transcribe::run(
+            // The model may still be loading: the audio starts meanwhile.
+            let out = transcribe::run_loading(
                 &src,
-                model,
+                env.model(),
                 TranscribeOptions {
-                    language,
+                    // The source's language when the model knows it; else detected.
+                    language: params.language.clone(),
                     start: 0.0,
                     duration: Some(span),
                     expected_secs: span,

@@ -64,20 +64,19 @@ pub async fn run(
     opts: TranscribeOptions,
     ctx: &StageCtx,
 ) -> Result<TranscribeOutput, StageError> {
-    ctx.check_cancelled()?;
-    let input = input.to_path_buf();
-    let ctx2 = ctx.clone();
-    tokio::task::spawn_blocking(move || run_blocking(&input, &model, &opts, &ctx2))
-        .await
-        .map_err(|e| StageError::Model(format!("transcription task stopped: {e}")))?
+    run_loading(input, async { Ok(model) }, opts, ctx).await
 }
 
-fn run_blocking(
+/// [`run`] with the model perhaps still loading: the audio is extracted and
+/// cut into windows meanwhile (the first batch is ready when the model is).
+/// A language the model does not know is detected instead.
+pub async fn run_loading(
     input: &Path,
-    model: &WhisperModel,
-    opts: &TranscribeOptions,
+    model: impl std::future::Future<Output = Result<Arc<WhisperModel>, StageError>>,
+    mut opts: TranscribeOptions,
     ctx: &StageCtx,
 ) -> Result<TranscribeOutput, StageError> {
+    ctx.check_cancelled()?;
     let stream = PcmStream::open(input, opts.start, opts.duration)
         .map_err(|e| StageError::tool("ffmpeg", format!("cannot start audio extraction: {e}")))?;
     let batch_size = opts.batch_size.max(1);
@@ -85,14 +84,33 @@ fn run_blocking(
     // batches ahead of the model (≤ 16 × 30 s of samples, ~30 MB), so
     // ffmpeg's work overlaps recognition instead of waiting for it.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Window>(2 * batch_size);
-    let cancel = ctx.cancel.clone();
-    let reader = std::thread::Builder::new()
-        .name("transcribe-audio".into())
-        .spawn(move || read_windows(stream, tx, cancel))
-        .map_err(|e| StageError::io("starting the audio reader", e))?;
-    let output = recognise(rx, model, opts, ctx, reader)?;
-    ctx.progress.done();
-    Ok(output)
+    // Stops the reader (and its ffmpeg) when the model fails to load.
+    let stop = ctx.cancel.child_token();
+    let reader = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("transcribe-audio".into())
+            .spawn(move || read_windows(stream, tx, stop))
+            .map_err(|e| StageError::io("starting the audio reader", e))?
+    };
+    let model = match model.await {
+        Ok(m) => m,
+        Err(e) => {
+            stop.cancel();
+            drop(rx);
+            let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+            return Err(e);
+        }
+    };
+    opts.language = opts.language.filter(|l| model.knows_language(l));
+    let ctx2 = ctx.clone();
+    tokio::task::spawn_blocking(move || {
+        let output = recognise(rx, &model, &opts, &ctx2, reader)?;
+        ctx2.progress.done();
+        Ok(output)
+    })
+    .await
+    .map_err(|e| StageError::Model(format!("transcription task stopped: {e}")))?
 }
 
 /// What the audio thread hands back at the end: samples read and loudness.
