@@ -7,8 +7,8 @@
 //! The whole frame is searched on every [`FULL_EVERY`]th sample and on every
 //! sample after one without a face; in between only a square around each
 //! face of the previous sample is ([`ROI_SCALE`] face widths a side, at
-//! least [`ROI_MARGIN`] of the frame's width around the face, for faces up
-//! to [`ROI_GROWTH`] times as wide), which finds
+//! least [`ROI_MARGIN`] of the frame's width around the face, for faces
+//! from 1/[`ROI_GROWTH`] to [`ROI_GROWTH`] times as wide), which finds
 //! the same faces at about a tenth of the cost while they move less than
 //! that margin (or a face width) per sample. A face that appears elsewhere
 //! is found by the next full search, at most `FULL_EVERY - 1` samples later.
@@ -28,11 +28,13 @@ pub const ROI_MARGIN: f64 = 0.08;
 /// Smallest such square (px of the detection frame): the detector's
 /// window is 40 px.
 const ROI_MIN: u32 = 96;
-/// Around a known face only faces up to this many times its width are
-/// looked for: the detector's pyramid then stops at that size (its
-/// smaller levels, which find the larger faces, are skipped), about a
-/// quarter less work a square (4.3 vs 5.8 ms for a 151 px square, measured).
-/// A face that grows faster than that is found by the next full search.
+/// Around a known face only faces from 1/this to this many times its width
+/// are looked for: the detector's pyramid then stops at the largest (its
+/// smaller levels, which find the larger faces, are skipped: 4.3 vs 5.8 ms
+/// for a 151 px square, measured), and a square around a face over 60 px is
+/// first shrunk so the smallest fills the window (26 → 7.9 ms around a
+/// 135-px face). A face that grows or shrinks faster than that is found by
+/// the next full search.
 const ROI_GROWTH: f64 = 1.5;
 /// The detector's window (px): the smallest face it finds.
 const WINDOW: f64 = 40.0;
