@@ -14,6 +14,10 @@ use super::ass_lines::{
 };
 use super::emphasis::emphasis_tags;
 use super::split_unspaced_words;
+pub use super::watermark::watermark_anchor;
+use super::watermark::watermark_font_size;
+#[cfg(test)]
+use super::watermark::WATERMARK_CHAR_WIDTH_EM;
 use crate::captions::template::CaptionStyle;
 use crate::script::{separator, unspaced_word};
 use crate::transcript::Word;
@@ -39,9 +43,6 @@ pub const MAX_WORDS_PER_LINE: usize = 4;
 pub const MAX_LINE_WIDTH_SHARE: f64 = 0.88;
 /// A pause longer than this (seconds) between two words starts a new line.
 pub const LINE_BREAK_PAUSE: f64 = 0.6;
-/// The same for the watermark, calibrated on lower-case bold text so its
-/// rendered width comes close to the requested share of the frame.
-const WATERMARK_CHAR_WIDTH_EM: f64 = 0.5;
 /// Reference frame the template's pixel sizes refer to.
 const REFERENCE_WIDTH: f64 = 1080.0;
 const REFERENCE_HEIGHT: f64 = 1920.0;
@@ -54,8 +55,6 @@ const POP_REST: u32 = 112;
 const BOUNCE_PEAK_X: u32 = 116;
 const BOUNCE_PEAK_Y: u32 = 138;
 const BOUNCE_REST: u32 = 110;
-/// Watermark margin from the frame edges, share of width/height.
-const WATERMARK_MARGIN: f64 = 0.04;
 /// Background box when the template asks for one without a colour.
 const DEFAULT_BACKGROUND: &str = "#000000AA";
 /// Minimum padding of the background box, pixels on the reference frame.
@@ -522,7 +521,7 @@ impl Renderer {
             let _ = writeln!(doc, "{boxed}");
         }
         if style.watermark_enabled {
-            let size = watermark_font_size(style, opts, frame);
+            let size = watermark_font_size(style, &opts.watermark_text, frame.width, frame.height);
             let watermark = StyleLine {
                 name: WATERMARK_STYLE,
                 size,
@@ -571,36 +570,6 @@ impl Renderer {
         );
         push_dialogue(doc, WATERMARK_LAYER, 0, end, WATERMARK_STYLE, &text);
     }
-}
-
-/// Font size that makes the watermark about `watermark_size` % of the width.
-fn watermark_font_size(style: &CaptionStyle, opts: &AssOptions, frame: &Frame) -> f64 {
-    let share = if style.watermark_size.is_finite() {
-        style.watermark_size.clamp(1.0, 100.0)
-    } else {
-        18.0
-    };
-    let units = text_units(escape_text(opts.watermark_text.trim()).trim()).max(1.0);
-    (frame.width * share / 100.0 / (units * WATERMARK_CHAR_WIDTH_EM)).clamp(4.0, frame.height / 4.0)
-}
-
-/// `\an` and anchor point of the watermark for
-/// "{top|middle|bottom}-{left|center|right}", with a margin from the edges;
-/// unknown parts fall back to bottom / right.
-pub fn watermark_anchor(position: &str, width: f64, height: f64) -> (u8, f64, f64) {
-    let p = position.trim().to_ascii_lowercase();
-    let (v, h) = p.split_once('-').unwrap_or(("bottom", "right"));
-    let (row, y) = match v {
-        "top" => (7, height * WATERMARK_MARGIN),
-        "middle" | "center" => (4, height / 2.0),
-        _ => (1, height * (1.0 - WATERMARK_MARGIN)),
-    };
-    let (col, x) = match h {
-        "left" => (0, width * WATERMARK_MARGIN),
-        "center" | "middle" => (1, width / 2.0),
-        _ => (2, width * (1.0 - WATERMARK_MARGIN)),
-    };
-    (row + col, x, y)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod ass_lines;
 pub mod emphasis;
 pub mod subtitles;
 pub mod template;
+mod watermark;
 
 use crate::script::split_unspaced;
 use crate::transcript::Word;

@@ -304,7 +304,13 @@ impl Detector {
         };
         let largest = ((px * ROI_GROWTH).max(WINDOW * ROI_GROWTH) / scale) as u32;
         self.inner.set_max_face_size(largest.max(WINDOW as u32));
-        let found = search(&mut *self.inner, image, (x0, y0, small), scale, (w, h));
+        let found = search(
+            &mut *self.inner,
+            image,
+            (x0, y0, small, small),
+            scale,
+            (w, h),
+        );
         self.inner.set_max_face_size(0);
         self.roi = roi;
         found
@@ -319,26 +325,22 @@ impl Detector {
 
     /// Faces in the whole frame.
     fn search(&mut self, frame: &[u8]) -> Vec<Face> {
-        let (w, h) = (self.w as f64, self.h as f64);
-        self.inner
-            .detect(&rustface::ImageData::new(frame, self.w, self.h))
-            .into_iter()
-            .map(|f| face_in_frame(&f, 0, 0, 1.0, (w, h)))
-            .collect()
+        let (w, h) = (self.w, self.h);
+        search(&mut *self.inner, frame, (0, 0, w, h), 1.0, (w, h))
     }
 }
 
-/// Faces in the `side`x`side` square `image` (a square of the frame at
-/// `(x0, y0)` shrunk `scale` times), in frame coordinates.
+/// Faces in the `iw`x`ih` `image` (the frame's part at `(x0, y0)`, shrunk
+/// `scale` times), in frame coordinates.
 fn search(
     detector: &mut dyn rustface::Detector,
     image: &[u8],
-    (x0, y0, side): (u32, u32, u32),
+    (x0, y0, iw, ih): (u32, u32, u32, u32),
     scale: f64,
     (w, h): (u32, u32),
 ) -> Vec<Face> {
     detector
-        .detect(&rustface::ImageData::new(image, side, side))
+        .detect(&rustface::ImageData::new(image, iw, ih))
         .into_iter()
         .map(|f| face_in_frame(&f, x0, y0, scale, (w as f64, h as f64)))
         .collect()
