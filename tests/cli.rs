@@ -259,6 +259,63 @@ fn a_model_that_cannot_load_ends_the_run() {
     assert_eq!(clips, 0);
 }
 
+/// Beside the words, on spare CPU (which needs the right to put a lowered
+/// thread back), the scene changes are found and, with skip cuts, the clip
+/// is framed; without that right (no CAP_SYS_NICE) the cut and caption
+/// stages do it, as for chosen cuts. Both ways give the same clip framing.
+#[test]
+fn a_skip_cuts_clip_is_framed_during_transcription_when_it_may_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = make_video(dir.path());
+    let run = |restricted: bool, out: &str| {
+        let mut cmd = match restricted {
+            true => {
+                let mut c = Command::new("setpriv");
+                c.args(["--bounding-set=-sys_nice"])
+                    .arg(env!("CARGO_BIN_EXE_clipforge"));
+                c
+            }
+            false => bin(),
+        };
+        let res = cmd
+            .arg("clip")
+            .arg(&input)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["--skip-cuts", "--json", "--x264-preset", "ultrafast"])
+            .env("RUST_LOG", "clipforge_actors=info")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert!(res.status.success(), "exit {:?}: {stderr}", res.status);
+        let summary: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
+        let clips: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(out).join("clips.json")).unwrap())
+                .unwrap();
+        let secs = |k: &str| summary["stageSeconds"][k].as_f64().unwrap();
+        let c = &clips["clips"][0];
+        let logged = ["scene changes found ahead", "clip framed ahead"].map(|m| stderr.contains(m));
+        (
+            (secs("transcribeFraming"), secs("captionFaces"), logged),
+            (c["layout"].clone(), c["layoutReason"].clone()),
+        )
+    };
+    let ((ahead, faces, logged), framing) = run(false, "ahead");
+    // SAFETY: geteuid only reads.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(
+            ahead > 0.0 && faces == 0.0 && logged == [true, true],
+            "ahead {ahead} s, faces {faces} s, logged {logged:?}"
+        );
+    }
+    let ((ahead_r, faces_r, logged_r), framing_r) = run(true, "restricted");
+    assert!(
+        ahead_r == 0.0 && faces_r > 0.0 && logged_r == [false, false],
+        "restricted: ahead {ahead_r} s, faces {faces_r} s, logged {logged_r:?}"
+    );
+    assert_eq!(framing, framing_r);
+}
+
 /// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:
 /// oneMKL on Intel CPUs (oneDNN elsewhere) and AVX-512 kernels where the CPU
 /// has them, whatever order the linked objects' static initialisers run in;

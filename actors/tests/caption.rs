@@ -69,7 +69,7 @@ async fn render(
     opts.layout = layout;
     opts.x264_preset = "ultrafast".into();
     let ctx = StageCtx::new(CancellationToken::new(), Progress::silent());
-    let clips = run_stage(input, &media, &t, &[plan], &opts, &ctx)
+    let clips = run_stage(input, &media, &t, &[plan], None, &opts, &ctx)
         .await
         .expect("caption stage");
     clips[0].video.clone()
@@ -352,7 +352,7 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         }),
     );
     let task =
-        tokio::spawn(async move { run_stage(&input, &media, &t, &[plan], &opts, &ctx).await });
+        tokio::spawn(async move { run_stage(&input, &media, &t, &[plan], None, &opts, &ctx).await });
     // Wait until the encode is under way, then cancel.
     while let Some(p) = rx.recv().await {
         if p >= 10 {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clipforge_actors::captions::template::CaptionStyle;
+use clipforge_actors::media::spare_cpu::SpareCpu;
 use clipforge_actors::media::{face, ffprobe};
 use clipforge_actors::project::reframe::graph::Composition;
 use clipforge_actors::project::reframe::speaker::jitter;
@@ -138,6 +139,7 @@ async fn frame(input: &Path, secs: f64, out: (u32, u32), layout: Layout) -> Fram
         out,
         layout,
         &CancellationToken::new(),
+        None,
     )
     .await
     .expect("framing")
@@ -211,6 +213,50 @@ async fn speaker_follows_the_talking_side_by_stereo_balance() {
 #[tokio::test(flavor = "multi_thread")]
 async fn speaker_follows_the_moving_mouth_in_mono() {
     speaker_follows_the_talker(false).await;
+}
+
+/// The skip-cuts clip is framed during transcription on spare CPU
+/// (`SCHED_IDLE`, `stages/preframe.rs`): the framing is the one found at
+/// normal priority, for the layouts that need faces and talkers.
+#[tokio::test(flavor = "multi_thread")]
+async fn framing_on_spare_cpu_is_the_same_framing() {
+    let Some(spare) = SpareCpu::new() else {
+        eprintln!("skipped: this process may not put a lowered thread back");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = two_people(dir.path(), true);
+    for layout in [Layout::Auto, Layout::Single] {
+        let normal = frame(&input, 12.0, VERTICAL, layout).await;
+        let ahead = frame_clip(
+            &input,
+            0.0,
+            12.0,
+            SRC,
+            VERTICAL,
+            layout,
+            &CancellationToken::new(),
+            Some(&spare),
+        )
+        .await
+        .expect("framing on spare CPU");
+        assert_eq!(ahead, normal, "{layout}");
+    }
+    // Once raised, the work runs at normal priority, with the same result.
+    spare.raise();
+    let raised = frame_clip(
+        &input,
+        0.0,
+        12.0,
+        SRC,
+        VERTICAL,
+        Layout::Speaker,
+        &CancellationToken::new(),
+        Some(&spare),
+    )
+    .await
+    .unwrap();
+    assert_eq!(raised, frame(&input, 12.0, VERTICAL, Layout::Speaker).await);
 }
 
 /// Between full searches (every fifth sample) the detector looks only around
@@ -414,7 +460,7 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
             opts.layout = layout;
             opts.x264_preset = "ultrafast".into();
             let ctx = StageCtx::new(CancellationToken::new(), Progress::silent());
-            let clips = run_stage(&input, &media, &t, &[plan.clone()], &opts, &ctx)
+            let clips = run_stage(&input, &media, &t, &[plan.clone()], None, &opts, &ctx)
                 .await
                 .expect("caption stage");
             assert_eq!(clips[0].layout, layout, "{aspect} {layout}");

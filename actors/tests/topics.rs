@@ -129,6 +129,7 @@ async fn no_clip_runs_across_the_join_of_two_recordings() {
         &input,
         t,
         &tr.loudness_db,
+        None,
         &CutOptions {
             range: (20.0, 60.0),
             max_clips: 10,

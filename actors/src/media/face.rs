@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use super::face_detect::{Face, FULL_EVERY, ROI_MARGIN, ROI_SCALE};
 use super::face_detect::{Motion, Searchers, MOTION_HELD};
 use super::process::{kill_group, std_command};
+use super::spare_cpu::SpareCpu;
 use crate::stage::StageError;
 
 /// Detections per second.
@@ -66,7 +67,7 @@ pub async fn track(
     src_h: u32,
     cancel: &CancellationToken,
 ) -> Result<FaceAnalysis, StageError> {
-    track_with(input, start, duration, (src_w, src_h), true, cancel).await
+    track_with(input, start, duration, (src_w, src_h), true, cancel, None).await
 }
 
 /// Like [`track`], without the mouth motion: only the sampled frames are
@@ -79,21 +80,27 @@ pub async fn track_faces(
     src_h: u32,
     cancel: &CancellationToken,
 ) -> Result<FaceAnalysis, StageError> {
-    track_with(input, start, duration, (src_w, src_h), false, cancel).await
+    track_with(input, start, duration, (src_w, src_h), false, cancel, None).await
 }
 
-async fn track_with(
+/// [`track`] (`motion`) or [`track_faces`]; with `spare`, the decode and
+/// the searches run on spare CPU only (until it is raised).
+pub async fn track_with(
     input: &Path,
     start: f64,
     duration: f64,
     src: (u32, u32),
     motion: bool,
     cancel: &CancellationToken,
+    spare: Option<&SpareCpu>,
 ) -> Result<FaceAnalysis, StageError> {
     let input = input.to_path_buf();
     let cancel = cancel.clone();
+    let spare = spare.cloned();
     tokio::task::spawn_blocking(move || {
-        track_blocking(&input, start, duration, src, motion, &cancel)
+        // The motion is measured on this (pool) thread; leaving puts it back.
+        let _lowered = spare.as_ref().map(SpareCpu::enter);
+        track_blocking(&input, start, duration, src, motion, &cancel, spare)
     })
     .await
     .map_err(|e| StageError::Io(format!("face tracking stopped: {e}")))?
@@ -106,6 +113,7 @@ fn track_blocking(
     (src_w, src_h): (u32, u32),
     motion: bool,
     cancel: &CancellationToken,
+    spare: Option<SpareCpu>,
 ) -> Result<FaceAnalysis, StageError> {
     let w = DETECT_WIDTH.min(src_w.max(2)) / 2 * 2;
     let h = ((w as f64 * src_h as f64 / src_w.max(1) as f64 / 2.0).round() as u32 * 2).max(2);
@@ -130,26 +138,33 @@ fn track_blocking(
     let mut child = cmd
         .spawn()
         .map_err(|e| StageError::tool("ffmpeg", e.to_string()))?;
+    if let Some(spare) = &spare {
+        spare.adopt(child.id());
+    }
     let mut stdout = child.stdout.take().expect("stdout is piped");
     // The samples are searched on two threads, each with its own detector.
-    let mut searchers = Searchers::start(w, h);
+    let mut searchers = Searchers::start(w, h, spare.clone());
 
     let frame_len = (w * h) as usize;
     // Frames are read on their own thread so ffmpeg keeps decoding while a
     // sample is being searched for faces (the pipe holds less than a frame).
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(READ_AHEAD);
-    let reader = std::thread::spawn(move || loop {
-        let mut frame = vec![0u8; frame_len];
-        match stdout.read_exact(&mut frame) {
-            Ok(()) => {
-                if tx.send(Ok(frame)).is_err() {
+    let reading = spare.clone();
+    let reader = std::thread::spawn(move || {
+        let _lowered = reading.as_ref().map(SpareCpu::enter);
+        loop {
+            let mut frame = vec![0u8; frame_len];
+            match stdout.read_exact(&mut frame) {
+                Ok(()) => {
+                    if tx.send(Ok(frame)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
                     break;
                 }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                break;
             }
         }
     });

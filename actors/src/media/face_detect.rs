@@ -13,6 +13,7 @@
 //! that margin (or a face width) per sample. A face that appears elsewhere
 //! is found by the next full search, at most `FULL_EVERY - 1` samples later.
 
+use super::spare_cpu::SpareCpu;
 use crate::stage::StageError;
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/seeta_fd_frontal_v1.0.bin"));
@@ -120,14 +121,17 @@ pub(super) struct Searchers {
 const SEARCHERS: usize = 2;
 
 impl Searchers {
-    pub(super) fn start(w: u32, h: u32) -> Self {
+    /// With `spare`, the searchers run on spare CPU (until it is raised).
+    pub(super) fn start(w: u32, h: u32, spare: Option<SpareCpu>) -> Self {
         let (done, from) = std::sync::mpsc::channel();
         let mut to = Vec::new();
         let mut threads = Vec::new();
         for _ in 0..SEARCHERS {
             let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(FULL_EVERY);
             let done = done.clone();
+            let spare = spare.clone();
             threads.push(std::thread::spawn(move || {
+                let _lowered = spare.as_ref().map(SpareCpu::enter);
                 // rustface's detector cannot move between threads: each
                 // searcher makes its own.
                 let mut detector = Detector::new(w, h)?;

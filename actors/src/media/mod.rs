@@ -13,6 +13,7 @@ pub mod frame;
 pub mod loudness;
 pub mod process;
 pub mod scenes;
+pub mod spare_cpu;
 pub mod vad;
 pub mod voicing;
 pub mod whisper;

@@ -8,6 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use super::spare_cpu::SpareCpu;
 use crate::stage::StageError;
 
 /// Kills a child's whole process group.
@@ -67,10 +68,24 @@ pub async fn run_with_lines(
     program: &str,
     args: &[String],
     cancel: &CancellationToken,
+    on_line: impl FnMut(&str) + Send,
+) -> Result<Finished, StageError> {
+    run_on(program, args, cancel, None, on_line).await
+}
+
+/// [`run_with_lines`], the child on `spare` CPU when given.
+pub async fn run_on(
+    program: &str,
+    args: &[String],
+    cancel: &CancellationToken,
+    spare: Option<&SpareCpu>,
     mut on_line: impl FnMut(&str) + Send,
 ) -> Result<Finished, StageError> {
     let mut child = spawn(program, args)?;
     let pid = child.id();
+    if let (Some(spare), Some(pid)) = (spare, pid) {
+        spare.adopt(pid);
+    }
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
     let mut stderr = child.stderr.take().expect("stderr is piped");
 

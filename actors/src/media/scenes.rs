@@ -8,19 +8,21 @@ use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 
-use super::process::{last_error_line, progress_seconds, run_with_lines};
+use super::process::{last_error_line, progress_seconds, run_on};
+use super::spare_cpu::SpareCpu;
 use crate::stage::{Progress, StageError};
 
 /// Scene score above which a frame starts a new shot.
 pub const SCENE_THRESHOLD: f64 = 0.3;
 
-/// Times (seconds from `start`) of scene changes in `[start, start + duration)`.
+/// Times (seconds from `start`) of scene changes in `[start, start + duration)`;
+/// with `spare`, ffmpeg runs on spare CPU only (until it is raised).
 pub async fn detect(
     input: &Path,
-    start: f64,
-    duration: f64,
+    (start, duration): (f64, f64),
     cancel: &CancellationToken,
     progress: &Progress,
+    spare: Option<&SpareCpu>,
 ) -> Result<Vec<f64>, StageError> {
     let list = tempfile::NamedTempFile::new().map_err(|e| StageError::io("temp file", e))?;
     let list_path = list
@@ -63,7 +65,7 @@ pub async fn detect(
         ]
         .map(String::from),
     );
-    let out = run_with_lines("ffmpeg", &args, cancel, |line| {
+    let out = run_on("ffmpeg", &args, cancel, spare, |line| {
         if let Some(t) = progress_seconds(line) {
             progress.set(t / duration.max(0.001));
         }
@@ -129,10 +131,17 @@ mod tests {
         assert!(ok.success());
         let cancel = tokio_util::sync::CancellationToken::new();
         let progress = crate::stage::Progress::new(|_| {});
-        let cuts = super::detect(&video, 0.0, 6.0, &cancel, &progress)
+        let cuts = super::detect(&video, (0.0, 6.0), &cancel, &progress, None)
             .await
             .unwrap();
         assert_eq!(cuts.len(), 1, "{cuts:?}");
         assert!((cuts[0] - 3.0).abs() < 0.1, "{cuts:?}");
+        // The same on spare CPU (as the transcribe stage runs it).
+        if let Some(spare) = crate::media::spare_cpu::SpareCpu::new() {
+            let spare_cuts = super::detect(&video, (0.0, 6.0), &cancel, &progress, Some(&spare))
+                .await
+                .unwrap();
+            assert_eq!(spare_cuts, cuts);
+        }
     }
 }

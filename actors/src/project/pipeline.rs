@@ -52,6 +52,10 @@ pub struct StageTimes {
     pub caption: f64,
     /// Of `transcribe`, the time spent inside the Whisper model.
     pub transcribe_model: f64,
+    /// Skip cuts: the wall time of the clip's framing found beside the
+    /// model in `transcribe` (`stages/ahead.rs`); the clip's
+    /// `caption_faces` is then 0.
+    pub transcribe_framing: f64,
     /// Of `caption`, summed over the clips (see `caption::ClipSeconds`):
     /// face analysis, loudness normalization (both at once, while the
     /// previous clip encodes), and the encodes.
@@ -243,7 +247,13 @@ pub async fn run_loading(
             Stage::Caption => times.caption = took,
         }
         match outcome {
-            Outcome::Transcribed { model_secs } => times.transcribe_model = model_secs,
+            Outcome::Transcribed {
+                model_secs,
+                framing_secs,
+            } => {
+                times.transcribe_model = model_secs;
+                times.transcribe_framing = framing_secs.unwrap_or(0.0);
+            }
             Outcome::Captioned(c) => captioned = Some(c),
             Outcome::Downloaded | Outcome::Cut => {}
         }

@@ -345,6 +345,9 @@ async fn fetch_inputs(
             .iter()
             .find(|(k, _)| wanted.matches(&k[prefix.len()..]));
         let Some((key, _)) = found else {
+            if stage.spec().optional.contains(wanted) {
+                continue;
+            }
             return Err(StageError::Io(format!(
                 "the {stage} stage's input {} is missing from storage",
                 wanted.name()

@@ -5,12 +5,14 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use super::speaker::{SpeakerTimeline, STEP};
 use super::tracks::Track;
 use crate::media::face::{self, FaceSamples, SAMPLE_FPS};
 
 /// A box in source pixels.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CropBox {
     pub x: u32,
     pub y: u32,
@@ -19,7 +21,7 @@ pub struct CropBox {
 }
 
 /// How the source is drawn into the output frame.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Composition {
     /// A `w`x`h` crop (the output's shape) whose left edge follows `path`
     /// (time s, x px) at a fixed top `y`: single face, active speaker, or a

@@ -16,6 +16,7 @@ pub mod speaker;
 pub mod tracks;
 
 use crate::media::face;
+use crate::media::spare_cpu::SpareCpu;
 use crate::project::stages::StageError;
 use graph::Composition;
 use tracks::Track;
@@ -227,7 +228,7 @@ pub fn decide(
 
 /// How one clip is framed: the layout used (never `auto`), why, and the
 /// crop boxes and paths that draw it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Framing {
     pub layout: Layout,
     pub reason: String,
@@ -247,7 +248,9 @@ fn peer_pair(tracks: &[Track]) -> Option<[&Track; 2]> {
 /// layout that needs faces the clip does not have falls back: speaker with
 /// fewer than two faces follows one (single); split without two faces
 /// shows the source's left and right halves; screen without a face has no
-/// inset; single without a face is a centre crop.
+/// inset; single without a face is a centre crop. With `spare`, the face
+/// decode and search run on spare CPU only (until it is raised).
+#[allow(clippy::too_many_arguments)]
 pub async fn frame_clip(
     input: &Path,
     start: f64,
@@ -256,6 +259,7 @@ pub async fn frame_clip(
     out: (u32, u32),
     requested: Layout,
     cancel: &CancellationToken,
+    spare: Option<&SpareCpu>,
 ) -> Result<Framing, StageError> {
     let src_aspect = src.0 as f64 / src.1.max(1) as f64;
     let out_aspect = out.0 as f64 / out.1.max(1) as f64;
@@ -277,13 +281,13 @@ pub async fn frame_clip(
     let (analysis, energy) = match requested {
         Layout::Auto | Layout::Speaker => {
             let (analysis, energy) = tokio::try_join!(
-                face::track(input, start, duration, src.0, src.1, cancel),
+                face::track_with(input, start, duration, src, true, cancel, spare),
                 speaker::stereo_energy(input, start, duration, cancel),
             )?;
             (analysis, Some(energy))
         }
         _ => (
-            face::track_faces(input, start, duration, src.0, src.1, cancel).await?,
+            face::track_with(input, start, duration, src, false, cancel, spare).await?,
             None,
         ),
     };

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::ahead::Preframed;
 use super::cut::ClipPlan;
 use super::fillers;
 use super::{StageCtx, StageError};
@@ -99,7 +100,8 @@ pub struct RenderedClip {
 /// clip i encodes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClipSeconds {
-    /// Face analysis and layout choice.
+    /// Face analysis and layout choice (0 when the framing was found
+    /// ahead, see `ahead.rs`).
     pub faces: f64,
     /// Loudness measuring and the normalized WAV.
     pub loudness: f64,
@@ -125,6 +127,7 @@ pub async fn run_stage(
     media: &MediaInfo,
     transcript: &Transcript,
     clips: &[ClipPlan],
+    framed: Option<Preframed>,
     opts: &CaptionOptions,
     ctx: &StageCtx,
 ) -> Result<Vec<RenderedClip>, StageError> {
@@ -140,13 +143,20 @@ pub async fn run_stage(
     let font: &str = &font;
     let keep = opts.replay_dir.as_deref().unwrap_or(work.path());
     let cancel = &ctx.cancel;
-    let prepare_clip = move |i: usize| {
+    // A framing found ahead (skip cuts) is the first clip's when it fits.
+    let framed = framed.filter(|f| {
+        clips.first().is_some_and(|c| {
+            f.fits((c.start, c.duration()), (opts.width, opts.height), opts.layout)
+        })
+    });
+    let prepare_clip = move |i: usize, framed: Option<Preframed>| {
         prepare(
             input,
             media,
             transcript,
             &clips[i],
             i + 1,
+            framed,
             font,
             opts,
             keep,
@@ -163,7 +173,7 @@ pub async fn run_stage(
     // Clip i + 1 is analysed (faces, loudness) while clip i encodes.
     let mut next = match clips.is_empty() {
         true => None,
-        false => Some(prepare_clip(0).await?),
+        false => Some(prepare_clip(0, framed).await?),
     };
     for (i, plan) in clips.iter().enumerate() {
         let Some(prepared) = next.take() else { break };
@@ -175,7 +185,7 @@ pub async fn run_stage(
         };
         let encoding = encode(input, prepared, opts, ctx, &progress, &mut cleanup);
         let clip = if i + 1 < clips.len() {
-            let (clip, ahead) = tokio::join!(encoding, prepare_clip(i + 1));
+            let (clip, ahead) = tokio::join!(encoding, prepare_clip(i + 1, None));
             let clip = clip?;
             next = Some(ahead?);
             clip
@@ -202,8 +212,9 @@ struct Prepared {
     seconds: ClipSeconds,
 }
 
-/// Frames the clip and normalizes its audio (both at once: face analysis
-/// decodes the picture, loudness the sound), and writes its captions.
+/// Frames the clip (unless `framed` ahead) and normalizes its audio (both
+/// at once: face analysis decodes the picture, loudness the sound), and
+/// writes its captions.
 #[allow(clippy::too_many_arguments)]
 async fn prepare(
     input: &Path,
@@ -211,6 +222,7 @@ async fn prepare(
     transcript: &Transcript,
     plan: &ClipPlan,
     index: usize,
+    framed: Option<Preframed>,
     font: &str,
     opts: &CaptionOptions,
     keep: &Path,
@@ -239,15 +251,24 @@ async fn prepare(
     let wav = keep.join(format!("clip-{index}.wav"));
     let started = Instant::now();
     let ((framing, faces_secs), (loud, loudness_secs)) = tokio::try_join!(
-        timed(reframe::frame_clip(
-            input,
-            plan.start,
-            duration,
-            (src_w, src_h),
-            (opts.width, opts.height),
-            opts.layout,
-            cancel,
-        )),
+        async {
+            match framed {
+                Some(ahead) => Ok((ahead.framing, 0.0)),
+                None => {
+                    timed(reframe::frame_clip(
+                        input,
+                        plan.start,
+                        duration,
+                        (src_w, src_h),
+                        (opts.width, opts.height),
+                        opts.layout,
+                        cancel,
+                        None,
+                    ))
+                    .await
+                }
+            }
+        },
         timed(loudness::normalize_to_wav(
             input, plan.start, duration, &audio_cut, &wav, cancel
         )),

@@ -68,16 +68,20 @@ impl ClipPlan {
     }
 }
 
+/// The clips of `transcript`. `scenes_ahead`: the range's scene changes
+/// (seconds from `opts.start`) when they were found ahead (`ahead.rs`);
+/// else they are looked for here.
 pub async fn run(
     input: &Path,
     transcript: &Transcript,
     loudness_db: &[f32],
+    scenes_ahead: Option<Vec<f64>>,
     opts: &CutOptions,
     ctx: &StageCtx,
 ) -> Result<Vec<ClipPlan>, StageError> {
     ctx.check_cancelled()?;
     if !opts.remove_fillers {
-        return plan(input, transcript, loudness_db, opts, ctx).await;
+        return plan(input, transcript, loudness_db, scenes_ahead, opts, ctx).await;
     }
     // Choose and title clips on the words without fillers; then map the
     // plans back onto the whole transcript and list each one's cuts.
@@ -87,7 +91,7 @@ pub async fn run(
         fillers = marks.iter().filter(|m| **m).count(),
         "filler words to cut"
     );
-    let plans = plan(input, &clean, loudness_db, opts, ctx).await?;
+    let plans = plan(input, &clean, loudness_db, scenes_ahead, opts, ctx).await?;
     let total = transcript.words.len();
     Ok(plans
         .into_iter()
@@ -108,6 +112,7 @@ async fn plan(
     input: &Path,
     transcript: &Transcript,
     loudness_db: &[f32],
+    scenes_ahead: Option<Vec<f64>>,
     opts: &CutOptions,
     ctx: &StageCtx,
 ) -> Result<Vec<ClipPlan>, StageError> {
@@ -116,21 +121,16 @@ async fn plan(
             "no speech was recognised in the video, so there is nothing to cut or caption".into(),
         ));
     }
-    let scene_progress = {
-        let p = ctx.progress.clone();
-        super::Progress::new(move |pct| p.set(pct as f64 / 100.0 * 0.8))
+    let found = match scenes_ahead {
+        Some(found) => found,
+        None => {
+            let p = ctx.progress.clone();
+            let progress = super::Progress::new(move |pct| p.set(pct as f64 / 100.0 * 0.8));
+            let range = (opts.start, opts.duration);
+            scenes::detect(input, range, &ctx.cancel, &progress, None).await?
+        }
     };
-    let scene_changes = scenes::detect(
-        input,
-        opts.start,
-        opts.duration,
-        &ctx.cancel,
-        &scene_progress,
-    )
-    .await?
-    .into_iter()
-    .map(|t| t + opts.start)
-    .collect();
+    let scene_changes = found.into_iter().map(|t| t + opts.start).collect();
     // The loudness series starts at `opts.start`; pad it so index i covers
     // source time [i*step, (i+1)*step).
     let pad = (opts.start / LOUDNESS_STEP).round() as usize;
@@ -226,5 +226,53 @@ fn whole_range(
         reason: scored.reason,
         scores: scored.scores,
         cuts: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::Progress;
+    use crate::transcript::{sentences_from_words, Word};
+
+    /// Scene changes found ahead (`ahead.rs`) are used as they are: the
+    /// source is not searched again (here there is none, so a search fails).
+    #[tokio::test]
+    async fn scene_changes_found_ahead_are_used() {
+        let words: Vec<Word> = "Short clips win attention because captions keep people watching"
+            .split_whitespace()
+            .enumerate()
+            .map(|(i, w)| Word {
+                text: w.into(),
+                start: 1.0 + i as f64 * 2.0,
+                end: 2.5 + i as f64 * 2.0,
+                probability: 1.0,
+            })
+            .collect();
+        let t = Transcript {
+            language: "en".into(),
+            duration: 20.0,
+            sentences: sentences_from_words(&words),
+            words,
+        };
+        let opts = CutOptions {
+            range: (15.0, 30.0),
+            max_clips: 1,
+            skip_cuts: true,
+            start: 0.0,
+            duration: 20.0,
+            rerank: None,
+            prompt: None,
+            remove_fillers: false,
+        };
+        let ctx = StageCtx::new(Default::default(), Progress::silent());
+        let missing = Path::new("/nonexistent/source.mp4");
+        let loudness = vec![-20.0f32; 200];
+        let plans = run(missing, &t, &loudness, Some(vec![4.0, 9.0]), &opts, &ctx)
+            .await
+            .expect("no search needed");
+        assert_eq!((plans.len(), plans[0].start, plans[0].end), (1, 0.0, 20.0));
+        let searched = run(missing, &t, &loudness, None, &opts, &ctx).await;
+        assert!(matches!(searched, Err(StageError::Tool { .. })), "{searched:?}");
     }
 }

@@ -9,6 +9,7 @@ use std::fmt;
 
 pub use crate::stage::{Progress, StageCtx, StageError};
 
+pub mod ahead;
 pub mod boundaries;
 pub mod caption;
 pub mod cut;

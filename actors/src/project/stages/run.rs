@@ -9,6 +9,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::ahead::{self, Ahead, FrameInto};
 use super::caption::{self, CaptionOptions, RenderedClip};
 use super::cut::{self, ClipPlan, CutOptions};
 use super::rerank::RerankConfig;
@@ -16,6 +17,7 @@ use super::table::WorkFile;
 use super::transcribe::{self, TranscribeOptions};
 use super::{download, Stage, StageCtx, StageError};
 use crate::media::ffprobe::MediaInfo;
+use crate::media::spare_cpu::SpareCpu;
 use crate::media::whisper::WhisperModel;
 use crate::storage::objects::ObjectStore;
 use crate::transcript::Transcript;
@@ -64,6 +66,8 @@ pub enum Outcome {
     Transcribed {
         /// Of the stage's time, the time spent inside the Whisper model.
         model_secs: f64,
+        /// Wall time of the framing found beside it (skip cuts), if any.
+        framing_secs: Option<f64>,
     },
     Cut,
     Captioned(Captioned),
@@ -98,6 +102,17 @@ impl Folder<'_> {
                 f.name()
             ))
         })
+    }
+
+    /// `None` when `f` is an optional input the folder does not have.
+    fn read_optional<T: serde::de::DeserializeOwned>(
+        &self,
+        f: WorkFile,
+    ) -> Result<Option<T>, StageError> {
+        if self.stage.spec().optional.contains(&f) && f.locate(self.dir).is_none() {
+            return Ok(None);
+        }
+        self.read(f).map(Some)
     }
 
     fn read<T: serde::de::DeserializeOwned>(&self, f: WorkFile) -> Result<T, StageError> {
@@ -145,47 +160,25 @@ pub async fn run_in<E: StageEnv>(
             download_in(&folder, params, env, ctx).await?;
             Ok(Outcome::Downloaded)
         }
-        Stage::Transcribe => {
-            let src = folder.input(WorkFile::Source)?;
-            let media: MediaInfo = folder.read(WorkFile::Media)?;
-            let span = span(params, &media);
-            // The model may still be loading: the audio starts meanwhile.
-            let out = transcribe::run_loading(
-                &src,
-                env.model(),
-                TranscribeOptions {
-                    // The source's language when the model knows it; else detected.
-                    language: params.language.clone(),
-                    start: 0.0,
-                    duration: Some(span),
-                    expected_secs: span,
-                    batch_size: params.batch_size,
-                    keep_fillers: params.remove_fillers,
-                },
-                ctx,
-            )
-            .await?;
-            folder.write(WorkFile::Transcript, &out.transcript)?;
-            folder.write(WorkFile::Loudness, &out.loudness_db)?;
-            Ok(Outcome::Transcribed {
-                model_secs: out.model_secs,
-            })
-        }
+        Stage::Transcribe => transcribe_in(&folder, params, env, ctx).await,
         Stage::Cut => {
             let src = folder.input(WorkFile::Source)?;
             let media: MediaInfo = folder.read(WorkFile::Media)?;
             let transcript: Transcript = folder.read(WorkFile::Transcript)?;
             let loudness: Vec<f32> = folder.read(WorkFile::Loudness)?;
+            let span = span(params, &media);
+            let scenes: Option<ahead::Scenes> = folder.read_optional(WorkFile::Scenes)?.flatten();
             let plans = cut::run(
                 &src,
                 &transcript,
                 &loudness,
+                scenes.and_then(|s| s.for_range(0.0, span)),
                 &CutOptions {
                     range: params.range,
                     max_clips: params.max_clips,
                     skip_cuts: params.skip_cuts,
                     start: 0.0,
-                    duration: span(params, &media),
+                    duration: span,
                     rerank: params.rerank.clone(),
                     prompt: params.prompt.clone(),
                     remove_fillers: params.remove_fillers,
@@ -201,8 +194,18 @@ pub async fn run_in<E: StageEnv>(
             let media: MediaInfo = folder.read(WorkFile::Media)?;
             let transcript: Transcript = folder.read(WorkFile::Transcript)?;
             let plans: Vec<ClipPlan> = folder.read(WorkFile::Plans)?;
-            let clips =
-                caption::run_stage(&src, &media, &transcript, &plans, &params.caption, ctx).await?;
+            let framed: Option<ahead::Preframed> =
+                folder.read_optional(WorkFile::Framing)?.flatten();
+            let clips = caption::run_stage(
+                &src,
+                &media,
+                &transcript,
+                &plans,
+                framed,
+                &params.caption,
+                ctx,
+            )
+            .await?;
             Ok(Outcome::Captioned(Captioned {
                 clips,
                 media,
@@ -210,6 +213,71 @@ pub async fn run_in<E: StageEnv>(
             }))
         }
     }
+}
+
+/// The words, and beside them on spare CPU what can be done ahead
+/// (`ahead.rs`): scene changes, and with skip cuts the clip's framing.
+async fn transcribe_in<E: StageEnv>(
+    folder: &Folder<'_>,
+    params: &StageParams,
+    env: &E,
+    ctx: &StageCtx,
+) -> Result<Outcome, StageError> {
+    let src = folder.input(WorkFile::Source)?;
+    let media: MediaInfo = folder.read(WorkFile::Media)?;
+    let span = span(params, &media);
+    let spare = SpareCpu::new();
+    let ahead_cancel = ctx.cancel.child_token();
+    let _stop_ahead = ahead_cancel.clone().drop_guard();
+    let ahead = async {
+        match &spare {
+            Some(spare) => {
+                // Skip cuts: the one clip is the whole range.
+                let clip = params.skip_cuts.then_some(FrameInto {
+                    out: (params.caption.width, params.caption.height),
+                    layout: params.caption.layout,
+                });
+                ahead::run(&src, &media, span, clip, spare, &ahead_cancel).await
+            }
+            None => Ahead::default(),
+        }
+    };
+    // The model may still be loading: the audio starts meanwhile.
+    let words = async {
+        let out = transcribe::run_loading(
+            &src,
+            env.model(),
+            TranscribeOptions {
+                // The source's language when the model knows it; else detected.
+                language: params.language.clone(),
+                start: 0.0,
+                duration: Some(span),
+                expected_secs: span,
+                batch_size: params.batch_size,
+                keep_fillers: params.remove_fillers,
+            },
+            ctx,
+        )
+        .await;
+        // What is left ahead runs at normal priority; after a failure
+        // nothing is left to do.
+        match (&out, &spare) {
+            (Err(_), _) => ahead_cancel.cancel(),
+            (Ok(_), Some(spare)) => spare.raise(),
+            (Ok(_), None) => {}
+        }
+        out
+    };
+    let (out, done) = tokio::join!(words, ahead);
+    let out = out?;
+    folder.write(WorkFile::Transcript, &out.transcript)?;
+    folder.write(WorkFile::Loudness, &out.loudness_db)?;
+    folder.write(WorkFile::Scenes, &done.scenes)?;
+    folder.write(WorkFile::Framing, &done.framing)?;
+    Ok(Outcome::Transcribed {
+        model_secs: out.model_secs,
+        framing_secs: done.framing.map(|f| f.seconds),
+    })
 }
 
 /// The processed span: the requested duration, at most the video's.

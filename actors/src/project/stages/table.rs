@@ -23,6 +23,11 @@ pub enum WorkFile {
     Loudness,
     /// The chosen clips (`Vec<ClipPlan>`).
     Plans,
+    /// Scene changes found during transcription (`Option<ahead::Scenes>`).
+    Scenes,
+    /// The skip-cuts clip's framing found during transcription
+    /// (`Option<ahead::Preframed>`).
+    Framing,
 }
 
 impl WorkFile {
@@ -34,6 +39,8 @@ impl WorkFile {
             WorkFile::Transcript => "transcript.json",
             WorkFile::Loudness => "loudness.json",
             WorkFile::Plans => "plans.json",
+            WorkFile::Scenes => "scenes.json",
+            WorkFile::Framing => "framing.json",
         }
     }
 
@@ -74,6 +81,9 @@ pub struct StageSpec {
     pub name: &'static str,
     /// Work files the stage needs (produced by earlier stages).
     pub reads: &'static [WorkFile],
+    /// Of `reads`, those the stage can do without (a work folder left by
+    /// a version that did not write them).
+    pub optional: &'static [WorkFile],
     /// Work files the stage leaves for the later ones.
     pub writes: &'static [WorkFile],
     /// Share of the project's overall progress, in percent (they add to 100).
@@ -93,6 +103,7 @@ pub const TABLE: [StageSpec; 4] = [
         stage: Stage::Download,
         name: "download",
         reads: &[],
+        optional: &[],
         writes: &[Source, Media],
         weight: 10,
         remote: true,
@@ -102,7 +113,8 @@ pub const TABLE: [StageSpec; 4] = [
         stage: Stage::Transcribe,
         name: "transcribe",
         reads: &[Source, Media],
-        writes: &[Transcript, Loudness],
+        optional: &[],
+        writes: &[Transcript, Loudness, Scenes, Framing],
         weight: 40,
         remote: true,
         fault: "transcribe",
@@ -110,7 +122,8 @@ pub const TABLE: [StageSpec; 4] = [
     StageSpec {
         stage: Stage::Cut,
         name: "cut",
-        reads: &[Source, Media, Transcript, Loudness],
+        reads: &[Source, Media, Transcript, Loudness, Scenes],
+        optional: &[Scenes],
         writes: &[Plans],
         weight: 5,
         remote: true,
@@ -119,7 +132,8 @@ pub const TABLE: [StageSpec; 4] = [
     StageSpec {
         stage: Stage::Caption,
         name: "caption",
-        reads: &[Source, Media, Transcript, Plans],
+        reads: &[Source, Media, Transcript, Plans, Framing],
+        optional: &[Framing],
         writes: &[],
         weight: 45,
         remote: true,
@@ -161,6 +175,9 @@ mod tests {
                 );
             }
             produced.extend_from_slice(spec.writes);
+            for f in spec.optional {
+                assert!(spec.reads.contains(f), "{}: optional {} is not read", spec.name, f.name());
+            }
         }
         // Nothing is written that no later stage reads.
         for (i, spec) in TABLE.iter().enumerate() {

@@ -1,0 +1,179 @@
+//! Work done ahead: beside the Whisper model, the transcribe stage does
+//! what later stages need from the source alone, on the CPU the model
+//! leaves idle (`media::spare_cpu`: `SCHED_IDLE`, put back at normal
+//! priority once the words are in), and leaves it in work files:
+//!
+//! - the scene changes of the processed range (`scenes.json`), which the
+//!   cut stage would otherwise look for after the words;
+//! - with skip cuts, where the one clip is the whole range and known
+//!   before its words are, the clip's framing (`framing.json`: face
+//!   analysis and layout, `project::reframe`), which the caption stage
+//!   would otherwise find before the clip's encode.
+//!
+//! Nothing is done ahead when the process may not put a lowered thread
+//! back (the stages then do it as before), and work that fails ahead is
+//! logged and left to its stage, which does it (and reports a failure)
+//! itself. A stage uses a result only when it was made for what the stage
+//! would ask (range, output size, layout).
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::media::ffprobe::MediaInfo;
+use crate::media::scenes;
+use crate::media::spare_cpu::SpareCpu;
+use crate::project::reframe::{self, Framing, Layout};
+use crate::stage::Progress;
+
+/// What was done ahead (each `None` when it was not).
+#[derive(Debug, Default)]
+pub struct Ahead {
+    pub scenes: Option<Scenes>,
+    pub framing: Option<Preframed>,
+}
+
+/// Scene changes found ahead, with the range they were looked for in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenes {
+    pub start: f64,
+    pub duration: f64,
+    /// Seconds from `start`, as `media::scenes::detect` gives them.
+    pub changes: Vec<f64>,
+    /// Wall time of the search (it ran beside the model).
+    pub seconds: f64,
+}
+
+impl Scenes {
+    /// The changes when they were looked for in `[start, start + duration)`.
+    pub fn for_range(self, start: f64, duration: f64) -> Option<Vec<f64>> {
+        let fits = (self.start - start).abs() < 1e-6 && (self.duration - duration).abs() < 1e-6;
+        fits.then_some(self.changes)
+    }
+}
+
+/// A framing found ahead, with what it was found for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Preframed {
+    pub start: f64,
+    pub duration: f64,
+    /// The output size and the layout asked for (`auto` or forced).
+    pub width: u32,
+    pub height: u32,
+    pub requested: Layout,
+    pub framing: Framing,
+    /// Wall time of the framing (it ran beside the model).
+    pub seconds: f64,
+}
+
+impl Preframed {
+    /// True when this is the framing of `[start, start + duration)` into
+    /// an `out` frame with the `requested` layout.
+    pub fn fits(&self, (start, duration): (f64, f64), out: (u32, u32), requested: Layout) -> bool {
+        (self.start - start).abs() < 1e-6
+            && (self.duration - duration).abs() < 1e-6
+            && (self.width, self.height) == out
+            && self.requested == requested
+    }
+}
+
+/// What the clip is framed into: the output size and the layout asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameInto {
+    pub out: (u32, u32),
+    pub layout: Layout,
+}
+
+/// Looks for the scene changes of `[0, span)` of `src` and, given `clip`
+/// (skip cuts), frames that range as one clip, both on `spare` CPU.
+pub async fn run(
+    src: &Path,
+    media: &MediaInfo,
+    span: f64,
+    clip: Option<FrameInto>,
+    spare: &SpareCpu,
+    cancel: &CancellationToken,
+) -> Ahead {
+    let framing = async {
+        match clip {
+            Some(into) => frame(src, media, span, into, spare, cancel).await,
+            None => None,
+        }
+    };
+    let (scenes, framing) = tokio::join!(find_scenes(src, span, spare, cancel), framing);
+    Ahead { scenes, framing }
+}
+
+async fn find_scenes(
+    src: &Path,
+    span: f64,
+    spare: &SpareCpu,
+    cancel: &CancellationToken,
+) -> Option<Scenes> {
+    let started = Instant::now();
+    let found = scenes::detect(src, (0.0, span), cancel, &Progress::silent(), Some(spare)).await;
+    match found {
+        Ok(changes) => {
+            let seconds = started.elapsed().as_secs_f64();
+            tracing::info!(changes = changes.len(), seconds, "scene changes found ahead");
+            Some(Scenes {
+                start: 0.0,
+                duration: span,
+                changes,
+                seconds,
+            })
+        }
+        Err(e) => {
+            if !cancel.is_cancelled() {
+                tracing::warn!(error = %e, "looking for scene changes ahead failed; the cut stage looks");
+            }
+            None
+        }
+    }
+}
+
+async fn frame(
+    src: &Path,
+    media: &MediaInfo,
+    span: f64,
+    into: FrameInto,
+    spare: &SpareCpu,
+    cancel: &CancellationToken,
+) -> Option<Preframed> {
+    let video = media.video.as_ref()?;
+    let started = Instant::now();
+    let framed = reframe::frame_clip(
+        src,
+        0.0,
+        span,
+        (video.width, video.height),
+        into.out,
+        into.layout,
+        cancel,
+        Some(spare),
+    )
+    .await;
+    match framed {
+        Ok(framing) => {
+            let seconds = started.elapsed().as_secs_f64();
+            tracing::info!(layout = %framing.layout, seconds, "clip framed ahead");
+            Some(Preframed {
+                start: 0.0,
+                duration: span,
+                width: into.out.0,
+                height: into.out.1,
+                requested: into.layout,
+                framing,
+                seconds,
+            })
+        }
+        Err(e) => {
+            if !cancel.is_cancelled() {
+                tracing::warn!(error = %e, "framing ahead failed; the caption stage frames the clip");
+            }
+            None
+        }
+    }
+}
