@@ -289,9 +289,10 @@ fn a_skip_cuts_clip_is_framed_during_transcription_when_it_may_be() {
         let stderr = String::from_utf8_lossy(&res.stderr);
         assert!(res.status.success(), "exit {:?}: {stderr}", res.status);
         let summary: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
-        let clips: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join(out).join("clips.json")).unwrap())
-                .unwrap();
+        let clips: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(out).join("clips.json")).unwrap(),
+        )
+        .unwrap();
         let secs = |k: &str| summary["stageSeconds"][k].as_f64().unwrap();
         let c = &clips["clips"][0];
         let logged = ["scene changes found ahead", "clip framed ahead"].map(|m| stderr.contains(m));

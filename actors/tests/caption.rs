@@ -352,7 +352,9 @@ async fn cancelling_kills_ffmpeg_and_leaves_no_files() {
         }),
     );
     let task =
-        tokio::spawn(async move { run_stage(&input, &media, &t, &[plan], None, &opts, &ctx).await });
+        tokio::spawn(
+            async move { run_stage(&input, &media, &t, &[plan], None, &opts, &ctx).await },
+        );
     // Wait until the encode is under way, then cancel.
     while let Some(p) = rx.recv().await {
         if p >= 10 {

@@ -140,7 +140,10 @@ fn set_process_policy(pid: libc::pid_t, policy: libc::c_int) -> bool {
         return false;
     }
     if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse().ok()) {
+        for tid in tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse().ok())
+        {
             if tid != pid {
                 set_policy(tid, policy);
             }
@@ -165,7 +168,10 @@ mod tests {
             return;
         };
         let (idle, normal) = (libc::SCHED_IDLE, libc::SCHED_OTHER);
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id() as libc::pid_t;
         let inside = {
             let spare = spare.clone();

@@ -26,7 +26,7 @@ use crate::media::ffprobe::MediaInfo;
 use crate::media::scenes;
 use crate::media::spare_cpu::SpareCpu;
 use crate::project::reframe::{self, Framing, Layout};
-use crate::stage::Progress;
+use crate::stage::{Progress, StageError};
 
 /// What was done ahead (each `None` when it was not).
 #[derive(Debug, Default)]
@@ -114,24 +114,19 @@ async fn find_scenes(
 ) -> Option<Scenes> {
     let started = Instant::now();
     let found = scenes::detect(src, (0.0, span), cancel, &Progress::silent(), Some(spare)).await;
-    match found {
-        Ok(changes) => {
-            let seconds = started.elapsed().as_secs_f64();
-            tracing::info!(changes = changes.len(), seconds, "scene changes found ahead");
-            Some(Scenes {
-                start: 0.0,
-                duration: span,
-                changes,
-                seconds,
-            })
-        }
-        Err(e) => {
-            if !cancel.is_cancelled() {
-                tracing::warn!(error = %e, "looking for scene changes ahead failed; the cut stage looks");
-            }
-            None
-        }
-    }
+    let changes = left_to_stage(found, "looking for scene changes", "cut", cancel)?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(
+        changes = changes.len(),
+        seconds,
+        "scene changes found ahead"
+    );
+    Some(Scenes {
+        start: 0.0,
+        duration: span,
+        changes,
+        seconds,
+    })
 }
 
 async fn frame(
@@ -155,23 +150,33 @@ async fn frame(
         Some(spare),
     )
     .await;
-    match framed {
-        Ok(framing) => {
-            let seconds = started.elapsed().as_secs_f64();
-            tracing::info!(layout = %framing.layout, seconds, "clip framed ahead");
-            Some(Preframed {
-                start: 0.0,
-                duration: span,
-                width: into.out.0,
-                height: into.out.1,
-                requested: into.layout,
-                framing,
-                seconds,
-            })
-        }
+    let framing = left_to_stage(framed, "framing the clip", "caption", cancel)?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(layout = %framing.layout, seconds, "clip framed ahead");
+    Some(Preframed {
+        start: 0.0,
+        duration: span,
+        width: into.out.0,
+        height: into.out.1,
+        requested: into.layout,
+        framing,
+        seconds,
+    })
+}
+
+/// The result of work done ahead; a failure (not a cancellation) is logged
+/// and left to `stage`, which does the work itself.
+fn left_to_stage<T>(
+    result: Result<T, StageError>,
+    work: &str,
+    stage: &str,
+    cancel: &CancellationToken,
+) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
         Err(e) => {
             if !cancel.is_cancelled() {
-                tracing::warn!(error = %e, "framing ahead failed; the caption stage frames the clip");
+                tracing::warn!(error = %e, work, stage, "work ahead failed; its stage does it");
             }
             None
         }

@@ -146,7 +146,11 @@ pub async fn run_stage(
     // A framing found ahead (skip cuts) is the first clip's when it fits.
     let framed = framed.filter(|f| {
         clips.first().is_some_and(|c| {
-            f.fits((c.start, c.duration()), (opts.width, opts.height), opts.layout)
+            f.fits(
+                (c.start, c.duration()),
+                (opts.width, opts.height),
+                opts.layout,
+            )
         })
     });
     let prepare_clip = move |i: usize, framed: Option<Preframed>| {

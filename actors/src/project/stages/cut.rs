@@ -273,6 +273,9 @@ mod tests {
             .expect("no search needed");
         assert_eq!((plans.len(), plans[0].start, plans[0].end), (1, 0.0, 20.0));
         let searched = run(missing, &t, &loudness, None, &opts, &ctx).await;
-        assert!(matches!(searched, Err(StageError::Tool { .. })), "{searched:?}");
+        assert!(
+            matches!(searched, Err(StageError::Tool { .. })),
+            "{searched:?}"
+        );
     }
 }

@@ -176,7 +176,12 @@ mod tests {
             }
             produced.extend_from_slice(spec.writes);
             for f in spec.optional {
-                assert!(spec.reads.contains(f), "{}: optional {} is not read", spec.name, f.name());
+                assert!(
+                    spec.reads.contains(f),
+                    "{}: optional {} is not read",
+                    spec.name,
+                    f.name()
+                );
             }
         }
         // Nothing is written that no later stage reads.
