@@ -112,6 +112,10 @@ pub async fn object_store(
 /// The configured record store: sled in `<data_dir>/db`, or the
 /// namespace `storage.postgres_namespace` in PostgreSQL (shared by every
 /// node of a cluster).
+/// How long a starting node waits for the sled database's lock (a server
+/// restarted right after a crash; see `SledStore::open_waiting`).
+const DB_LOCK_WAIT: Duration = Duration::from_secs(10);
+
 pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
     let storage = &config.storage;
     Ok(match storage.kv.as_str() {
@@ -128,9 +132,10 @@ pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
             Arc::new(store)
         }
         _ => Arc::new(
-            SledStore::open_with_cache(
+            SledStore::open_waiting(
                 &config.node.data_dir.join("db"),
                 storage.db_cache_mb * 1024 * 1024,
+                DB_LOCK_WAIT,
             )
             .context("opening the database")?,
         ),

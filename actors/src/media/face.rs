@@ -98,8 +98,6 @@ pub async fn track_with(
     let cancel = cancel.clone();
     let spare = spare.cloned();
     tokio::task::spawn_blocking(move || {
-        // The motion is measured on this (pool) thread; leaving puts it back.
-        let _lowered = spare.as_ref().map(SpareCpu::enter);
         track_blocking(&input, start, duration, src, motion, &cancel, spare)
     })
     .await
@@ -141,6 +139,11 @@ fn track_blocking(
     if let Some(spare) = &spare {
         spare.adopt(child.id());
     }
+    // The motion is measured on this (pool) thread; leaving puts it back.
+    // Lowered only now: a child started from a lowered thread would sit at
+    // idle priority until it has executed ffmpeg, holding a copy of every
+    // open file of the server (the database's lock among them) all along.
+    let _lowered = spare.as_ref().map(SpareCpu::enter);
     let mut stdout = child.stdout.take().expect("stdout is piped");
     // The samples are searched on two threads, each with its own detector.
     let mut searchers = Searchers::start(w, h, spare.clone());

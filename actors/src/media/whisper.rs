@@ -353,14 +353,18 @@ impl WhisperModel {
     /// windows that need it are decoded again, together, at each next
     /// temperature (sampling `BEST_OF` candidates), until none needs it. A
     /// window's loops are cut from the decoding finally kept.
+    /// `no_repeat` > 0 forbids repeating any run of that many tokens (off
+    /// in faster-whisper and here by default).
     fn decode_with_guards(
         &self,
         encoded: &StorageView<'_>,
         batch: usize,
         prompt: &[String],
+        no_repeat: usize,
     ) -> Result<Vec<Attempt>> {
         let beam = WhisperOptions {
             beam_size: self.beam_size,
+            no_repeat_ngram_size: no_repeat,
             return_scores: true,
             return_no_speech_prob: true,
             ..WhisperOptions::default()
@@ -402,6 +406,7 @@ impl WhisperModel {
                 num_hypotheses: BEST_OF,
                 sampling_topk: 0,
                 sampling_temperature: temperature,
+                no_repeat_ngram_size: no_repeat,
                 return_scores: true,
                 return_no_speech_prob: true,
                 ..WhisperOptions::default()
@@ -482,6 +487,30 @@ impl WhisperModel {
         language: Option<&str>,
         previous: Option<&str>,
     ) -> Result<(String, Vec<WindowResult>)> {
+        self.transcribe_batch_with(windows, language, previous, 0)
+    }
+
+    /// [`Self::transcribe_batch_after`] with no run of `no_repeat` tokens
+    /// written twice: the last resort for audio that loops at every
+    /// temperature (a stutter of one short word), where the words after
+    /// the loop are otherwise lost with it.
+    pub fn transcribe_batch_no_repeat(
+        &self,
+        windows: &[&[f32]],
+        language: Option<&str>,
+        previous: Option<&str>,
+        no_repeat: usize,
+    ) -> Result<(String, Vec<WindowResult>)> {
+        self.transcribe_batch_with(windows, language, previous, no_repeat)
+    }
+
+    fn transcribe_batch_with(
+        &self,
+        windows: &[&[f32]],
+        language: Option<&str>,
+        previous: Option<&str>,
+        no_repeat: usize,
+    ) -> Result<(String, Vec<WindowResult>)> {
         if let Some(language) = language {
             if self.multilingual
                 && self
@@ -512,7 +541,7 @@ impl WhisperModel {
         };
         let t2 = std::time::Instant::now();
         let (prompt, start_ids) = self.prompt(&language, previous)?;
-        let chosen = self.decode_with_guards(&encoded, batch, &prompt)?;
+        let chosen = self.decode_with_guards(&encoded, batch, &prompt, no_repeat)?;
         let t3 = std::time::Instant::now();
         let text_tokens: Vec<Vec<usize>> = chosen.iter().map(|a| a.tokens.clone()).collect();
         let num_frames: Vec<usize> = windows

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 pub use super::error::{Result, StorageError};
 pub use super::record::{decode, decode_payload, encode, Record};
@@ -136,6 +137,12 @@ impl fmt::Display for KeyDisplay<'_> {
     }
 }
 
+/// Whether sled refused to open because another process holds the lock
+/// (sled reports it as an `Other` I/O error with this text).
+fn is_locked(err: &sled::Error) -> bool {
+    matches!(err, sled::Error::Io(e) if e.to_string().starts_with("could not acquire lock"))
+}
+
 fn sled_error(context: String, err: sled::Error) -> StorageError {
     match err {
         sled::Error::Io(source) => StorageError::Io { context, source },
@@ -171,12 +178,52 @@ impl SledStore {
     /// Opens with a page cache of at most `cache_bytes` (sled's own default
     /// is 1 GB, which a node reading many accounts would fill and keep).
     pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<Self> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(cache_bytes)
-            .open()
-            .map_err(|e| sled_error(format!("opening sled database {}", path.display()), e))?;
-        Ok(SledStore { db, durable: true })
+        Self::open_waiting(path, cache_bytes, Duration::ZERO)
+    }
+
+    /// [`Self::open_with_cache`], waiting up to `lock_wait` while another
+    /// process holds the database's lock. A server started again right
+    /// after it was killed needs this: a child process the dead server was
+    /// starting holds a copy of its open files (the lock among them) until
+    /// the child has executed its program, which on a busy machine can
+    /// take a moment after the server is gone.
+    pub fn open_waiting(path: &Path, cache_bytes: u64, lock_wait: Duration) -> Result<Self> {
+        let deadline = Instant::now() + lock_wait;
+        let mut warned = false;
+        loop {
+            match sled::Config::new()
+                .path(path)
+                .cache_capacity(cache_bytes)
+                .open()
+            {
+                Ok(db) => return Ok(SledStore { db, durable: true }),
+                Err(e) if is_locked(&e) && Instant::now() < deadline => {
+                    if !warned {
+                        tracing::warn!(
+                            path = %path.display(),
+                            wait_secs = lock_wait.as_secs_f64(),
+                            "the database is locked by another process: waiting for it"
+                        );
+                        warned = true;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) if is_locked(&e) => {
+                    return Err(StorageError::Backend(format!(
+                        "opening sled database {}: another process has it open \
+                         (waited {:.0} s for it to let go)",
+                        path.display(),
+                        lock_wait.as_secs_f64()
+                    )))
+                }
+                Err(e) => {
+                    return Err(sled_error(
+                        format!("opening sled database {}", path.display()),
+                        e,
+                    ))
+                }
+            }
+        }
     }
 
     /// Opens the database for a bulk import (a data seeder, a migration):

@@ -53,6 +53,31 @@ fn sled_store_keeps_data_across_reopen() {
     assert_eq!(kv.get("u", b"b").expect("get"), Some(vec![7; 100_000]));
 }
 
+#[test]
+fn opening_waits_for_the_lock_to_be_let_go() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let held = SledStore::open(&path).expect("open");
+    held.put("t", b"a", b"1").expect("put");
+    // Held: no wait fails at once, a short wait fails saying why.
+    assert!(SledStore::open_with_cache(&path, DEFAULT_CACHE_BYTES).is_err());
+    let err = SledStore::open_waiting(&path, DEFAULT_CACHE_BYTES, Duration::from_millis(300))
+        .expect_err("still held");
+    assert!(
+        err.to_string().contains("another process has it open"),
+        "{err}"
+    );
+    // Let go while the next open waits: it opens, with the data.
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        drop(held);
+    });
+    let kv = SledStore::open_waiting(&path, DEFAULT_CACHE_BYTES, Duration::from_secs(30))
+        .expect("opened once let go");
+    letting_go.join().expect("thread");
+    assert_eq!(kv.get("t", b"a").expect("get"), Some(b"1".to_vec()));
+}
+
 const EXIT_CHILD_DIR: &str = "CLIPFORGE_KV_EXIT_CHILD_DIR";
 
 /// Helper for the next test, run in a child process: writes, then exits

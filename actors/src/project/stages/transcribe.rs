@@ -284,6 +284,9 @@ fn recognise(
 
 /// How many times a looping window is halved at most.
 const SPLIT_DEPTH: u32 = 2;
+/// The run of tokens a piece that loops at the end of the splitting may not
+/// write twice (3: "or, or," is written, a third " or" is not).
+const NO_REPEAT: usize = 3;
 /// Halves shorter than this are not split again.
 const MIN_SPLIT_SECS: f64 = 4.0;
 
@@ -316,6 +319,17 @@ fn in_halves(
         let splittable = half.len() as f64 >= 2.0 * MIN_SPLIT_SECS * SAMPLE_RATE as f64;
         let words = if r.looped && depth > 1 && splittable {
             in_halves(model, half, language, previous, depth - 1)?
+        } else if r.looped {
+            // Still looping with this little context: decoded once more
+            // with no run of tokens written twice, which ends the loop and
+            // goes on with the words after it.
+            tracing::debug!(
+                secs = half.len() as f64 / SAMPLE_RATE as f64,
+                "looping piece decoded again without repeats"
+            );
+            let (_, mut again) =
+                model.transcribe_batch_no_repeat(&[half], Some(language), previous, NO_REPEAT)?;
+            again.pop().map(|r| r.words).unwrap_or(r.words)
         } else {
             r.words
         };
