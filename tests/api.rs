@@ -456,11 +456,18 @@ async fn killed_during(state: &str) {
         .await;
     assert_eq!(s, 201, "{created}");
     let pid = created["projectId"].as_str().unwrap().to_string();
-    // Wait until the stage runs, then SIGKILL the server.
+    // Wait until the stage runs and has temporary files, then SIGKILL the
+    // server.
+    let scratch = app._dir.path().join("data/tmp");
+    let names = || -> Vec<std::ffi::OsString> {
+        std::fs::read_dir(&scratch)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default()
+    };
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
-        if v["project"]["state"] == state {
+        if v["project"]["state"] == state && !names().is_empty() {
             break;
         }
         assert!(Instant::now() < deadline, "never reached {state}: {v}");
@@ -471,10 +478,19 @@ async fn killed_during(state: &str) {
         .args(["-KILL", &app.child.id().to_string()])
         .status();
     let _ = app.child.wait();
+    let left = names();
+    assert!(!left.is_empty(), "the killed server left temporary files");
     let data = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
     drop(app);
 
     let app = spawn_app_in(data);
+    let after = names();
+    for name in &left {
+        assert!(
+            !after.contains(name),
+            "{name:?}, left by the killed server, was removed at the start"
+        );
+    }
     let (s, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
     assert_eq!(s, 200, "the project survived the crash: {v}");
     let events = follow_sse(&app, &token, &pid).await;

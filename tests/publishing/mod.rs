@@ -238,17 +238,29 @@ pub struct Template {
 static TEMPLATE: OnceLock<Template> = OnceLock::new();
 
 /// Built once per test binary (speech video → project → clips), then each
-/// test gets a copy of its data directory.
+/// test gets a copy of its data directory. A static is never dropped, so
+/// the directory is removed when the test binary exits.
 pub fn template() -> &'static Template {
     TEMPLATE.get_or_init(|| {
-        std::thread::spawn(|| {
+        let template = std::thread::spawn(|| {
             tokio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(build_template())
         })
         .join()
-        .expect("template")
+        .expect("template");
+        // SAFETY: registers a plain `extern "C"` function with the C library.
+        unsafe {
+            libc::atexit(remove_template);
+        }
+        template
     })
+}
+
+extern "C" fn remove_template() {
+    if let Some(t) = TEMPLATE.get() {
+        let _ = std::fs::remove_dir_all(t.dir.path());
+    }
 }
 
 async fn build_template() -> Template {
