@@ -142,47 +142,14 @@ pub fn kv_store(config: &Config) -> anyhow::Result<Arc<dyn KvStore>> {
     })
 }
 
-/// Makes `dir` this process's directory for temporary files (every
-/// `tempfile` made without a directory: decoded audio, scene lists, stage
-/// scratch folders) and empties it first. A process killed mid-stage leaves
-/// its temporary files behind; in `/tmp` nothing would ever remove them,
-/// here the node's next start does. Called once the store is open, so no
-/// other node runs on this data directory.
-pub fn scratch_in(dir: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut left = 0usize;
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
-        let removed = match path.is_dir() && !path.is_symlink() {
-            true => std::fs::remove_dir_all(&path),
-            false => std::fs::remove_file(&path),
-        };
-        match removed {
-            Ok(()) => left += 1,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "cannot remove a leftover temporary file")
-            }
-        }
-    }
-    if left > 0 {
-        tracing::info!(count = left, dir = %dir.display(), "removed temporary files a previous run left");
-    }
-    if let Err(already) = tempfile::env::override_temp_dir(dir) {
-        anyhow::ensure!(
-            already == dir,
-            "temporary files already go to {}",
-            already.display()
-        );
-    }
-    Ok(())
-}
-
 /// Builds the engine and returns the shared state.
 pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<State> {
     let data = &config.node.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     let kv = kv_store(&config)?;
-    scratch_in(&data.join("tmp"))?;
+    // What a previous run of this node left (it may have been killed).
+    crate::leftovers::stop_orphans(data);
+    crate::leftovers::scratch_in(&data.join("tmp"))?;
     let (objects, local) = object_store(&config, &public_url).await?;
     let links = Arc::new(StableLinks::new(&public_url, &media_secret(&config)?));
     let accounts = Arc::new(

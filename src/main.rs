@@ -15,6 +15,7 @@ mod config;
 mod connlimit;
 mod console;
 mod error_body;
+mod leftovers;
 mod media;
 mod middleware;
 mod publishing;

@@ -439,6 +439,33 @@ async fn a_server_killed_mid_captioning_resumes_and_charges_once() {
     killed_during("captioning").await;
 }
 
+/// The ffmpeg processes `parent` started: pid and command line.
+fn ffmpeg_children(parent: u32) -> Vec<(u32, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so after ')'.
+        let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if comm == "ffmpeg" && ppid == Some(parent) {
+            // A zombie's command line is empty: it is gone already.
+            match std::fs::read(entry.path().join("cmdline")) {
+                Ok(cmdline) if !cmdline.is_empty() => found.push((pid, cmdline)),
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
 /// Creates a project, SIGKILLs the server once the project is in `state`,
 /// restarts it on the same data and checks the project completes, charged once.
 async fn killed_during(state: &str) {
@@ -464,22 +491,24 @@ async fn killed_during(state: &str) {
             .map(|d| d.flatten().map(|e| e.file_name()).collect())
             .unwrap_or_default()
     };
+    let server = app.child.id();
     let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
+    // What the server has at the moment it is killed: its temporary files
+    // and the ffmpeg it runs.
+    let (left, tools) = loop {
         let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
-        if v["project"]["state"] == state && !names().is_empty() {
-            break;
+        let left = names();
+        if v["project"]["state"] == state && !left.is_empty() {
+            break (left, ffmpeg_children(server));
         }
         assert!(Instant::now() < deadline, "never reached {state}: {v}");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
     let mut app = app;
     let _ = Command::new("kill")
-        .args(["-KILL", &app.child.id().to_string()])
+        .args(["-KILL", &server.to_string()])
         .status();
     let _ = app.child.wait();
-    let left = names();
-    assert!(!left.is_empty(), "the killed server left temporary files");
     let data = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
     drop(app);
 
@@ -489,6 +518,16 @@ async fn killed_during(state: &str) {
         assert!(
             !after.contains(name),
             "{name:?}, left by the killed server, was removed at the start"
+        );
+    }
+    // The ffmpeg it had started (in their own process groups, so they
+    // outlived it) were stopped before the new server listened.
+    for (tool, cmdline) in &tools {
+        let now = std::fs::read(format!("/proc/{tool}/cmdline")).unwrap_or_default();
+        assert!(
+            now != *cmdline,
+            "ffmpeg {tool} of the killed server still runs: {}",
+            String::from_utf8_lossy(cmdline).replace('\0', " ")
         );
     }
     let (s, v) = app.get(&format!("/api/projects/{pid}"), &token).await;

@@ -133,6 +133,14 @@ fn set_policy(tid: libc::pid_t, policy: libc::c_int) -> bool {
     unsafe { libc::sched_setscheduler(tid, policy, &param) == 0 }
 }
 
+/// Puts process `pid` and every thread it has back under the normal policy
+/// (one left lowered by a run that was killed: even to die on SIGKILL it
+/// must first be given the CPU, which a busy machine gives an idle-policy
+/// process rarely). Without the right to raise, nothing was lowered.
+pub fn put_back(pid: u32) {
+    set_process_policy(pid as libc::pid_t, libc::SCHED_OTHER);
+}
+
 /// Sets the policy of a child and of every thread it has: the main thread
 /// first, so a thread it starts while the others are listed inherits it.
 fn set_process_policy(pid: libc::pid_t, policy: libc::c_int) -> bool {
