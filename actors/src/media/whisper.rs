@@ -487,24 +487,14 @@ impl WhisperModel {
         language: Option<&str>,
         previous: Option<&str>,
     ) -> Result<(String, Vec<WindowResult>)> {
-        self.transcribe_batch_with(windows, language, previous, 0)
+        self.transcribe_batch_no_repeat(windows, language, previous, 0)
     }
 
     /// [`Self::transcribe_batch_after`] with no run of `no_repeat` tokens
-    /// written twice: the last resort for audio that loops at every
-    /// temperature (a stutter of one short word), where the words after
-    /// the loop are otherwise lost with it.
+    /// written twice (0: no limit): the last resort for audio that loops at
+    /// every temperature (a stutter of one short word), where the words
+    /// after the loop are otherwise lost with it.
     pub fn transcribe_batch_no_repeat(
-        &self,
-        windows: &[&[f32]],
-        language: Option<&str>,
-        previous: Option<&str>,
-        no_repeat: usize,
-    ) -> Result<(String, Vec<WindowResult>)> {
-        self.transcribe_batch_with(windows, language, previous, no_repeat)
-    }
-
-    fn transcribe_batch_with(
         &self,
         windows: &[&[f32]],
         language: Option<&str>,

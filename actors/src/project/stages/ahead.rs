@@ -49,8 +49,7 @@ pub struct Scenes {
 impl Scenes {
     /// The changes when they were looked for in `[start, start + duration)`.
     pub fn for_range(self, start: f64, duration: f64) -> Option<Vec<f64>> {
-        let fits = (self.start - start).abs() < 1e-6 && (self.duration - duration).abs() < 1e-6;
-        fits.then_some(self.changes)
+        same_range((self.start, self.duration), (start, duration)).then_some(self.changes)
     }
 }
 
@@ -72,11 +71,16 @@ impl Preframed {
     /// True when this is the framing of `[start, start + duration)` into
     /// an `out` frame with the `requested` layout.
     pub fn fits(&self, (start, duration): (f64, f64), out: (u32, u32), requested: Layout) -> bool {
-        (self.start - start).abs() < 1e-6
-            && (self.duration - duration).abs() < 1e-6
+        same_range((self.start, self.duration), (start, duration))
             && (self.width, self.height) == out
             && self.requested == requested
     }
+}
+
+/// Whether two (start, duration) ranges are the same (made from the same
+/// numbers; the tolerance only absorbs a round trip through JSON).
+fn same_range(a: (f64, f64), b: (f64, f64)) -> bool {
+    (a.0 - b.0).abs() < 1e-6 && (a.1 - b.1).abs() < 1e-6
 }
 
 /// What the clip is framed into: the output size and the layout asked for.
