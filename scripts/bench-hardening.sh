@@ -6,7 +6,10 @@
 #      while another user reads GET /api/projects (2 connections): that
 #      user's p99 with and without the flood (target < 50 ms);
 #   b. 10 concurrent 1 GiB chunked bodies (no Content-Length) to sign-in and
-#      10 to upload: the server's RSS growth (target < 100 MB).
+#      10 to upload: the server's RSS growth (target < 100 MB);
+#   c. 10 concurrent avatar uploads of a 4096x4096 16-bit RGBA PNG (about
+#      130 KB that decodes to 128 MiB), one per account: the server's RSS
+#      growth (target < 100 MB).
 # BENCH_SECS (default 10) and BENCH_UPLOAD_MB (the free plan's upload limit
 # on this node, default 100) change the sizes.
 set -euo pipefail
@@ -108,6 +111,44 @@ for name, rs in (("sign-in", results[:10]), ("upload", results[10:])):
     mb = sum(s for _, s in rs) / len(rs) / (1 << 20)
     print(f"   {name}: answers {answers}; a client had sent {mb:.0f} MiB on average when answered or cut off")
 g = peak[0] - base
+print(f"   RSS before {base:.1f} MB, peak {peak[0]:.1f} MB: growth {g:.1f} MB in {time.time() - start:.1f} s (target < 100 MB: {'met' if g < 100 else 'NOT met'})")
+PY
+echo "== c. 10 concurrent 4096x4096 16-bit RGBA PNG avatar uploads"
+AVATAR_TOKENS=$(for i in $(seq 1 10); do sign_up "avatar$i@example.com"; done | tr '\n' ' ')
+python3 - "$PORT" "$SERVER" "$WORK/deep.png" $AVATAR_TOKENS <<'PY'
+import struct, sys, threading, time, urllib.request, zlib
+from concurrent.futures import ThreadPoolExecutor
+port, pid, png_path, tokens = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+z, row, idat = zlib.compressobj(9), b"\0" + b"\0" * (4096 * 8), b""
+for _ in range(4096):
+    idat += z.compress(row)
+idat += z.flush()
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 4096, 4096, 16, 6, 0, 0, 0)) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+base = rss(); peak = [base]; stop = False
+def sample():
+    while not stop:
+        peak[0] = max(peak[0], rss()); time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
+def put(token):
+    body = (b'--B\r\ncontent-disposition: form-data; name="file"; filename="deep.png"\r\ncontent-type: image/png\r\n\r\n' + png + b"\r\n--B--\r\n")
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/auth/avatar", data=body, method="PUT",
+        headers={"content-type": "multipart/form-data; boundary=B", "authorization": f"Bearer {token}"})
+    try:
+        return urllib.request.urlopen(req, timeout=120).status
+    except urllib.error.HTTPError as e:
+        return e.code
+start = time.time()
+with ThreadPoolExecutor(10) as pool:
+    statuses = list(pool.map(put, tokens))
+time.sleep(0.5); stop = True
+g = peak[0] - base
+print(f"   {len(png) // 1024} KB PNG; answers {sorted(set(statuses))}")
 print(f"   RSS before {base:.1f} MB, peak {peak[0]:.1f} MB: growth {g:.1f} MB in {time.time() - start:.1f} s (target < 100 MB: {'met' if g < 100 else 'NOT met'})")
 PY
 echo "== a. sign-in flood from one address, another user reading /api/projects ($SECS s)"

@@ -1,11 +1,13 @@
 //! At most `limits.connections_per_ip` open connections per client address
-//! (trusted proxies are not limited: they carry many clients). A connection
-//! over the limit is answered `503` with the uniform error body and closed
-//! at once, on its own task (the accept loop does not wait for it).
+//! (trusted proxies are not limited: they carry many clients), and at most
+//! `limits.max_connections` in all (below the process's open-file limit).
+//! A connection over a limit is answered `503` with the uniform error body
+//! and closed at once, on its own task (the accept loop does not wait for it).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -21,21 +23,70 @@ pub struct ConnLimit<A> {
     max: usize,
     exempt: Arc<dyn Fn(IpAddr) -> bool + Send + Sync>,
     open: Counts,
+    max_total: usize,
+    total: Arc<AtomicUsize>,
 }
 
 impl<A: Acceptor> ConnLimit<A> {
-    /// `max` 0 turns the limit off.
-    pub fn new(inner: A, max: usize, exempt: Arc<dyn Fn(IpAddr) -> bool + Send + Sync>) -> Self {
+    /// `max` (per address) 0 turns that limit off.
+    pub fn new(
+        inner: A,
+        max: usize,
+        max_total: usize,
+        exempt: Arc<dyn Fn(IpAddr) -> bool + Send + Sync>,
+    ) -> Self {
         Self {
             inner,
             max,
             exempt,
             open: Arc::default(),
+            max_total,
+            total: Arc::default(),
         }
     }
 }
 
+/// The default bound on open connections: three quarters of the soft
+/// open-file limit (the rest is for storage, media files and child
+/// processes), at least 64.
+pub fn default_max_connections() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    let soft = if ok { lim.rlim_cur as usize } else { 1024 };
+    (soft / 4 * 3).max(64)
+}
+
+/// Takes a slot of the global bound, or `None` at it.
+fn take_total(total: &Arc<AtomicUsize>, max: usize) -> Option<Arc<AtomicUsize>> {
+    total
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| total.clone())
+}
+
 const REFUSAL: &str = r#"{"error":"too_many_connections","message":"too many open connections from your address; close some and retry"}"#;
+const BUSY: &str = r#"{"error":"too_many_connections","message":"the server has too many open connections; retry in a moment"}"#;
+
+/// Answers 503 with `body` and closes, on its own task.
+fn refuse<T: AsyncWrite + Unpin + Send + 'static>(mut io: T, body: &'static str) {
+    tokio::spawn(async move {
+        let resp = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+            let _ = io.write_all(resp.as_bytes()).await;
+            let _ = io.shutdown().await;
+        })
+        .await;
+    });
+}
 
 impl<A: Acceptor> Acceptor for ConnLimit<A> {
     type Io = Counted<A::Io>;
@@ -47,9 +98,20 @@ impl<A: Acceptor> Acceptor for ConnLimit<A> {
     async fn accept(&mut self) -> std::io::Result<(Self::Io, LocalAddr, RemoteAddr, Scheme)> {
         loop {
             let (io, local, remote, scheme) = self.inner.accept().await?;
+            let Some(total) = take_total(&self.total, self.max_total) else {
+                tracing::warn!("connection refused: too many open connections");
+                refuse(io, BUSY);
+                continue;
+            };
+            let total = Some(total);
             let ip = remote.as_socket_addr().map(|a| a.ip());
             let Some(ip) = ip.filter(|ip| self.max > 0 && !(self.exempt)(*ip)) else {
-                return Ok((Counted { io, slot: None }, local, remote, scheme));
+                let io = Counted {
+                    io,
+                    slot: None,
+                    total,
+                };
+                return Ok((io, local, remote, scheme));
             };
             let admitted = {
                 let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
@@ -63,33 +125,33 @@ impl<A: Acceptor> Acceptor for ConnLimit<A> {
             };
             if admitted {
                 let slot = Some((ip, self.open.clone()));
-                return Ok((Counted { io, slot }, local, remote, scheme));
+                return Ok((Counted { io, slot, total }, local, remote, scheme));
             }
             tracing::warn!(%ip, "connection refused: too many from this address");
-            let mut io = io;
-            tokio::spawn(async move {
-                let resp = format!(
-                    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{REFUSAL}",
-                    REFUSAL.len()
-                );
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-                    let _ = io.write_all(resp.as_bytes()).await;
-                    let _ = io.shutdown().await;
-                })
-                .await;
-            });
+            refuse(
+                Counted {
+                    io,
+                    slot: None,
+                    total,
+                },
+                REFUSAL,
+            );
         }
     }
 }
 
-/// A connection that gives its slot back when closed.
+/// A connection that gives its slots back when closed.
 pub struct Counted<T> {
     io: T,
     slot: Option<(IpAddr, Counts)>,
+    total: Option<Arc<AtomicUsize>>,
 }
 
 impl<T> Drop for Counted<T> {
     fn drop(&mut self) {
+        if let Some(total) = self.total.take() {
+            total.fetch_sub(1, Ordering::AcqRel);
+        }
         if let Some((ip, open)) = self.slot.take() {
             let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(n) = open.get_mut(&ip) {

@@ -14,6 +14,7 @@ mod cluster;
 mod config;
 mod connlimit;
 mod console;
+mod deadlines;
 mod error_body;
 mod leftovers;
 mod media;

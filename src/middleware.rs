@@ -61,6 +61,12 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let class = Class::of(&method, &path);
+    if !relayed {
+        if let Some(resp) = guard.cross_site_write(&req) {
+            bodylimit::discard(&mut req);
+            return Ok(resp);
+        }
+    }
     if let (Some(class), Some(ip), false) = (class, crate::security::client_ip(&req), relayed) {
         if let Err(wait) = guard.rates.check_ip(class, ip) {
             bodylimit::discard(&mut req);

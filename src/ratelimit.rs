@@ -25,14 +25,19 @@ pub enum Class {
     Meta,
     CreateProject,
     Upload,
+    Avatar,
 }
 
 impl Class {
     pub fn of(method: &Method, path: &str) -> Option<Class> {
+        let path = path.trim_end_matches('/');
+        if method == Method::PUT && path == "/api/auth/avatar" {
+            return Some(Class::Avatar);
+        }
         if method != Method::POST {
             return None;
         }
-        Some(match path.trim_end_matches('/') {
+        Some(match path {
             "/api/auth/sign-up/email" => Class::SignUp,
             "/api/auth/sign-in/email" => Class::SignIn,
             "/api/meta" => Class::Meta,
@@ -44,7 +49,10 @@ impl Class {
 
     /// Whether the class names an account (signed-in routes).
     pub fn per_account(self) -> bool {
-        matches!(self, Class::Meta | Class::CreateProject | Class::Upload)
+        matches!(
+            self,
+            Class::Meta | Class::CreateProject | Class::Upload | Class::Avatar
+        )
     }
 
     fn index(self) -> usize {
@@ -61,8 +69,8 @@ fn limiter<K: std::hash::Hash + Eq + Clone>(per_minute: u32) -> Option<Keyed<K>>
 
 /// One limiter per class and key kind; `None` where the limit is off.
 pub struct RateLimits {
-    per_ip: [Option<Keyed<IpAddr>>; 5],
-    per_account: [Option<Keyed<String>>; 5],
+    per_ip: [Option<Keyed<IpAddr>>; 6],
+    per_account: [Option<Keyed<String>>; 6],
     clock: DefaultClock,
 }
 
@@ -75,6 +83,7 @@ impl RateLimits {
                 limiter(c.meta_per_ip),
                 limiter(c.create_project_per_ip),
                 limiter(c.upload_per_ip),
+                None,
             ],
             per_account: [
                 None,
@@ -82,16 +91,18 @@ impl RateLimits {
                 limiter(c.meta_per_account),
                 limiter(c.create_project_per_account),
                 limiter(c.upload_per_account),
+                limiter(c.avatar_per_account),
             ],
             clock: DefaultClock::default(),
         }
     }
 
-    /// `Err(wait)` when `ip` has used up the class's rate.
+    /// `Err(wait)` when `ip` (counted by [`rate_key`]:
+    /// an IPv6 address by its /64) has used up the class's rate.
     pub fn check_ip(&self, class: Class, ip: IpAddr) -> Result<(), Duration> {
         match &self.per_ip[class.index()] {
             Some(l) => l
-                .check_key(&ip)
+                .check_key(&rate_key(ip))
                 .map_err(|n| n.wait_time_from(self.clock.now())),
             None => Ok(()),
         }
@@ -158,6 +169,16 @@ pub async fn with_retry_after<F: std::future::Future>(f: F) -> (F::Output, Optio
         .await
 }
 
+/// What rate limits and sign-in lockouts count a client address under:
+/// IPv4 as is (and IPv4-mapped IPv6 as IPv4), IPv6 by its /64, the
+/// smallest network one subscriber usually gets.
+pub fn rate_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !(u128::MAX >> 64)).into()),
+        v4 => v4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +190,10 @@ mod tests {
             Some(Class::SignIn)
         );
         assert_eq!(Class::of(&Method::GET, "/api/projects"), None);
+        assert_eq!(
+            Class::of(&Method::PUT, "/api/auth/avatar"),
+            Some(Class::Avatar)
+        );
         assert_eq!(
             Class::of(&Method::POST, "/api/projects/"),
             Some(Class::CreateProject)

@@ -1,8 +1,9 @@
 //! Who the client is and what browsers may do: the client address (with
 //! `X-Forwarded-For` only from trusted proxies), the cluster's internal
 //! headers (never taken from a client), response headers (nosniff, frame
-//! denial, HSTS and `Secure` cookies on https), the CORS allowlist, and the
-//! per-account bound on open event streams.
+//! denial, HSTS and `Secure` cookies on https), the CORS allowlist, the
+//! origin check of cookie-authenticated writes (CSRF), and the per-account
+//! bound on open event streams.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -27,6 +28,8 @@ pub struct Guard {
     pub rates: RateLimits,
     proxies: Vec<IpNet>,
     cors: Vec<String>,
+    /// `scheme://host[:port]` of the public URL.
+    public_origin: String,
     https: bool,
     pub json_limit: u64,
     sse_max: usize,
@@ -39,6 +42,7 @@ impl Guard {
             rates: RateLimits::new(&config.limits),
             proxies: config.security.proxies().map_err(|e| anyhow::anyhow!(e))?,
             cors: config.security.cors_origins.clone(),
+            public_origin: origin_of(public_url),
             https: public_url.starts_with("https://"),
             json_limit: config.limits.json_body_kb * 1024,
             sse_max: config.limits.sse_per_account,
@@ -53,7 +57,12 @@ impl Guard {
     /// The client of a request that came in over a connection from `peer`:
     /// the peer itself, or when the peer is a trusted proxy the right-most
     /// `X-Forwarded-For` address that is not a trusted proxy.
+    /// IPv4-mapped IPv6 addresses come out as IPv4.
     pub fn client_ip(&self, peer: IpAddr, xff: Option<&str>) -> IpAddr {
+        self.forwarded_client(peer, xff).to_canonical()
+    }
+
+    fn forwarded_client(&self, peer: IpAddr, xff: Option<&str>) -> IpAddr {
         if !self.trusted(peer) {
             return peer;
         }
@@ -101,6 +110,50 @@ impl Guard {
         Some(SsePermit {
             account: account.to_string(),
             open: self.sse.clone(),
+        })
+    }
+
+    /// The 403 for a cross-site write: an unsafe method (POST, PUT, PATCH,
+    /// DELETE) authenticated by the session cookie alone whose `Origin` is
+    /// neither the public URL's, nor the `Host` the request was sent to,
+    /// nor a CORS origin — or, without `Origin`, whose `Sec-Fetch-Site` is
+    /// not `same-origin`. A request with neither header is not a browser's
+    /// (browsers send `Origin` on every cross-origin write) and passes, as
+    /// do bearer-authenticated requests and requests without the cookie.
+    pub fn cross_site_write(&self, req: &Request) -> Option<Response> {
+        let safe = [Method::GET, Method::HEAD, Method::OPTIONS, Method::TRACE];
+        if safe.contains(req.method())
+            || req
+                .header("authorization")
+                .is_some_and(|h| h.starts_with("Bearer "))
+            || !crate::session::has_session_cookie(req.headers())
+        {
+            return None;
+        }
+        let allowed = match req.header("origin") {
+            Some(origin) => {
+                let origin = origin.trim_end_matches('/');
+                origin.eq_ignore_ascii_case(&self.public_origin)
+                    || self.cors_allowed(origin)
+                    || req
+                        .header("host")
+                        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+                        .is_some_and(|host| {
+                            origin
+                                .split_once("://")
+                                .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
+                        })
+            }
+            None => req
+                .header("sec-fetch-site")
+                .is_none_or(|site| site.eq_ignore_ascii_case("same-origin")),
+        };
+        (!allowed).then(|| {
+            crate::error_body::error_response(
+                StatusCode::FORBIDDEN,
+                "cross_site_request",
+                "a request signed in by cookie must come from this site's pages",
+            )
         })
     }
 
@@ -183,6 +236,13 @@ impl Guard {
     }
 }
 
+/// `scheme://host[:port]` of `url`, lower case.
+fn origin_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    format!("{scheme}://{authority}").to_ascii_lowercase()
+}
+
 /// The client address the entry node resolved (see [`Guard::on_entry`]).
 pub fn client_ip(req: &Request) -> Option<IpAddr> {
     req.header(CLIENT_IP)?.parse().ok()
@@ -234,6 +294,15 @@ mod tests {
         );
         assert_eq!(g.client_ip(ip("127.0.0.1"), Some("junk")), ip("127.0.0.1"));
         assert_eq!(g.client_ip(ip("8.8.8.8"), Some("9.9.9.9")), ip("8.8.8.8"));
+        assert_eq!(
+            g.client_ip(ip("127.0.0.1"), Some("::ffff:203.0.113.7")),
+            ip("203.0.113.7")
+        );
+        use crate::ratelimit::rate_key;
+        assert_eq!(rate_key(ip("::ffff:203.0.113.7")), ip("203.0.113.7"));
+        assert_eq!(rate_key(ip("2001:db8:1:2:3:4:5:6")), ip("2001:db8:1:2::"));
+        assert_eq!(rate_key(ip("2001:db8:1:2::ffff")), ip("2001:db8:1:2::"));
+        assert_ne!(rate_key(ip("2001:db8:1:3::1")), ip("2001:db8:1:2::"));
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub fn request_token(req: &Request) -> Option<String> {
         .or_else(|| session_cookie(req.headers()))
 }
 
+/// Whether the `Cookie` headers carry the session cookie.
+pub fn has_session_cookie(headers: &poem::http::HeaderMap) -> bool {
+    session_cookie(headers).is_some()
+}
+
 /// The first `clipforge.session_token` cookie of the `Cookie` headers,
 /// parsed as poem's cookie jar parses them.
 fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {

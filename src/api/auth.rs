@@ -32,7 +32,7 @@ struct SignUp {
     #[oai(validator(
         min_length = 1,
         max_length = 100,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+        pattern = r"^[^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069][^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
     ))]
     name: Text,
 }
@@ -141,7 +141,7 @@ struct Profile {
     #[oai(validator(
         min_length = 1,
         max_length = 100,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+        pattern = r"^[^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069][^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
     ))]
     name: Text,
 }
@@ -209,6 +209,9 @@ pub async fn user_view(state: &State, a: &clipforge_actors::accounts::Account) -
     }
 }
 
+/// Avatar decodes running at once (each may hold up to 64 MB).
+static AVATAR_DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// Most avatar bytes accepted.
 const AVATAR_MAX: usize = 5 * 1024 * 1024;
 
@@ -255,9 +258,9 @@ impl AuthApi {
         body: Json<SignIn>,
     ) -> ApiResult<SessionResponse> {
         // Resolved on entry (trusted proxies' X-Forwarded-For), kept
-        // across the cluster relay.
+        // across the cluster relay; an IPv6 client counts by its /64.
         let client = crate::security::client_ip(req)
-            .map(|ip| ip.to_string())
+            .map(|ip| crate::ratelimit::rate_key(ip).to_string())
             .unwrap_or_default();
         let b = body.0;
         // Counted (and refused beyond the limits) before it reaches the
@@ -385,6 +388,11 @@ impl AuthApi {
             .into_vec()
             .await
             .map_err(|e| ApiError::bad_request("invalid_upload", e.to_string()))?;
+        // At most two decodes at once: each may hold up to 64 MB.
+        let _permit = AVATAR_DECODES
+            .acquire()
+            .await
+            .map_err(|e| ApiError::internal("avatar decodes", e))?;
         let png =
             tokio::task::spawn_blocking(move || clipforge_actors::media::avatar::normalize(&bytes))
                 .await

@@ -84,10 +84,17 @@ struct NewTemplate {
     #[oai(validator(
         min_length = 1,
         max_length = 100,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+        pattern = r"^[^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069][^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
     ))]
     name: Text,
-    #[oai(nullable, validator(max_length = 500))]
+    /// Line breaks and tabs allowed; no other control or bidi override characters.
+    #[oai(
+        nullable,
+        validator(
+            max_length = 500,
+            pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
+        )
+    )]
     description: Option<Text>,
     /// Make it the account's default template.
     #[oai(nullable)]
@@ -105,11 +112,18 @@ struct TemplateChanges {
         validator(
             min_length = 1,
             max_length = 100,
-            pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+            pattern = r"^[^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*[^\s\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069][^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
         )
     )]
     name: Option<Text>,
-    #[oai(nullable, validator(max_length = 500))]
+    /// Line breaks and tabs allowed; no other control or bidi override characters.
+    #[oai(
+        nullable,
+        validator(
+            max_length = 500,
+            pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$"
+        )
+    )]
     description: Option<Text>,
     /// Make it the account's default template.
     #[oai(nullable)]

@@ -76,7 +76,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
     };
     let tree = state.services.tree.clone();
     let state_guard = state.guard.clone();
-    let connections_per_ip = state.config.limits.connections_per_ip;
+    let limits = state.config.limits.clone();
     let endpoint = match crate::cluster::endpoint(&state, crate::app::routes(state.clone())).await {
         Ok(e) => e,
         Err(e) => {
@@ -96,10 +96,20 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         "API: {public_url}/api   docs: {public_url}/docs   OpenAPI: {public_url}/api/openapi.json"
     );
     let guard = state_guard;
+    let max_connections = match limits.max_connections {
+        0 => crate::connlimit::default_max_connections(),
+        n => n,
+    };
     let acceptor = crate::connlimit::ConnLimit::new(
         acceptor,
-        connections_per_ip,
+        limits.connections_per_ip,
+        max_connections,
         std::sync::Arc::new(move |ip: std::net::IpAddr| guard.trusted(ip)),
+    );
+    let acceptor = crate::deadlines::Deadlines::new(
+        acceptor,
+        std::time::Duration::from_secs(limits.header_read_timeout_secs.max(1)),
+        std::time::Duration::from_secs(limits.idle_timeout_secs.max(1)),
     );
     let server = poem::Server::new_with_acceptor(acceptor);
     let leaving = state.clone();

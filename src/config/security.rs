@@ -29,6 +29,12 @@ pub struct LimitsConfig {
     pub json_body_kb: u64,
     /// Open connections per client address (trusted proxies excepted).
     pub connections_per_ip: usize,
+    /// Open connections in all; 0: three quarters of the open-file limit.
+    pub max_connections: usize,
+    /// Seconds a request's header block may take to arrive.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a kept-alive connection may stay quiet after a response.
+    pub idle_timeout_secs: u64,
     /// Open `/status` event streams per account.
     pub sse_per_account: usize,
     pub sign_up_per_ip: u32,
@@ -39,10 +45,18 @@ pub struct LimitsConfig {
     pub create_project_per_account: u32,
     pub upload_per_ip: u32,
     pub upload_per_account: u32,
+    /// Avatar uploads per account and minute.
+    pub avatar_per_account: u32,
     /// Failed sign-ins before an (email, address) pair is locked out.
     pub sign_in_failures_per_email: usize,
     /// Failed sign-ins before an address is locked out (any email).
     pub sign_in_failures_per_ip: usize,
+    /// Failed sign-ins of an email from all addresses before each further
+    /// attempt from an address it has not signed in from waits (1 s,
+    /// doubling per failure); 0 turns it off.
+    pub sign_in_failures_per_account: usize,
+    /// The longest of those waits.
+    pub sign_in_delay_max_secs: u64,
     /// The lockout window.
     pub sign_in_failure_window_secs: u64,
 }
@@ -52,6 +66,9 @@ impl Default for LimitsConfig {
         Self {
             json_body_kb: 64,
             connections_per_ip: 256,
+            max_connections: 0,
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
             sse_per_account: 16,
             sign_up_per_ip: 20,
             sign_in_per_ip: 30,
@@ -61,8 +78,11 @@ impl Default for LimitsConfig {
             create_project_per_account: 30,
             upload_per_ip: 30,
             upload_per_account: 20,
+            avatar_per_account: 5,
             sign_in_failures_per_email: 5,
             sign_in_failures_per_ip: 20,
+            sign_in_failures_per_account: 10,
+            sign_in_delay_max_secs: 30,
             sign_in_failure_window_secs: 15 * 60,
         }
     }
@@ -73,6 +93,8 @@ impl LimitsConfig {
         clipforge_actors::accounts::SignInLimits {
             per_email: self.sign_in_failures_per_email,
             per_client: self.sign_in_failures_per_ip,
+            per_account: self.sign_in_failures_per_account,
+            max_delay_ms: self.sign_in_delay_max_secs as i64 * 1000,
             window_ms: self.sign_in_failure_window_secs as i64 * 1000,
         }
     }
@@ -176,6 +198,11 @@ mod tests {
         assert_eq!(cfg.limits.json_body_kb, d.json_body_kb);
         assert_eq!(cfg.limits.sign_in_per_ip, d.sign_in_per_ip);
         assert_eq!(cfg.limits.connections_per_ip, d.connections_per_ip);
+        assert_eq!(
+            cfg.limits.sign_in_failures_per_account,
+            d.sign_in_failures_per_account
+        );
+        assert_eq!(cfg.limits.sign_in_delay_max_secs, d.sign_in_delay_max_secs);
         assert_eq!(
             cfg.limits.sign_in_failure_window_secs,
             d.sign_in_failure_window_secs

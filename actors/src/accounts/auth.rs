@@ -71,10 +71,15 @@ fn validate_password(password: &str) -> Result<()> {
 fn validate_name(name: &str) -> Result<String> {
     let name = name.trim();
     let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS || name.chars().any(char::is_control) {
+    if chars == 0 || chars > NAME_MAX_CHARS {
         return Err(AccountError::InvalidInput(format!(
             "name: must be 1 to {NAME_MAX_CHARS} characters"
         )));
+    }
+    if !super::text::line_ok(name) {
+        return Err(AccountError::InvalidInput(
+            "name: must not contain control or bidi override characters".into(),
+        ));
     }
     Ok(name.to_string())
 }

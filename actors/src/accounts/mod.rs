@@ -54,6 +54,7 @@ mod plans;
 mod ratelimit;
 mod store;
 mod templates;
+pub mod text;
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};

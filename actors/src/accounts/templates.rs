@@ -178,10 +178,15 @@ impl TemplateInput {
 fn validate_name(name: &str) -> Result<String> {
     let name = name.trim();
     let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS || name.chars().any(char::is_control) {
+    if chars == 0 || chars > NAME_MAX_CHARS {
         return Err(AccountError::InvalidInput(format!(
             "name: must be 1 to {NAME_MAX_CHARS} characters"
         )));
+    }
+    if !super::text::line_ok(name) {
+        return Err(AccountError::InvalidInput(
+            "name: must not contain control or bidi override characters".into(),
+        ));
     }
     Ok(name.to_string())
 }
@@ -192,6 +197,11 @@ fn validate_description(description: &str) -> Result<String> {
         return Err(AccountError::InvalidInput(format!(
             "description: must be at most {DESCRIPTION_MAX_CHARS} characters"
         )));
+    }
+    if !super::text::text_ok(description) {
+        return Err(AccountError::InvalidInput(
+            "description: must not contain control or bidi override characters".into(),
+        ));
     }
     Ok(description.to_string())
 }

@@ -1,13 +1,20 @@
 //! Avatars: the bytes must decode as PNG, JPEG or WebP (whatever the file is
 //! called); the picture is centre-cropped to a square and resized to 512 px.
+//! What a picture may cost is read from its header before decoding: at most
+//! 4096 px a side and [`AVATAR_MAX_DECODED`] bytes decoded (16 Mpx at 8 bits
+//! per channel), and the decoder may allocate no more than that.
 
-use image::{imageops::FilterType, ImageFormat};
+use image::{imageops::FilterType, ImageDecoder, ImageFormat};
 
 pub const AVATAR_SIZE: u32 = 512;
 
 /// Largest width or height accepted, read from the header before decoding
 /// (a small file can declare a huge picture).
 pub const AVATAR_MAX_SIDE: u32 = 4096;
+
+/// Largest decoded picture, in bytes: 4096×4096 RGBA at 8 bits per channel
+/// (a 16-bit picture of that size is twice this and refused).
+pub const AVATAR_MAX_DECODED: u64 = 4096 * 4096 * 4;
 
 /// Decodes, crops, resizes and re-encodes as PNG. The error is a sentence
 /// for the user.
@@ -31,14 +38,24 @@ pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
             "the avatar is {w}x{h} pixels: at most {AVATAR_MAX_SIDE}x{AVATAR_MAX_SIDE} is accepted"
         ));
     }
+    let mut decoder = reader()
+        .into_decoder()
+        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    if decoder.total_bytes() > AVATAR_MAX_DECODED {
+        let bits =
+            decoder.color_type().bits_per_pixel() / u16::from(decoder.color_type().channel_count());
+        return Err(format!(
+            "the avatar is {w}x{h} pixels at {bits} bits per channel: at most 16 megapixels at 8 bits is accepted"
+        ));
+    }
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(AVATAR_MAX_SIDE);
     limits.max_image_height = Some(AVATAR_MAX_SIDE);
-    limits.max_alloc = Some(256 * 1024 * 1024);
-    let mut decoder = reader();
-    decoder.limits(limits);
-    let img = decoder
-        .decode()
+    limits.max_alloc = Some(AVATAR_MAX_DECODED);
+    decoder
+        .set_limits(limits)
+        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    let img = image::DynamicImage::from_decoder(decoder)
         .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
     let side = img.width().min(img.height());
     if side == 0 {
@@ -46,9 +63,31 @@ pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
     }
     let x = (img.width() - side) / 2;
     let y = (img.height() - side) / 2;
-    let square =
-        img.crop_imm(x, y, side, side)
-            .resize_exact(AVATAR_SIZE, AVATAR_SIZE, FilterType::Lanczos3);
+    // Cropped in place (a view, not a copy of up to 64 MB).
+    let square = match &img {
+        image::DynamicImage::ImageRgb8(i) => {
+            image::DynamicImage::ImageRgb8(image::imageops::resize(
+                &*image::imageops::crop_imm(i, x, y, side, side),
+                AVATAR_SIZE,
+                AVATAR_SIZE,
+                FilterType::Lanczos3,
+            ))
+        }
+        image::DynamicImage::ImageRgba8(i) => {
+            image::DynamicImage::ImageRgba8(image::imageops::resize(
+                &*image::imageops::crop_imm(i, x, y, side, side),
+                AVATAR_SIZE,
+                AVATAR_SIZE,
+                FilterType::Lanczos3,
+            ))
+        }
+        other => other.crop_imm(x, y, side, side).resize_exact(
+            AVATAR_SIZE,
+            AVATAR_SIZE,
+            FilterType::Lanczos3,
+        ),
+    };
+    drop(img);
     let mut out = std::io::Cursor::new(Vec::new());
     square
         .write_to(&mut out, ImageFormat::Png)
@@ -81,6 +120,17 @@ mod tests {
             .unwrap();
         let err = normalize(png.get_ref()).unwrap_err();
         assert!(err.contains("at most 4096x4096"), "{err}");
+    }
+
+    #[test]
+    fn deep_pictures_over_the_budget_are_refused_before_decoding() {
+        let img = image::ImageBuffer::<image::Rgba<u16>, _>::new(4096, 4096);
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgba16(img)
+            .write_to(&mut png, ImageFormat::Png)
+            .unwrap();
+        let err = normalize(png.get_ref()).unwrap_err();
+        assert!(err.contains("16 bits per channel"), "{err}");
     }
 
     #[test]

@@ -21,7 +21,8 @@ use crate::service::Services;
 use crate::storage::kv;
 
 const STRIPES: usize = 64;
-const MAX_AHEAD_MS: i64 = 366 * 24 * 3600 * 1000;
+/// Posts are scheduled within the next 365 days.
+const MAX_AHEAD_MS: i64 = 365 * 24 * 3600 * 1000;
 const MAX_INTERVAL_HOURS: f64 = 24.0 * 90.0;
 
 pub struct Publishing {
@@ -234,7 +235,10 @@ impl Publishing {
             return Err(PublishError::invalid(field, "is in the past"));
         }
         if t > now + MAX_AHEAD_MS {
-            return Err(PublishError::invalid(field, "is more than a year ahead"));
+            return Err(PublishError::invalid(
+                field,
+                "must be within the next 365 days",
+            ));
         }
         Ok(t)
     }
@@ -253,6 +257,12 @@ impl Publishing {
         let t = title.trim();
         if t.is_empty() {
             return Err(PublishError::invalid(field, "must not be empty"));
+        }
+        if !crate::accounts::text::text_ok(t) {
+            return Err(PublishError::invalid(
+                field,
+                "must not contain control or bidi override characters",
+            ));
         }
         if t.chars().count() > p.max_title_chars() {
             return Err(PublishError::invalid(
@@ -424,6 +434,15 @@ impl Publishing {
         clips.sort_by(|a, b| b.score.cmp(&a.score).then(a.index.cmp(&b.index)));
         let step = (hours * 3_600_000.0).round() as i64;
         let now = now_ms();
+        if start + (clips.len() as i64 - 1) * step > now + MAX_AHEAD_MS {
+            return Err(PublishError::invalid(
+                "intervalHours",
+                format!(
+                    "the last of {} clips would be more than 365 days ahead",
+                    clips.len()
+                ),
+            ));
+        }
         let mut out = Vec::new();
         for (i, clip) in clips.iter().enumerate() {
             let at = start + i as i64 * step;

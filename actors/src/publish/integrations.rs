@@ -73,6 +73,16 @@ pub fn key(user_id: &str, p: Provider) -> Vec<u8> {
     format!("{user_id}/{}", p.as_str()).into_bytes()
 }
 
+/// What a callback found under its `state`.
+enum Taken {
+    /// The caller's own flow, now consumed.
+    Mine(OAuthState),
+    /// A live flow of another session: left in place.
+    WrongSession,
+    /// Absent, used, expired or for another platform.
+    Unknown,
+}
+
 /// What a flow records of the session that started it.
 fn session_digest(token: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -158,31 +168,55 @@ impl Publishing {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| PublishError::invalid("state", "missing"))?;
         let k = state.as_bytes().to_vec();
-        // Single use: taken out before anything else happens.
-        let found: Option<OAuthState> = self
+        let caller = caller.map(|(user, token)| (user.to_string(), session_digest(token)));
+        // Single use, but only for the session that started it: a state
+        // shown with another session (or none) stays, so whoever else holds
+        // it cannot spoil the owner's flow. The delete is conditional on the
+        // value read, so two callbacks of the same flow cannot both pass.
+        let taken: Taken = self
             .services
             .blocking(move |kv| {
-                let v = kv::get_value(kv, OAUTH_STATES, &k)?;
-                if v.is_some() {
-                    kv.delete(OAUTH_STATES, &k)?;
+                let Some(raw) = kv.get(OAUTH_STATES, &k)? else {
+                    return Ok(Taken::Unknown);
+                };
+                let st: OAuthState = kv::decode(&raw)?;
+                if st.provider != p || now_ms() - st.created_at >= STATE_TTL_MS {
+                    return Ok(Taken::Unknown);
                 }
-                Ok(v)
+                let same_session = caller.is_some_and(|(user, digest)| {
+                    !st.session.is_empty() && user == st.user_id && digest == st.session
+                });
+                if !same_session {
+                    return Ok(Taken::WrongSession);
+                }
+                let ops = vec![
+                    KvOp::Expect {
+                        tree: OAUTH_STATES.into(),
+                        key: k.clone(),
+                        value: Some(raw),
+                    },
+                    KvOp::Delete {
+                        tree: OAUTH_STATES.into(),
+                        key: k,
+                    },
+                ];
+                match kv.apply(ops) {
+                    Ok(()) => Ok(Taken::Mine(st)),
+                    Err(kv::StorageError::Conflict(_)) => Ok(Taken::Unknown),
+                    Err(e) => Err(e),
+                }
             })
             .await?;
-        let st = found
-            .filter(|s| s.provider == p && now_ms() - s.created_at < STATE_TTL_MS)
-            .ok_or_else(|| {
-                PublishError::invalid(
+        let st = match taken {
+            Taken::Mine(st) => st,
+            Taken::WrongSession => return Err(PublishError::WrongSession),
+            Taken::Unknown => {
+                return Err(PublishError::invalid(
                     "state",
                     "unknown, used or expired: start again with connect",
-                )
-            })?;
-        let same_session = caller.is_some_and(|(user, token)| {
-            !st.session.is_empty() && user == st.user_id && session_digest(token) == st.session
-        });
-        if !same_session {
-            return Err(PublishError::WrongSession);
-        }
+                ))
+            }
+        };
         if let Some(e) = error {
             return Err(PublishError::OAuth(format!(
                 "{} refused access: {e}",
