@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-api bench-schedule bench-cluster fmt
+.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-asr bench-api bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -56,6 +56,11 @@ client-check:
 
 bench-pipeline: setup-test
 	bash scripts/bench-pipeline.sh
+
+# Our transcription against faster-whisper 1.2.1 on ../shared/media and the
+# bench talk: languages, seconds, words each lost against the other.
+bench-asr: setup-test
+	bash scripts/bench-asr.sh
 
 # wrk on the API against the bare route; RSS of 100,000 idle accounts.
 bench-api: setup

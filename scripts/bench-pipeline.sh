@@ -31,33 +31,7 @@ now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 
 echo "== making a 10-minute 1280x720 talking video"
-python3 - "$WORK/talk.txt" <<'PY'
-import random, sys
-talk = [
-  "Have you ever wondered why some videos go viral while others are ignored?",
-  "The secret is simple, and most creators never learn it.",
-  "People decide in the first three seconds whether they will keep watching.",
-  "So your opening sentence must promise something valuable.",
-  "Here is the biggest mistake I see every single day.",
-  "Creators start with a long introduction about themselves.",
-  "Nobody cares about your name before they care about your idea.",
-  "Instead, open with a question that your viewer really wants answered.",
-  "Then deliver the answer quickly, and keep the pace lively.",
-  "Short sentences work better than long explanations.",
-  "Captions matter too, because many people watch without sound.",
-  "Bright words that follow the speaker keep the eyes on the screen.",
-  "What should you do after the video ends?",
-  "Ask your audience to comment with their own experience.",
-  "This simple habit can double your reach within a month.",
-  "Try it this week and tell me what happens!",
-]
-rng = random.Random(7)
-out = []
-for _ in range(8):
-    rng.shuffle(talk)
-    out.extend(talk)
-open(sys.argv[1], "w").write(" ".join(out))
-PY
+python3 scripts/bench/talk_text.py > "$WORK/talk.txt"
 espeak-ng -v en-us -s 150 -g 4 -f "$WORK/talk.txt" -w "$WORK/talk.wav"
 if [ "${BENCH_ONLY_LAYOUTS:-0}" != 1 ]; then
 ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=s=1280x720:r=25" -i "$WORK/talk.wav" \

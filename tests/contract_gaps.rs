@@ -2,7 +2,7 @@
 //! storage quota given back when a project is deleted, stable media links
 //! (upload source, thumbnail, clip files) that redirect to fresh signed
 //! URLs, `captionTemplate` by a saved template's name, the free plan's
-//! visible watermark, the source's language passed on to transcription,
+//! visible watermark, the source's language as a prior for detection,
 //! and yt-dlp's own failures answered 502/503.
 
 use std::path::Path;
@@ -202,8 +202,11 @@ fn dash_talk(dir: &Path, port: u16, lang: &str) {
     video_page(dir, "talk.html", port, "talk.mpd", "Talk in German", 6);
 }
 
+/// The source's declared language is a prior, not an order: English
+/// speech in a video that says it is German is transcribed as English. The
+/// user's choice (`language` at creation) is used as given.
 #[tokio::test]
-async fn the_source_language_is_used_instead_of_detection() {
+async fn the_audio_overrules_the_source_language_and_the_user_overrules_both() {
     let site = tempfile::tempdir().unwrap();
     let port = serve_dir(site.path()).await;
     dash_talk(site.path(), port, "de");
@@ -225,12 +228,37 @@ async fn the_source_language_is_used_instead_of_detection() {
         )
         .await;
     assert_eq!(s, 201, "{created}");
-    assert_eq!(created["project"]["language"], "de", "{created}");
-    let pid = created["projectId"].as_str().unwrap().to_string();
-    follow_to_completion(&app, &token, &pid).await;
-    // The speech is English: detection would have said "en".
-    let (_, v) = app.get(&format!("/api/projects/{pid}"), &token).await;
-    assert_eq!(v["project"]["language"], "de", "transcribed as given: {v}");
+    assert_eq!(created["project"]["language"], "de", "declared: {created}");
+    assert_eq!(created["project"]["languageProbability"], Value::Null);
+    let detected = created["projectId"].as_str().unwrap().to_string();
+    let (s, created) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"sourceUrl": url, "skipCuts": true, "language": "de"}),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let chosen = created["projectId"].as_str().unwrap().to_string();
+    // Not a Whisper language code: refused before anything is stored.
+    let (s, v) = app
+        .post(
+            "/api/projects",
+            &token,
+            json!({"sourceUrl": url, "language": "english"}),
+        )
+        .await;
+    assert_error(s, &v, 400);
+
+    follow_to_completion(&app, &token, &detected).await;
+    let (_, v) = app.get(&format!("/api/projects/{detected}"), &token).await;
+    assert_eq!(v["project"]["language"], "en", "the speech is English: {v}");
+    let p = v["project"]["languageProbability"].as_f64().unwrap();
+    assert!(p > 0.5 && p <= 1.0, "{v}");
+    follow_to_completion(&app, &token, &chosen).await;
+    let (_, v) = app.get(&format!("/api/projects/{chosen}"), &token).await;
+    assert_eq!(v["project"]["language"], "de", "transcribed as chosen: {v}");
+    assert_eq!(v["project"]["languageProbability"], 1.0, "{v}");
 }
 
 /// A TCP server that accepts connections and never answers; returns its port.

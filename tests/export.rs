@@ -12,11 +12,13 @@ use std::process::Command;
 use common::{assert_error, follow_sse, spawn_app, speech_video, upload};
 use serde_json::{json, Value};
 
-/// What OpenTimelineIO reads from the exports (tests/export/check_timelines.py).
+/// What OpenTimelineIO reads from the exports (tests/export/check_timelines.py);
+/// EDLs are read at the test video's 25 fps (an EDL does not say its rate).
 pub fn parse_timelines(paths: &[&Path]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export/check_timelines.py");
     let out = Command::new("python3")
         .arg(script)
+        .args(["--edl-rate", "25"])
         .args(paths)
         .output()
         .expect("python3");

@@ -32,6 +32,11 @@ pub struct Sentence {
 pub struct Transcript {
     /// ISO 639-1 code, e.g. "en".
     pub language: String,
+    /// How sure detection was of `language` (the model's probability,
+    /// averaged over the first speech windows); 1 when the user chose it;
+    /// `None` in transcripts made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_probability: Option<f64>,
     /// Seconds of audio that were transcribed.
     pub duration: f64,
     pub sentences: Vec<Sentence>,

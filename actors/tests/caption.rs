@@ -35,6 +35,7 @@ fn transcript(words: bool) -> Transcript {
     };
     let mut t = Transcript {
         language: "en".into(),
+        language_probability: None,
         duration: 3.0,
         sentences: Vec::new(),
         words: list,

@@ -27,6 +27,7 @@ fn options(out: &Path, remove_fillers: bool) -> PipelineOptions {
     caption.x264_preset = "ultrafast".into();
     PipelineOptions {
         out_dir: out.to_path_buf(),
+        flexible_range: false,
         range: (5.0, 60.0),
         max_clips: 1,
         skip_cuts: true,

@@ -308,7 +308,14 @@ fn without_repeats_the_words_after_a_stutter_are_written() {
     let samples = f32_samples(&wav);
     let model = own_model();
     let (_, mut results) = model
-        .transcribe_batch_no_repeat(&[&samples], Some("en"), None, 3)
+        .transcribe(
+            &[&samples],
+            &clipforge_actors::media::whisper::Decode {
+                language: Some("en"),
+                no_repeat: 3,
+                ..Default::default()
+            },
+        )
         .expect("decode");
     let words = results.pop().expect("one window").words;
     eprintln!("without repeats: {}", join_words(&words));

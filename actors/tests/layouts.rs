@@ -420,6 +420,7 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
         .unwrap();
     let t = Transcript {
         language: "en".into(),
+        language_probability: None,
         duration: 2.0,
         sentences: Vec::new(),
         words: Vec::new(),

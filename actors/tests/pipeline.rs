@@ -21,6 +21,7 @@ fn ctx() -> StageCtx {
 fn options(out: &Path, range: (f64, f64)) -> PipelineOptions {
     PipelineOptions {
         out_dir: out.to_path_buf(),
+        flexible_range: false,
         range,
         max_clips: 2,
         skip_cuts: false,

@@ -132,6 +132,7 @@ async fn no_clip_runs_across_the_join_of_two_recordings() {
         None,
         &CutOptions {
             range: (20.0, 60.0),
+            flexible_range: false,
             max_clips: 10,
             skip_cuts: false,
             start: 0.0,

@@ -196,6 +196,7 @@ impl ProjectsApi {
                 aspect_ratio,
                 prompt,
                 remove_fillers: b.remove_fillers.unwrap_or(false),
+                language: b.language.clone(),
             })
             .await
             .map_err(project_error)?;

@@ -49,16 +49,23 @@ pub struct CreateProject {
     /// Key returned by `POST /upload` (or `sourceUrl`, not both).
     #[oai(nullable)]
     pub file_key: Option<Text>,
-    /// Custom title (cut to 200 characters; default: the video's).
-    #[oai(nullable)]
+    /// Custom title (cut to 200 characters; default: the video's). No
+    /// control or bidi override characters.
+    #[oai(
+        nullable,
+        validator(pattern = r"^[^\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]*$")
+    )]
     pub title: Option<Text>,
-    /// Thumbnail URL (default: the video's).
-    #[oai(nullable)]
-    pub thumbnail: Option<Text>,
+    /// Thumbnail URL, http or https (default: the video's).
+    #[oai(nullable, validator(max_length = 2048))]
+    pub thumbnail: Option<Uri>,
     /// Seconds of the video to process, from the start (default: all of it).
     #[oai(nullable, validator(minimum(value = "0", exclusive = true)))]
     pub duration_sec: Option<f64>,
-    /// Default `auto`.
+    /// Default `auto`: 20–60 s clips, shorter for a short video (down to
+    /// 5 s or a third of its speech), and one clip of all the speech when
+    /// it is shorter still. An explicit preset no clip fits fails the
+    /// project with a message saying so.
     #[oai(nullable)]
     pub clip_duration_preset: Option<ClipDurationPreset>,
     /// Id or name of a saved template (names: case-insensitive, a saved
@@ -90,6 +97,17 @@ pub struct CreateProject {
     /// false.
     #[oai(nullable)]
     pub remove_fillers: Option<bool>,
+    /// The spoken language, a Whisper language code (`en`, `pt`, `ko`,
+    /// `zh`, …): transcription uses it as given. Default: detected from
+    /// the speech, with the source's declared language (as `POST /meta`
+    /// shows it) as a prior. Other values: 400.
+    #[oai(
+        nullable,
+        validator(
+            pattern = r"^(en|zh|de|es|ru|ko|fr|ja|pt|tr|pl|ca|nl|ar|sv|it|id|hi|fi|vi|he|uk|el|ms|cs|ro|da|hu|ta|no|th|ur|hr|bg|lt|la|mi|ml|cy|sk|te|fa|lv|bn|sr|az|sl|kn|et|mk|br|eu|is|hy|ne|mn|bs|kk|sq|sw|gl|mr|pa|si|km|sn|yo|so|af|oc|ka|be|tg|sd|gu|am|yi|lo|uz|fo|ht|ps|tk|nn|mt|sa|lb|my|bo|tl|mg|as|tt|haw|ln|ha|ba|jw|su|yue)$"
+        )
+    )]
+    pub language: Option<String>,
 }
 
 impl Example for CreateProject {
@@ -107,6 +125,7 @@ impl Example for CreateProject {
             aspect_ratio: Some("9:16".into()),
             prompt: Some("the part about pricing mistakes".into()),
             remove_fillers: Some(false),
+            language: None,
         }
     }
 }
@@ -159,12 +178,17 @@ pub struct Project {
     /// Why processing failed; `null` otherwise.
     #[oai(nullable)]
     pub error: Option<Text>,
-    /// Spoken language (code such as `en`): the source's, from its metadata
-    /// (as `POST /meta` shows it), which transcription then uses instead of
-    /// detecting one; once transcription ran, the language it used (given
-    /// or detected). `null` while unknown.
+    /// Spoken language (code such as `en`): the one chosen at creation;
+    /// otherwise the source's declared one (from its metadata, as
+    /// `POST /meta` shows it) until transcription ran, then the one
+    /// detected from the speech. `null` while unknown.
     #[oai(nullable)]
     pub language: Option<Text>,
+    /// How sure transcription was of `language`: the model's probability
+    /// averaged over the first speech windows, 1 when the user chose the
+    /// language. `null` until transcription ran.
+    #[oai(nullable)]
+    pub language_probability: Option<f64>,
     /// What the clips should be about, as given at creation; `null` when none.
     #[oai(nullable)]
     pub prompt: Option<Text>,
@@ -200,6 +224,7 @@ impl Example for Project {
             aspect_ratio: "9:16".into(),
             error: None,
             language: Some("en".into()),
+            language_probability: Some(0.98),
             prompt: None,
             remove_fillers: false,
             created_at: "2026-05-01T18:00:00.000Z".into(),
@@ -386,6 +411,7 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
         aspect_ratio: p.aspect_ratio.as_str().into(),
         error: p.error.clone().map(Text),
         language: p.language.clone().map(Text),
+        language_probability: p.language_probability,
         prompt: p.prompt.clone().map(Text),
         remove_fillers: p.remove_fillers,
         created_at: iso8601(p.created_at).into(),

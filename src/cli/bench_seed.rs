@@ -105,6 +105,8 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
                 aspect_ratio: Default::default(),
                 prompt: None,
                 remove_fillers: false,
+                language_given: false,
+                language_probability: Some(1.0),
             })?);
         }
         kv.apply(ops)?;

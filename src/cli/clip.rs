@@ -30,7 +30,8 @@ pub struct ClipArgs {
     /// Output folder.
     #[arg(long, default_value = "clips")]
     pub out: PathBuf,
-    /// Clip length: auto (20–60 s), 15-30, 30-60 or 60-90.
+    /// Clip length: auto (20–60 s, shorter for a short video), 15-30, 30-60
+    /// or 60-90.
     #[arg(long, default_value = "auto")]
     pub preset: String,
     /// Caption template: a preset name (default, shorts, karaoke, minimal, bold) or a JSON file.
@@ -279,6 +280,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     let opts = PipelineOptions {
         out_dir: args.out.clone(),
         range,
+        flexible_range: args.preset == "auto",
         max_clips: args.max_clips,
         skip_cuts: args.skip_cuts,
         duration: args.duration,

@@ -13,6 +13,7 @@ mod bench_seed;
 mod clip;
 mod cluster_certs;
 mod serve;
+mod transcribe;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -86,6 +87,9 @@ impl ModelArgs {
 pub enum Command {
     /// Cut a video file or URL into captioned vertical clips.
     Clip(clip::ClipArgs),
+    /// Transcribe a local audio or video file: words, times and language
+    /// as JSON on stdout.
+    Transcribe(transcribe::TranscribeArgs),
     /// Run the HTTP service.
     Serve(serve::ServeArgs),
     /// Fill a data directory with accounts and projects for `make bench-api`.
@@ -117,6 +121,12 @@ pub async fn run(cli: Cli) -> ExitCode {
                 crate::telemetry::init("auto");
             }
             clip::run(args).await
+        }
+        Command::Transcribe(args) => {
+            if std::env::var_os("RUST_LOG").is_some() {
+                crate::telemetry::init("auto");
+            }
+            transcribe::run(args).await
         }
         Command::Serve(args) => serve::run(args).await,
         Command::BenchSeed(args) => tokio::task::spawn_blocking(move || bench_seed::run(args))

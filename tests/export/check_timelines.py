@@ -2,7 +2,7 @@
 would see, as JSON: per file, the clips of the first video track
 ([in, out) in source seconds and name) and how many caption lines it holds.
 
-    python3 check_timelines.py project.fcpxml project.edl project.otio
+    python3 check_timelines.py [--edl-rate 25] project.fcpxml project.edl project.otio
 """
 import json
 import sys
@@ -33,10 +33,16 @@ def captions(path, timeline):
     )
 
 
-def main(paths):
+def main(args):
+    # A CMX 3600 EDL does not say its frame rate: the reader is told
+    # (`--edl-rate N`, the source's; OpenTimelineIO assumes 24 otherwise).
+    edl_rate = 24.0
+    if args[:1] == ["--edl-rate"]:
+        edl_rate, args = float(args[1]), args[2:]
     out = {}
-    for path in paths:
-        timeline = first_timeline(otio.adapters.read_from_file(path))
+    for path in args:
+        extra = {"rate": edl_rate} if path.endswith(".edl") else {}
+        timeline = first_timeline(otio.adapters.read_from_file(path, **extra))
         video = timeline.video_tracks()[0]
         clips = []
         for c in video.find_clips():

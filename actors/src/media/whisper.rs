@@ -22,6 +22,8 @@ use super::whisper_guards::{avg_logprob, best_attempt, cut_loops, Attempt, BEST_
 use super::whisper_words::words_from_alignment;
 use crate::transcript::Word;
 
+mod language;
+
 pub const SAMPLE_RATE: usize = 16_000;
 pub const N_FFT: usize = 400;
 pub const HOP: usize = 160;
@@ -86,6 +88,43 @@ pub struct WhisperModel {
     eot: u32,
     sot: String,
     beam_size: usize,
+}
+
+/// How a batch is decoded (see [`WhisperModel::transcribe`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Decode<'a> {
+    /// The spoken language (an ISO code such as "en"); `None` detects it.
+    pub language: Option<&'a str>,
+    /// When detecting: the language the source declares (its metadata), a
+    /// prior that the audio can overrule (see `language`).
+    pub hint: Option<&'a str>,
+    /// Text given to the decoder as what came before (e.g.
+    /// `project::stages::fillers::DISFLUENCY_PROMPT`, which makes Whisper
+    /// write "um" and "uh"); `None`: no prompt.
+    pub previous: Option<&'a str>,
+    /// Forbids writing any run of this many tokens twice (0: no limit, as
+    /// faster-whisper's default): the last resort for audio that loops at
+    /// every temperature.
+    pub no_repeat: usize,
+}
+
+/// The language a batch was decoded in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detected {
+    /// ISO code ("en").
+    pub language: String,
+    /// The model's probability for it, averaged over the batch's windows
+    /// (weighted by their length); 1 when it was given.
+    pub probability: f64,
+}
+
+impl Detected {
+    fn given(language: &str) -> Self {
+        Self {
+            language: language.to_string(),
+            probability: 1.0,
+        }
+    }
 }
 
 /// Words recognised in one window, times relative to the window's start.
@@ -183,8 +222,13 @@ impl WhisperModel {
         }
     }
 
-    /// Log-mel features of one window (≤ 30 s of 16 kHz samples, zero-padded
-    /// to 30 s), laid out `[n_mels][WINDOW_FRAMES]`, normalised as Whisper does.
+    /// Log-mel features of one window (≤ 30 s of 16 kHz samples), laid out
+    /// `[n_mels][WINDOW_FRAMES]`, as faster-whisper's batched pipeline makes
+    /// them: the frames of the audio (and one past it), normalised by their
+    /// own maximum, then zeros to 30 s. (Whisper's reference pads the audio
+    /// with silence before the transform instead; on real speech the words
+    /// just before the end of a window, which are the words before a pause,
+    /// were lost that way where faster-whisper kept them.)
     pub fn features(&self, samples: &[f32]) -> Vec<f32> {
         let n_bins = N_FFT / 2 + 1;
         let mut out = vec![0f32; self.n_mels * WINDOW_FRAMES];
@@ -203,7 +247,8 @@ impl WhisperModel {
             }
         };
         let mut max = f32::NEG_INFINITY;
-        for frame in 0..WINDOW_FRAMES {
+        let content = (samples.len().min(WINDOW_SAMPLES) / HOP + 1).min(WINDOW_FRAMES);
+        for frame in 0..content {
             let centre = (frame * HOP) as isize;
             for (k, c) in buf.iter_mut().enumerate() {
                 *c = Complex::new(sample(centre - half + k as isize) * self.window[k], 0.0);
@@ -224,37 +269,12 @@ impl WhisperModel {
             }
         }
         let floor = max - 8.0;
-        for v in &mut out {
-            *v = (v.max(floor) + 4.0) / 4.0;
-        }
-        out
-    }
-
-    /// The most likely language of encoded windows, as an ISO code ("en"):
-    /// the one with the highest probability summed over the windows.
-    /// CTranslate2 sees the encoder output and does not encode again.
-    fn detect_language(&self, encoded: &StorageView) -> Result<String> {
-        if !self.multilingual {
-            return Ok("en".into());
-        }
-        let mut totals: Vec<(String, f32)> = Vec::new();
-        for langs in self.model.detect_language(encoded)? {
-            for l in langs {
-                match totals.iter_mut().find(|(name, _)| *name == l.language) {
-                    Some((_, p)) => *p += l.probability,
-                    None => totals.push((l.language, l.probability)),
-                }
+        for band in out.chunks_mut(WINDOW_FRAMES) {
+            for v in &mut band[..content] {
+                *v = (v.max(floor) + 4.0) / 4.0;
             }
         }
-        let best = totals
-            .into_iter()
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .ok_or_else(|| anyhow!("language detection returned nothing"))?;
-        Ok(best
-            .0
-            .trim_start_matches("<|")
-            .trim_end_matches("|>")
-            .to_string())
+        out
     }
 
     /// The decoder's prompt: `previous` text (as `<|startofprev|>` and its
@@ -298,27 +318,25 @@ impl WhisperModel {
     /// peak memory drops by the difference), while the decoder is fastest on
     /// the whole batch.
     ///
-    /// With `detect`, also returns the language detected from the first
-    /// sub-batch's output.
+    /// With `detect`, also returns every window's language probabilities
+    /// (see `language`), read from the same encoder output.
     fn encode<'b>(
         &self,
         feats: &'b mut [f32],
         batch: usize,
         joined: &'b mut Vec<f32>,
         detect: bool,
-    ) -> Result<(StorageView<'b>, Option<String>)> {
+    ) -> Result<(StorageView<'b>, Vec<language::WindowLanguages>)> {
         let per_window = self.n_mels * WINDOW_FRAMES;
+        let mut languages = Vec::new();
         if batch <= ENCODE_CHUNK {
             let view = StorageView::new(&[batch, self.n_mels, WINDOW_FRAMES], feats, Device::CPU)?;
             let out = self.model.encode(&view, false)?;
-            let language = if detect {
-                Some(self.detect_language(&out)?)
-            } else {
-                None
-            };
-            return Ok((out, language));
+            if detect {
+                languages = self.window_languages(&out)?;
+            }
+            return Ok((out, languages));
         }
-        let mut language = None;
         let mut done = 0;
         let mut shape = [batch, 0, 0];
         for chunk in feats.chunks_mut(ENCODE_CHUNK * per_window) {
@@ -340,12 +358,12 @@ impl WhisperModel {
                 bail!("unexpected encoder output ({size} values for {n} windows)");
             }
             copy_f32(&out, &mut joined[start..start + size])?;
-            if detect && done == 0 {
-                language = Some(self.detect_language(&out)?);
+            if detect {
+                languages.extend(self.window_languages(&out)?);
             }
             done += n;
         }
-        Ok((StorageView::new(&shape, joined, Device::CPU)?, language))
+        Ok((StorageView::new(&shape, joined, Device::CPU)?, languages))
     }
 
     /// Decodes every window of `encoded` (`batch` windows) with the
@@ -465,54 +483,44 @@ impl WhisperModel {
         ))
     }
 
-    /// Transcribes a batch of windows (each ≤ 30 s) in one decoder pass (the
-    /// encoder runs on sub-batches), in `language`, or when `None` in the
-    /// language detected from the first sub-batch's encoder output. Returns the language used and, per
-    /// window, words with times relative to the window's first sample.
+    /// [`Self::transcribe`] in `language` (`None`: detected), with no prompt
+    /// and no limit on repeats; returns the language used.
     pub fn transcribe_batch(
         &self,
         windows: &[&[f32]],
         language: Option<&str>,
     ) -> Result<(String, Vec<WindowResult>)> {
-        self.transcribe_batch_after(windows, language, None)
+        let decode = Decode {
+            language,
+            ..Decode::default()
+        };
+        self.transcribe(windows, &decode)
+            .map(|(detected, results)| (detected.language, results))
     }
 
-    /// [`Self::transcribe_batch`] with `previous` text given to the decoder
-    /// as what came before (e.g. `project::stages::fillers::DISFLUENCY_PROMPT`,
-    /// which makes Whisper write "um" and "uh"); `None` decodes exactly as
-    /// [`Self::transcribe_batch`] does.
-    pub fn transcribe_batch_after(
+    /// Transcribes a batch of windows (each ≤ 30 s) in one decoder pass (the
+    /// encoder runs on sub-batches), in `decode.language`, or when `None` in
+    /// the language found from every window of the batch (see `language`).
+    /// Returns the language used and, per window, words with times relative
+    /// to the window's first sample.
+    pub fn transcribe(
         &self,
         windows: &[&[f32]],
-        language: Option<&str>,
-        previous: Option<&str>,
-    ) -> Result<(String, Vec<WindowResult>)> {
-        self.transcribe_batch_no_repeat(windows, language, previous, 0)
-    }
-
-    /// [`Self::transcribe_batch_after`] with no run of `no_repeat` tokens
-    /// written twice (0: no limit): the last resort for audio that loops at
-    /// every temperature (a stutter of one short word), where the words
-    /// after the loop are otherwise lost with it.
-    pub fn transcribe_batch_no_repeat(
-        &self,
-        windows: &[&[f32]],
-        language: Option<&str>,
-        previous: Option<&str>,
-        no_repeat: usize,
-    ) -> Result<(String, Vec<WindowResult>)> {
+        decode: &Decode<'_>,
+    ) -> Result<(Detected, Vec<WindowResult>)> {
+        let Decode {
+            language,
+            hint,
+            previous,
+            no_repeat,
+        } = *decode;
         if let Some(language) = language {
-            if self.multilingual
-                && self
-                    .tokenizer
-                    .token_to_id(&format!("<|{language}|>"))
-                    .is_none()
-            {
+            if !self.knows_language(language) {
                 bail!("the model does not know language {language:?}");
             }
         }
         if windows.is_empty() {
-            return Ok((language.unwrap_or("en").to_string(), Vec::new()));
+            return Ok((Detected::given(language.unwrap_or("en")), Vec::new()));
         }
         let batch = windows.len();
         let t0 = std::time::Instant::now();
@@ -522,13 +530,20 @@ impl WhisperModel {
         }
         let t1 = std::time::Instant::now();
         let mut joined = Vec::new();
-        let (encoded, detected) =
-            self.encode(&mut feats, batch, &mut joined, language.is_none())?;
-        let language = match (language, detected) {
-            (Some(l), _) => l.to_string(),
-            (None, Some(l)) => l,
-            (None, None) => bail!("language detection returned nothing"),
+        let detect = language.is_none() && self.multilingual;
+        let (encoded, per_window) = self.encode(&mut feats, batch, &mut joined, detect)?;
+        let detected = match language {
+            Some(l) => Detected::given(l),
+            None if !self.multilingual => Detected::given("en"),
+            None => {
+                let secs: Vec<f64> = windows
+                    .iter()
+                    .map(|w| w.len() as f64 / SAMPLE_RATE as f64)
+                    .collect();
+                self.choose_language(&encoded, &per_window, &secs, hint)?
+            }
         };
+        let language = detected.language.clone();
         let t2 = std::time::Instant::now();
         let (prompt, start_ids) = self.prompt(&language, previous)?;
         let chosen = self.decode_with_guards(&encoded, batch, &prompt, no_repeat)?;
@@ -559,7 +574,7 @@ impl WhisperModel {
             let words = if a.is_silent() {
                 Vec::new()
             } else {
-                words_from_alignment(&self.tokenizer, &a.tokens, al, content_secs)?
+                words_from_alignment(&self.tokenizer, &a.tokens, al, content_secs, &language)?
             };
             out.push(WindowResult {
                 words,
@@ -570,6 +585,6 @@ impl WhisperModel {
                 looped: a.looped,
             });
         }
-        Ok((language, out))
+        Ok((detected, out))
     }
 }

@@ -349,6 +349,8 @@ mod tests {
             aspect_ratio: crate::project::reframe::AspectRatio::Vertical,
             prompt: None,
             remove_fillers: false,
+            language_given: false,
+            language_probability: None,
         }
     }
 

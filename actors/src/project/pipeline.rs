@@ -27,6 +27,9 @@ pub struct PipelineOptions {
     pub out_dir: PathBuf,
     /// (min, max) clip length.
     pub range: (f64, f64),
+    /// The `auto` preset: shorter clips, or one clip of all the speech,
+    /// when none of `range` fits.
+    pub flexible_range: bool,
     pub max_clips: usize,
     pub skip_cuts: bool,
     /// Process only the first `duration` seconds.
@@ -211,8 +214,10 @@ pub async fn run_loading(
         },
         duration: opts.duration,
         language: opts.language.clone(),
+        language_hint: None,
         batch_size: opts.batch_size,
         range: opts.range,
+        flexible_range: opts.flexible_range,
         max_clips: opts.max_clips,
         skip_cuts: opts.skip_cuts,
         rerank: opts.rerank.clone(),

@@ -127,6 +127,13 @@ pub struct ProjectRecord {
     /// Cut filler words ("um", "uh", a "you know" set off by pauses) out
     /// of the clips (`project::stages::fillers`).
     pub remove_fillers: bool,
+    /// `language` is the user's choice: transcription uses it as it is.
+    /// Otherwise it is the source's declared language (a prior for
+    /// detection) until transcription ran.
+    pub language_given: bool,
+    /// How sure detection was of `language` (1 when given); `None` until
+    /// transcription ran.
+    pub language_probability: Option<f64>,
 }
 
 /// Decodes a stored project (of any version this build reads; older ones

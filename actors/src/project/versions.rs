@@ -50,7 +50,9 @@ type ProjectRecordV2 = (ProjectRecordV1, Option<String>);
 /// Version 3: version 2's fields, then `layout`, `aspect_ratio` and `prompt`.
 type ProjectRecordV3 = (ProjectRecordV2, Layout, AspectRatio, Option<String>);
 
-/// Version 4 added `remove_fillers` (off in older projects) and the
+/// Version 5 added `language_given` (false: older projects' language was
+/// their source's, or none) and `language_probability` (`None`: not
+/// recorded). Version 4 added `remove_fillers` (off in older projects) and the
 /// style's `emphasize_keywords` (on: older styles all emphasized; older
 /// versions store the style as [`CaptionStyleV1`]); version 3 added
 /// `layout` and `aspect_ratio` (read from older versions as
@@ -60,12 +62,13 @@ type ProjectRecordV3 = (ProjectRecordV2, Layout, AspectRatio, Option<String>);
 /// layout) is read as a `language` of `None`.
 impl Record for ProjectRecord {
     const KIND: &'static str = "project";
-    const VERSION: u16 = 4;
+    const VERSION: u16 = 5;
 
     fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
         match version {
             1 => Ok(from_v1(decode_payload(payload)?)),
             2 => Ok(from_v2(decode_payload(payload)?)),
+            4 => Ok(decode_payload::<ProjectRecordV4>(payload)?.into()),
             3 => {
                 let (v2, layout, aspect_ratio, prompt): ProjectRecordV3 = decode_payload(payload)?;
                 Ok(ProjectRecord {
@@ -80,6 +83,68 @@ impl Record for ProjectRecord {
                 found: version,
                 supported: Self::VERSION,
             }),
+        }
+    }
+}
+
+/// A project as version 4 stored it: every field up to `remove_fillers`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct ProjectRecordV4 {
+    id: String,
+    user_id: String,
+    title: String,
+    source: Source,
+    thumbnail: String,
+    duration_sec: f64,
+    preset: String,
+    caption_template: String,
+    style: crate::captions::template::CaptionStyle,
+    skip_cuts: bool,
+    state: ProjectState,
+    step_progress: [u8; 4],
+    error: Option<String>,
+    reserved_credits: u64,
+    clip_count: u32,
+    finished: Vec<Stage>,
+    created_at: i64,
+    updated_at: i64,
+    last_event: u64,
+    language: Option<String>,
+    layout: Layout,
+    aspect_ratio: AspectRatio,
+    prompt: Option<String>,
+    remove_fillers: bool,
+}
+
+impl From<ProjectRecordV4> for ProjectRecord {
+    fn from(v: ProjectRecordV4) -> Self {
+        ProjectRecord {
+            id: v.id,
+            user_id: v.user_id,
+            title: v.title,
+            source: v.source,
+            thumbnail: v.thumbnail,
+            duration_sec: v.duration_sec,
+            preset: v.preset,
+            caption_template: v.caption_template,
+            style: v.style,
+            skip_cuts: v.skip_cuts,
+            state: v.state,
+            step_progress: v.step_progress,
+            error: v.error,
+            reserved_credits: v.reserved_credits,
+            clip_count: v.clip_count,
+            finished: v.finished,
+            created_at: v.created_at,
+            updated_at: v.updated_at,
+            last_event: v.last_event,
+            language: v.language,
+            layout: v.layout,
+            aspect_ratio: v.aspect_ratio,
+            prompt: v.prompt,
+            remove_fillers: v.remove_fillers,
+            language_given: false,
+            language_probability: None,
         }
     }
 }
@@ -143,6 +208,8 @@ fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
             aspect_ratio: AspectRatio::Vertical,
             prompt: None,
             remove_fillers: false,
+            language_given: false,
+            language_probability: None,
         }
     }
 }
@@ -344,6 +411,43 @@ mod tests {
             (Layout::Split, Some("pricing"))
         );
         assert!(!p3.remove_fillers && p3.style.emphasize_keywords);
+        // A version-4 value: every field before `language_given`.
+        let mut v4 = crate::storage::record::header(4);
+        let mut old = ProjectRecordV4 {
+            id: p3.id.clone(),
+            user_id: p3.user_id.clone(),
+            title: p3.title.clone(),
+            source: p3.source.clone(),
+            thumbnail: p3.thumbnail.clone(),
+            duration_sec: p3.duration_sec,
+            preset: p3.preset.clone(),
+            caption_template: p3.caption_template.clone(),
+            style: p3.style.clone(),
+            skip_cuts: p3.skip_cuts,
+            state: p3.state,
+            step_progress: p3.step_progress,
+            error: None,
+            reserved_credits: 1,
+            clip_count: 2,
+            finished: p3.finished.clone(),
+            created_at: 10,
+            updated_at: 20,
+            last_event: 7,
+            language: Some("en".into()),
+            layout: Layout::Speaker,
+            aspect_ratio: AspectRatio::Square,
+            prompt: None,
+            remove_fillers: true,
+        };
+        old.style.emphasize_keywords = false;
+        bincode::serde::encode_into_std_write(&old, &mut v4, bincode::config::standard()).unwrap();
+        let p4 = decode_project(&v4).expect("upgraded from v4");
+        assert_eq!(
+            (p4.language.as_deref(), p4.layout, p4.remove_fillers),
+            (Some("en"), Layout::Speaker, true)
+        );
+        assert!(!p4.style.emphasize_keywords);
+        assert_eq!((p4.language_given, p4.language_probability), (false, None));
         let mut current = p.clone();
         current.language = Some("de".into());
         current.layout = Layout::Split;
@@ -351,6 +455,8 @@ mod tests {
         current.prompt = Some("the part about pricing".into());
         current.remove_fillers = true;
         current.style.emphasize_keywords = false;
+        current.language_given = true;
+        current.language_probability = Some(0.93);
         let again = decode_project(&kv::encode(&current).unwrap()).expect("current");
         assert_eq!(again, current);
         assert!(decode_project(b"garbage").is_err());

@@ -430,8 +430,14 @@ impl ProjectActor {
         }
         match result {
             Ok(output) => {
-                if let Some(CaptionResult { clips, language }) = output {
+                if let Some(CaptionResult {
+                    clips,
+                    language,
+                    language_probability,
+                }) = output
+                {
                     state.project.language = Some(language);
+                    state.project.language_probability = language_probability;
                     let fence = state.fence.clone();
                     state
                         .services

@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 use super::project_actor::ProjectMsg;
 use super::uploads::{UploadRecord, UPLOADS};
 use super::Services;
-use crate::accounts::AccountError;
+use crate::accounts::{text, AccountError};
 use crate::project::events::{events_after, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::project::reframe::{AspectRatio, Layout};
@@ -75,6 +75,66 @@ pub struct NewProject {
     pub prompt: Option<String>,
     /// Cut filler words (um, uh, "you know"…) out of the clips.
     pub remove_fillers: bool,
+    /// The spoken language the user chose (an ISO code): transcription
+    /// uses it instead of detecting one. `None`: detected, with the
+    /// source's declared language as a prior.
+    pub language: Option<String>,
+}
+
+/// The longest `thumbnail` URL a project keeps.
+pub const THUMBNAIL_MAX_CHARS: usize = 2048;
+
+/// The user's own text of a new project follows the stored-text rule
+/// ([`text`]), and a `thumbnail` is an http(s) URL of at most
+/// [`THUMBNAIL_MAX_CHARS`] characters.
+fn check_user_text(new: &NewProject) -> Result<(), ProjectError> {
+    let invalid = |field, message: &str| ProjectError::Invalid {
+        field,
+        message: message.into(),
+    };
+    if new.title.as_deref().is_some_and(|t| !text::line_ok(t)) {
+        return Err(invalid(
+            "title",
+            "must not contain control or bidi override characters",
+        ));
+    }
+    if new.prompt.as_deref().is_some_and(|p| !text::text_ok(p)) {
+        return Err(invalid(
+            "prompt",
+            "must not contain control or bidi override characters",
+        ));
+    }
+    if let Some(t) = new.thumbnail.as_deref().filter(|t| !t.is_empty()) {
+        if t.chars().count() > THUMBNAIL_MAX_CHARS {
+            return Err(invalid(
+                "thumbnail",
+                &format!("must be at most {THUMBNAIL_MAX_CHARS} characters"),
+            ));
+        }
+        if !is_http_url(t) {
+            return Err(invalid("thumbnail", "must be an http or https URL"));
+        }
+    }
+    Ok(())
+}
+
+/// An absolute `http://` or `https://` URL with a host and nothing a
+/// browser would read differently (spaces, control or bidi characters).
+fn is_http_url(s: &str) -> bool {
+    let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &s[8..]
+    } else if lower.starts_with("http://") {
+        &s[7..]
+    } else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    !host.is_empty()
+        && !host.starts_with('@')
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || text::is_bidi_control(c))
 }
 
 /// What a status subscriber gets: the stored events after its cursor, and
@@ -95,6 +155,7 @@ impl Services {
         self: &Arc<Self>,
         new: NewProject,
     ) -> Result<ProjectRecord, ProjectError> {
+        check_user_text(&new)?;
         let (source, source_secs, meta_title, meta_thumb, language) = match new.source {
             NewSource::Url {
                 url,
@@ -142,7 +203,7 @@ impl Services {
             title: new
                 .title
                 .filter(|t| !t.trim().is_empty())
-                .unwrap_or(meta_title)
+                .unwrap_or_else(|| text::clean_line(&meta_title))
                 .chars()
                 .take(200)
                 .collect(),
@@ -166,7 +227,9 @@ impl Services {
             created_at: now,
             updated_at: now,
             last_event: 0,
-            language,
+            language_given: new.language.is_some(),
+            language: new.language.or(language),
+            language_probability: None,
             layout: new.layout,
             aspect_ratio: new.aspect_ratio,
             prompt: new.prompt,

@@ -28,6 +28,8 @@ pub struct CaptionResult {
     pub clips: Vec<ClipRecord>,
     /// The language transcription used (given or detected).
     pub language: String,
+    /// How sure detection was of it (1 when given).
+    pub language_probability: Option<f64>,
 }
 
 /// Runs one stage of `project` in its work folder.
@@ -69,9 +71,13 @@ fn stage_params(services: &Services, project: &ProjectRecord, out_dir: PathBuf) 
             Source::Upload(key) => SourceRef::Object(key.clone()),
         },
         duration: Some(project.duration_sec),
-        language: project.language.clone(),
+        // The user's choice is used as it is; the source's declared
+        // language only weighs in the detection.
+        language: project.language.clone().filter(|_| project.language_given),
+        language_hint: project.language.clone().filter(|_| !project.language_given),
         batch_size: services.settings.batch_size,
         range: preset_range(&project.preset).unwrap_or((20.0, 60.0)),
+        flexible_range: project.preset == "auto",
         max_clips: services.settings.max_clips,
         skip_cuts: project.skip_cuts,
         rerank: services.settings.rerank.clone(),
@@ -203,5 +209,6 @@ async fn store_rendered(
     Ok(CaptionResult {
         clips,
         language: transcript.language.clone(),
+        language_probability: transcript.language_probability,
     })
 }

@@ -211,6 +211,7 @@ mod tests {
         }
         Transcript {
             language: "en".into(),
+            language_probability: None,
             duration: t + 1.0,
             sentences: sentences_from_words(&words),
             words,

@@ -33,6 +33,11 @@ pub struct CutOptions {
     /// Clips are chosen and titled on the transcript without its filler
     /// words, and each plan lists the spans to cut out for them (`fillers`).
     pub remove_fillers: bool,
+    /// The length is the service's choice (the `auto` preset): when no clip
+    /// of `range` fits, shorter clips are sought, and speech shorter than
+    /// any clip is one clip (see [`short_input`]). Otherwise that is an
+    /// error the user can act on.
+    pub flexible_range: bool,
 }
 
 /// One clip to render, on the source's timeline.
@@ -169,9 +174,31 @@ async fn plan(
             "clips chosen with the prompt"
         );
     }
+    let speech = transcript.words.last().map(|w| w.end).unwrap_or(0.0)
+        - transcript.words.first().map(|w| w.start).unwrap_or(0.0);
+    if candidates.is_empty() && opts.flexible_range {
+        let shorter = (speech / 3.0).clamp(MIN_FLEXIBLE_SECS, opts.range.0);
+        if shorter < opts.range.0 {
+            candidates = score::select_clips_steered(
+                transcript,
+                &signals,
+                (shorter, opts.range.1),
+                opts.max_clips.max(1),
+                prompt.as_ref(),
+            );
+        }
+        if candidates.is_empty() && speech <= opts.range.1 {
+            tracing::info!(speech, "short video: one clip of all its speech");
+            ctx.progress.done();
+            return Ok(vec![short_input(
+                transcript,
+                &signals,
+                opts,
+                prompt.as_ref(),
+            )]);
+        }
+    }
     if candidates.is_empty() {
-        let speech = transcript.words.last().map(|w| w.end).unwrap_or(0.0)
-            - transcript.words.first().map(|w| w.start).unwrap_or(0.0);
         return Err(StageError::NoClips(format!(
             "no clip of {}–{} s fits this video's speech ({} of speech): choose a shorter clip length or skip cuts",
             opts.range.0,
@@ -204,6 +231,34 @@ async fn plan(
             cuts: Vec::new(),
         })
         .collect())
+}
+
+/// The shortest clips the `auto` preset looks for when none of its range
+/// fits.
+const MIN_FLEXIBLE_SECS: f64 = 5.0;
+
+/// All the speech as one clip, from just before its first word to just
+/// after its last (a video too short for any clip, with the `auto` preset).
+fn short_input(
+    t: &Transcript,
+    signals: &Signals,
+    opts: &CutOptions,
+    prompt: Option<&Prompt>,
+) -> ClipPlan {
+    let end_of_input = opts.start + opts.duration;
+    let start = t
+        .words
+        .first()
+        .map_or(opts.start, |w| (w.start - 0.3).max(opts.start));
+    let end = t
+        .words
+        .last()
+        .map_or(end_of_input, |w| (w.end + 0.5).min(end_of_input));
+    ClipPlan {
+        start,
+        end,
+        ..whole_range(t, signals, opts, prompt)
+    }
 }
 
 /// The whole processed range as one clip (skip cuts).
@@ -251,6 +306,7 @@ mod tests {
             .collect();
         let t = Transcript {
             language: "en".into(),
+            language_probability: None,
             duration: 20.0,
             sentences: sentences_from_words(&words),
             words,
@@ -264,6 +320,7 @@ mod tests {
             rerank: None,
             prompt: None,
             remove_fillers: false,
+            flexible_range: false,
         };
         let ctx = StageCtx::new(Default::default(), Progress::silent());
         let missing = Path::new("/nonexistent/source.mp4");

@@ -105,6 +105,7 @@ pub fn without_fillers(transcript: &Transcript) -> (Transcript, Vec<usize>) {
     let (words, index) = kept_words(&transcript.words, &marks);
     let mut clean = Transcript {
         language: transcript.language.clone(),
+        language_probability: transcript.language_probability,
         duration: transcript.duration,
         sentences: Vec::new(),
         words,

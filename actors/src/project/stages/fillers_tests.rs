@@ -57,6 +57,7 @@ fn phrases_are_fillers_only_when_set_off() {
 fn removing_fillers_mends_punctuation_and_capitals() {
     let t = Transcript {
         language: "en".into(),
+        language_probability: None,
         duration: 10.0,
         sentences: Vec::new(),
         words: words("Um, so it works, um. Uh, the plan is simple.", 0.3),

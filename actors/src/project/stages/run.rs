@@ -38,11 +38,17 @@ pub struct StageParams {
     pub source: SourceRef,
     /// Process only the first `duration` seconds (all of it when `None`).
     pub duration: Option<f64>,
-    /// The spoken language, when known (used only if the model knows it).
+    /// The spoken language the user chose (used only if the model knows
+    /// it; otherwise detected).
     pub language: Option<String>,
+    /// The source's declared language: a prior for detection.
+    pub language_hint: Option<String>,
     pub batch_size: usize,
     /// (min, max) clip length.
     pub range: (f64, f64),
+    /// The length is the service's choice (`auto`): see
+    /// `cut::CutOptions::flexible_range`.
+    pub flexible_range: bool,
     pub max_clips: usize,
     pub skip_cuts: bool,
     pub rerank: Option<RerankConfig>,
@@ -182,6 +188,7 @@ pub async fn run_in<E: StageEnv>(
                     rerank: params.rerank.clone(),
                     prompt: params.prompt.clone(),
                     remove_fillers: params.remove_fillers,
+                    flexible_range: params.flexible_range,
                 },
                 ctx,
             )
@@ -248,8 +255,8 @@ async fn transcribe_in<E: StageEnv>(
             &src,
             env.model(),
             TranscribeOptions {
-                // The source's language when the model knows it; else detected.
                 language: params.language.clone(),
+                language_hint: params.language_hint.clone(),
                 start: 0.0,
                 duration: Some(span),
                 expected_secs: span,

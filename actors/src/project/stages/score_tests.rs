@@ -24,6 +24,7 @@ fn transcript(sentences: &[&str], wps: f64, gap: f64) -> Transcript {
     }
     Transcript {
         language: "en".into(),
+        language_probability: None,
         duration: t + 1.0,
         sentences: sentences_from_words(&words),
         words,
@@ -258,6 +259,7 @@ fn hooky_lively_span_beats_flat_monotone_one() {
     let duration = words.last().unwrap().end + 1.0;
     let t = Transcript {
         language: "en".into(),
+        language_probability: None,
         duration,
         sentences: sentences_from_words(&words),
         words,

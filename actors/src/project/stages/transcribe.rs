@@ -13,14 +13,18 @@ use super::{StageCtx, StageError};
 use crate::media::audio::PcmStream;
 use crate::media::vad::{quiet_middle, SpeechWindows, Window};
 use crate::media::voicing::Voicing;
-use crate::media::whisper::{WhisperModel, SAMPLE_RATE};
+use crate::media::whisper::{Decode, WhisperModel, SAMPLE_RATE};
 use crate::media::whisper_guards::cut_loops_by;
 use crate::transcript::{Transcript, Word};
 
 #[derive(Clone, Debug)]
 pub struct TranscribeOptions {
-    /// ISO code; `None` detects the language from the first speech.
+    /// ISO code, the user's choice; `None` detects the language from the
+    /// first batch of speech windows (see `media::whisper::language`).
     pub language: Option<String>,
+    /// When detecting: the language the source declares (its metadata), a
+    /// prior the audio can overrule.
+    pub language_hint: Option<String>,
     /// Seconds into the source where processing starts.
     pub start: f64,
     /// Seconds to process (`None` = to the end).
@@ -39,6 +43,7 @@ impl Default for TranscribeOptions {
     fn default() -> Self {
         Self {
             language: None,
+            language_hint: None,
             start: 0.0,
             duration: None,
             expected_secs: 0.0,
@@ -182,6 +187,7 @@ fn recognise(
     let mut pending: Vec<Window> = Vec::new();
     let mut words: Vec<Word> = Vec::new();
     let mut language = opts.language.clone();
+    let mut language_probability = opts.language.as_ref().map(|_| 1.0);
     let mut model_secs = 0.0;
     let mut reader = Some(reader);
     let mut audio: Option<(u64, Vec<f32>)> = None;
@@ -220,8 +226,14 @@ fn recognise(
             let slices: Vec<&[f32]> = batch.iter().map(|w| w.samples.as_slice()).collect();
             // The first batch detects the language when none was given; the
             // rest of the input is decoded in it.
-            let recognised = model.transcribe_batch_after(&slices, language.as_deref(), previous);
-            let (lang, results) = match recognised {
+            let decode = Decode {
+                language: language.as_deref(),
+                hint: opts.language_hint.as_deref(),
+                previous,
+                no_repeat: 0,
+            };
+            let recognised = model.transcribe(&slices, &decode);
+            let (detected, results) = match recognised {
                 Ok(r) => r,
                 Err(e) => {
                     drop(rx);
@@ -231,7 +243,10 @@ fn recognise(
                     return Err(StageError::Model(format!("{e:#}")));
                 }
             };
-            language = Some(lang);
+            if language.is_none() {
+                language_probability = Some(detected.probability);
+            }
+            language = Some(detected.language);
             model_secs += started.elapsed().as_secs_f64();
             for (w, r) in batch.iter().zip(results) {
                 let base = opts.start + w.offset;
@@ -270,6 +285,7 @@ fn recognise(
     }
     let mut transcript = Transcript {
         language: language.unwrap_or_else(|| "en".into()),
+        language_probability,
         duration: read as f64 / SAMPLE_RATE as f64,
         sentences: Vec::new(),
         words: monotonic(words),
@@ -308,7 +324,12 @@ fn in_halves(
         depth,
         "looping window decoded again in halves"
     );
-    let (_, results) = model.transcribe_batch_after(&halves, Some(language), previous)?;
+    let decode = Decode {
+        language: Some(language),
+        previous,
+        ..Decode::default()
+    };
+    let (_, results) = model.transcribe(&halves, &decode)?;
     let mut out = Vec::new();
     for (k, (half, r)) in halves.iter().zip(results).enumerate() {
         let base = if k == 0 {
@@ -327,8 +348,11 @@ fn in_halves(
                 secs = half.len() as f64 / SAMPLE_RATE as f64,
                 "looping piece decoded again without repeats"
             );
-            let (_, mut again) =
-                model.transcribe_batch_no_repeat(&[half], Some(language), previous, NO_REPEAT)?;
+            let strict = Decode {
+                no_repeat: NO_REPEAT,
+                ..decode
+            };
+            let (_, mut again) = model.transcribe(&[half], &strict)?;
             again.pop().map(|r| r.words).unwrap_or(r.words)
         } else {
             r.words
@@ -342,23 +366,35 @@ fn in_halves(
     Ok(out)
 }
 
-/// Words not in a window's voiceless stretches: a word whose middle lies
-/// more than 0.2 s inside one is dropped (alignment can place a real word a
-/// little into a pause; a word well inside one was not spoken).
+/// Words not in a window's voiceless stretches. A word that starts and
+/// ends more than 0.2 s inside one was not spoken there (a hallucination on
+/// breath or noise) and is dropped. A word with one edge in a pause was
+/// stretched into it by the alignment (a sentence-final word trailing off
+/// into the pause after it, a first word into the pause before): it is
+/// kept, its edge brought back to 0.2 s into the pause. (A rule on the
+/// word's middle dropped such sentence-final words: a 0.4 s word whose
+/// alignment ran 1.5 s into the pause had its middle there.)
 fn in_voice(words: Vec<Word>, voicing: &Voicing) -> Vec<Word> {
     const MARGIN: f64 = 0.2;
     words
         .into_iter()
-        .filter(|w| {
-            let mid = (w.start + w.end) / 2.0;
-            let silent = voicing
-                .silences
-                .iter()
-                .any(|&(a, b)| a + MARGIN < mid && mid < b - MARGIN);
-            if silent {
-                tracing::debug!(word = %w.text, start = w.start, "word in silence dropped");
+        .filter_map(|mut w| {
+            for &(a, b) in &voicing.silences {
+                let (from, to) = (a + MARGIN, b - MARGIN);
+                if from >= to {
+                    continue;
+                }
+                if from < w.start && w.end < to {
+                    tracing::debug!(word = %w.text, start = w.start, "word in silence dropped");
+                    return None;
+                }
+                if w.start < from && from < w.end {
+                    w.end = from;
+                } else if w.start < to && to < w.end && w.start > from {
+                    w.start = to;
+                }
             }
-            !silent
+            Some(w)
         })
         .collect()
 }
@@ -384,4 +420,49 @@ fn monotonic(mut words: Vec<Word>) -> Vec<Word> {
         last = w.start;
     }
     words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str, start: f64, end: f64) -> Word {
+        Word {
+            text: text.into(),
+            start,
+            end,
+            probability: 0.9,
+        }
+    }
+
+    fn voicing(silences: &[(f64, f64)]) -> Voicing {
+        Voicing {
+            syllables: 10,
+            silences: silences.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_word_inside_a_pause_is_dropped_one_reaching_into_it_kept() {
+        // Voice until 2.1 s ("document." trails off), a pause from 2.4 s
+        // (300 ms after the last voiced frame) to 4.0 s.
+        let v = voicing(&[(2.4, 4.0)]);
+        let words = vec![
+            w("perfect", 1.2, 1.6),
+            // The alignment ran the last word 1.5 s into the pause: its
+            // middle (2.65 s) lies there, its start does not.
+            w("document.", 1.6, 3.7),
+            // Nothing was said here.
+            w("Thank", 2.8, 3.1),
+            // The next sentence's first word, stretched back into the pause.
+            w("And", 3.0, 4.3),
+        ];
+        let kept = in_voice(words, &v);
+        let texts: Vec<&str> = kept.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(texts, ["perfect", "document.", "And"]);
+        assert!((kept[1].end - 2.6).abs() < 1e-9, "{:?}", kept[1]);
+        assert_eq!(kept[1].start, 1.6);
+        assert!((kept[2].start - 3.8).abs() < 1e-9, "{:?}", kept[2]);
+        assert_eq!(kept[2].end, 4.3);
+    }
 }
