@@ -162,6 +162,22 @@ pub fn build_ass(words: &[Word], style: &CaptionStyle, opts: &AssOptions) -> Str
     doc
 }
 
+/// The height (px) one caption line takes on a `width`x`height` frame:
+/// the font with room for its outline, its box and a word popping larger.
+pub fn line_band(style: &CaptionStyle, width: u32, height: u32) -> f64 {
+    let frame = Frame::new(
+        style,
+        &AssOptions {
+            width,
+            height,
+            font_name: String::new(),
+            watermark_text: String::new(),
+            duration: 0.0,
+        },
+    );
+    frame.font_px * 1.6 + 2.0 * (frame.font_px * 0.2).max(MIN_BOX_PADDING * frame.scale)
+}
+
 /// Sizes of the frame and of the caption font on it.
 struct Frame {
     width: f64,

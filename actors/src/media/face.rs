@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use super::face_detect::{Face, FULL_EVERY, ROI_MARGIN, ROI_SCALE};
 use super::face_detect::{Motion, Searchers, MOTION_HELD};
 use super::process::{kill_group, std_command};
+use super::scenes::{parse_metadata_times, SCENE_THRESHOLD};
 use super::spare_cpu::SpareCpu;
 use crate::stage::StageError;
 
@@ -43,9 +44,26 @@ pub struct FaceAnalysis {
     /// Source frame size, for pixel conversions.
     pub width: u32,
     pub height: u32,
+    /// Shot changes (seconds from the clip's start, ascending), found on
+    /// the frames decoded for the faces (every reference frame, not only
+    /// the samples): a shot change starts a new subject to follow.
+    pub cuts: Vec<f64>,
+    /// Where a split-screen source divides its panels (share of the width),
+    /// when it has a hard vertical seam near the middle.
+    pub seam: Option<f64>,
 }
 
 impl FaceAnalysis {
+    /// The shot (0 = before the first cut) of each sample.
+    pub fn shots(&self) -> Vec<usize> {
+        (0..self.faces.len())
+            .map(|i| {
+                let t = i as f64 / SAMPLE_FPS;
+                self.cuts.partition_point(|&c| c <= t)
+            })
+            .collect()
+    }
+
     /// The largest face of each sample.
     pub fn largest(&self) -> FaceSamples {
         self.faces.iter().map(|f| f.first().copied()).collect()
@@ -119,6 +137,18 @@ fn track_blocking(
         true => (MOTION_FPS, FRAMES_PER_SAMPLE),
         false => (SAMPLE_FPS, 1),
     };
+    // Shot changes are scored on the same decoded frames, at 160 px.
+    let cut_list = tempfile::NamedTempFile::new().map_err(|e| StageError::io("temp file", e))?;
+    let cut_path = cut_list
+        .path()
+        .to_string_lossy()
+        .replace('\\', "/")
+        .replace('\'', "");
+    let graph = format!(
+        "[0:v]split=2[f][s];[f]fps={fps},scale={w}:{h},format=gray[out];\
+         [s]scale=160:-2,select='gt(scene\\,{SCENE_THRESHOLD})',\
+         metadata=print:file='{cut_path}',nullsink"
+    );
     let mut cmd = std_command("ffmpeg");
     cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}")])
         // Frames no other frame refers to (most B-frames) are not decoded:
@@ -129,7 +159,7 @@ fn track_blocking(
         .arg("-i")
         .arg(input)
         .args(["-t", &format!("{duration:.3}"), "-an", "-sn", "-dn"])
-        .args(["-vf", &format!("fps={fps},scale={w}:{h},format=gray")])
+        .args(["-filter_complex", &graph, "-map", "[out]"])
         .args(["-f", "rawvideo", "pipe:1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -178,6 +208,7 @@ fn track_blocking(
     // With mouth motion, the frames whose sample's faces are not known yet
     // wait here (with the frame before the first of them).
     let mut motion_frames = Motion::new(w, h);
+    let mut seam = SeamScore::new(w, h);
     let mut index = 0usize;
     loop {
         if cancel.is_cancelled() {
@@ -196,7 +227,10 @@ fn track_blocking(
         };
         let queued = if motion {
             let sent = match index % per_sample {
-                0 => searchers.send(frame.clone()),
+                0 => {
+                    seam.add(&frame);
+                    searchers.send(frame.clone())
+                }
                 _ => Ok(()),
             };
             motion_frames.push(index / per_sample, frame);
@@ -205,6 +239,7 @@ fn track_blocking(
             sent.and_then(|()| searchers.collect(motion_frames.held() > MOTION_HELD))
                 .map(|()| motion_frames.measure(&searchers.faces))
         } else {
+            seam.add(&frame);
             searchers.send(frame)
         };
         if let Err(e) = queued {
@@ -217,12 +252,61 @@ fn track_blocking(
     let _ = child.wait();
     let faces = searchers.finish()?;
     motion_frames.measure(&faces);
+    let text = std::fs::read_to_string(cut_list.path()).unwrap_or_default();
+    let mut cuts: Vec<f64> = parse_metadata_times(&text)
+        .into_iter()
+        .filter(|t| *t > 0.0 && *t < duration)
+        .collect();
+    cuts.sort_by(f64::total_cmp);
     Ok(FaceAnalysis {
+        cuts,
+        seam: seam.seam(),
         faces: faces.into_iter().map(Option::unwrap_or_default).collect(),
         mouth: motion_frames.mouth,
         width: src_w,
         height: src_h,
     })
+}
+
+/// A grey step this large between neighbouring pixels is an edge…
+const SEAM_STEP: u8 = 24;
+/// …and a column with one in this share of the rows of every sample is a
+/// split screen's seam (a picture's own vertical edges are not straight
+/// and full height in every sample).
+const SEAM_ROWS: f64 = 0.6;
+
+/// Counts, per column, the rows of the samples with an edge there.
+struct SeamScore {
+    w: usize,
+    hits: Vec<u32>,
+    rows: u32,
+}
+
+impl SeamScore {
+    fn new(w: u32, _h: u32) -> Self {
+        Self {
+            w: w as usize,
+            hits: vec![0; w as usize],
+            rows: 0,
+        }
+    }
+
+    fn add(&mut self, frame: &[u8]) {
+        for row in frame.chunks_exact(self.w.max(1)).step_by(2) {
+            for (x, pair) in row.windows(2).enumerate() {
+                self.hits[x] += u32::from(pair[0].abs_diff(pair[1]) > SEAM_STEP);
+            }
+            self.rows += 1;
+        }
+    }
+
+    /// The seam's position (share of the width) in the middle third.
+    fn seam(&self) -> Option<f64> {
+        let (a, b) = (self.w * 35 / 100, self.w * 65 / 100);
+        let (x, hits) = (a..b).map(|x| (x, self.hits[x])).max_by_key(|(_, h)| *h)?;
+        (self.rows > 0 && hits as f64 / self.rows as f64 >= SEAM_ROWS)
+            .then(|| (x + 1) as f64 / self.w as f64)
+    }
 }
 
 /// Fraction of samples with a face.
@@ -237,7 +321,7 @@ pub fn face_ratio(samples: &FaceSamples) -> f64 {
 /// width), one value per sample: gaps take the nearest known face, a moving
 /// average removes jitter, and a dead zone keeps the crop still while the
 /// face moves only a little.
-pub fn smooth_path(samples: &FaceSamples) -> Vec<f64> {
+pub fn smooth_path(samples: &[Option<Face>]) -> Vec<f64> {
     let n = samples.len();
     if n == 0 {
         return Vec::new();
@@ -323,6 +407,25 @@ mod tests {
             path.windows(2).all(|w| w[1] >= w[0] - 1e-12),
             "path must move one way: {path:?}"
         );
+    }
+
+    /// Two panels side by side (a split screen) have a seam; one picture
+    /// with a vertical edge that is not full height has none.
+    #[test]
+    fn a_split_screen_has_a_seam() {
+        let (w, h) = (64u32, 36u32);
+        let frame = |edge_rows: u32| -> Vec<u8> {
+            (0..h)
+                .flat_map(|y| (0..w).map(move |x| if x >= 30 && y < edge_rows { 200 } else { 60 }))
+                .collect()
+        };
+        let mut s = SeamScore::new(w, h);
+        s.add(&frame(36));
+        s.add(&frame(30));
+        assert_eq!(s.seam(), Some(30.0 / 64.0));
+        let mut s = SeamScore::new(w, h);
+        s.add(&frame(12));
+        assert_eq!(s.seam(), None);
     }
 
     #[test]

@@ -49,6 +49,27 @@ pub struct Face {
     pub size: f64,
 }
 
+/// Mean absolute grey difference (0..255) between two samples above which
+/// the second is taken for a new shot, and searched whole. Measured on the
+/// real-footage corpus at 1 sample/s: cuts 51–89, a moving handheld shot up
+/// to 42, a still talking head 2–18; a false alarm only costs a full search.
+const SHOT_CHANGE_MAD: f64 = 30.0;
+
+/// Whether `b` looks like another shot than `a` (frames of width `w`),
+/// from every 4th pixel of every 4th row.
+pub(super) fn shot_changed(a: &[u8], b: &[u8], w: u32) -> bool {
+    let w = w.max(1) as usize;
+    let (mut sum, mut n) = (0u64, 0u64);
+    for row in (0..a.len().min(b.len()) / w).step_by(4) {
+        for x in (0..w).step_by(4) {
+            let i = row * w + x;
+            sum += a[i].abs_diff(b[i]) as u64;
+            n += 1;
+        }
+    }
+    n > 0 && sum as f64 / n as f64 > SHOT_CHANGE_MAD
+}
+
 /// Most frames held for mouth motion while their sample is searched (about
 /// what the two searchers' queues hold: 64 frames of 640x360 are 15 MB).
 pub(super) const MOTION_HELD: usize = 64;
@@ -136,9 +157,16 @@ impl Searchers {
                 // searcher makes its own.
                 let mut detector = Detector::new(w, h)?;
                 let mut last: Option<Vec<Face>> = None;
+                let mut last_frame: Option<Vec<u8>> = None;
                 for (n, frame) in rx {
-                    let faces = detector.sample(&frame, n, last.as_ref());
+                    // After a shot change the previous faces say nothing
+                    // about where this shot's are: search the whole frame.
+                    let cut = last_frame
+                        .as_ref()
+                        .is_some_and(|p| shot_changed(p, &frame, w));
+                    let faces = detector.sample(&frame, n, last.as_ref().filter(|_| !cut));
                     last = Some(faces.clone());
+                    last_frame = Some(frame);
                     if done.send((n, faces)).is_err() {
                         break;
                     }
@@ -496,5 +524,27 @@ mod tests {
                 "{px}: {found:?} vs {known:?}"
             );
         }
+    }
+
+    /// A cut that puts the face somewhere else: the next sample searches
+    /// the whole frame (the square around the old face would find nothing
+    /// until the next full search, up to four samples later).
+    #[test]
+    fn after_a_cut_the_whole_frame_is_searched() {
+        let (left, right) = (frame_with_photo(240, 0, 40), frame_with_photo(240, 400, 40));
+        assert!(shot_changed(&left, &right, 640));
+        assert!(!shot_changed(&left, &frame_with_photo(240, 4, 40), 640));
+        let mut s = Searchers::start(640, 360, None);
+        for f in [left.clone(), right.clone(), right] {
+            s.send(f).unwrap();
+        }
+        let faces = s.finish().unwrap();
+        let cx = |n: usize| faces[n].as_ref().unwrap().first().map(|f| f.cx);
+        assert!(cx(0).unwrap() < 0.3, "{faces:?}");
+        assert!(
+            cx(1).is_some_and(|x| x > 0.6),
+            "the face after the cut: {faces:?}"
+        );
+        assert!(cx(2).is_some_and(|x| x > 0.6), "{faces:?}");
     }
 }

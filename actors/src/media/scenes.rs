@@ -83,7 +83,7 @@ pub async fn detect(
 }
 
 /// Reads `pts_time:` values from ffmpeg's `metadata=print` output.
-fn parse_metadata_times(text: &str) -> Vec<f64> {
+pub(crate) fn parse_metadata_times(text: &str) -> Vec<f64> {
     let mut times: Vec<f64> = text
         .lines()
         .filter_map(|l| {

@@ -25,12 +25,16 @@ pub struct CropBox {
 pub enum Composition {
     /// A `w`x`h` crop (the output's shape) whose left edge follows `path`
     /// (time s, x px) at a fixed top `y`: single face, active speaker, or a
-    /// still centre crop.
+    /// still centre crop. During the `fit` spans (s, s) — shots in which no
+    /// face was found — the whole frame is shown over a blurred copy
+    /// instead of a blind crop.
     Follow {
         w: u32,
         h: u32,
         y: u32,
         path: Vec<(f64, f64)>,
+        #[serde(default)]
+        fit: Vec<(f64, f64)>,
     },
     /// Two crops, each filling half of the output (stacked top/bottom when
     /// the output is at least as tall as wide, else side by side).
@@ -67,30 +71,108 @@ fn left_edge(cx: f64, cw: u32, src_w: u32) -> f64 {
         .round()
 }
 
-/// Single: follow the largest face's smoothed path; no face → centre crop.
-pub fn follow_face(samples: &FaceSamples, src: (u32, u32), out: (u32, u32)) -> Composition {
+/// Single: follow the face of each shot (`samples`, one per 1/SAMPLE_FPS
+/// s; `cuts` in seconds): a smoothed path within a shot, a jump at each
+/// cut, and the whole frame fitted during a shot without a face. No face
+/// at all → a centre crop.
+pub fn follow_face(
+    samples: &FaceSamples,
+    cuts: &[f64],
+    src: (u32, u32),
+    out: (u32, u32),
+) -> Composition {
     let (cw, ch) = crop_box(src.0, src.1, out.0, out.1);
     let seen: Vec<f64> = samples.iter().flatten().map(|f| f.cy).collect();
-    let cy = if seen.is_empty() {
-        0.5
-    } else {
-        seen.iter().sum::<f64>() / seen.len() as f64
-    };
-    let path: Vec<(f64, f64)> = if seen.is_empty() {
-        vec![(0.0, left_edge(0.5, cw, src.0))]
-    } else {
-        face::smooth_path(samples)
+    if seen.is_empty() {
+        return Composition::Follow {
+            w: cw,
+            h: ch,
+            y: crop_top(0.5, ch, src.1),
+            path: vec![(0.0, left_edge(0.5, cw, src.0))],
+            fit: Vec::new(),
+        };
+    }
+    let cy = seen.iter().sum::<f64>() / seen.len() as f64;
+    let mut path: Vec<(f64, f64)> = Vec::new();
+    let mut fit = Vec::new();
+    for (k, shot) in shot_ranges(samples.len(), cuts).into_iter().enumerate() {
+        let (t0, t1) = shot_times(k, cuts, samples.len());
+        let part = &samples[shot.clone()];
+        if part.iter().all(Option::is_none) {
+            fit.push((t0, t1));
+            continue;
+        }
+        let xs: Vec<f64> = face::smooth_path(part)
             .iter()
-            .enumerate()
-            .map(|(i, cx)| (i as f64 / SAMPLE_FPS, left_edge(*cx, cw, src.0)))
-            .collect()
-    };
+            .map(|cx| left_edge(*cx, cw, src.0))
+            .collect();
+        push_shot(&mut path, t0, &xs, shot.start);
+    }
     Composition::Follow {
         w: cw,
         h: ch,
         y: crop_top(cy, ch, src.1),
         path: simplify(path),
+        fit: merge_spans(fit),
     }
+}
+
+/// The samples of each shot (shot `k` lies between cuts `k - 1` and `k`).
+pub fn shot_ranges(samples: usize, cuts: &[f64]) -> Vec<std::ops::Range<usize>> {
+    let first_at_or_after = |t: f64| ((t * SAMPLE_FPS).ceil().max(0.0) as usize).min(samples);
+    (0..=cuts.len())
+        .map(|k| {
+            let a = if k == 0 {
+                0
+            } else {
+                first_at_or_after(cuts[k - 1])
+            };
+            let b = cuts.get(k).map_or(samples, |&c| first_at_or_after(c));
+            a..b.max(a)
+        })
+        .collect()
+}
+
+/// Shot `k`'s time span (the last shot ends a second after the last sample).
+fn shot_times(k: usize, cuts: &[f64], samples: usize) -> (f64, f64) {
+    let t0 = if k == 0 { 0.0 } else { cuts[k - 1] };
+    let t1 = cuts
+        .get(k)
+        .copied()
+        .unwrap_or(samples as f64 / SAMPLE_FPS + 1.0);
+    (t0, t1)
+}
+
+/// Appends a shot's crop positions (`xs`, from sample `first`, starting at
+/// `t0`) to `path`: the previous position is held up to the cut, then the
+/// crop jumps.
+fn push_shot(path: &mut Vec<(f64, f64)>, t0: f64, xs: &[f64], first: usize) {
+    if let (Some(&(t_last, x_last)), Some(&x0)) = (path.last(), xs.first()) {
+        if t0 - 0.001 > t_last {
+            path.push((t0 - 0.001, x_last));
+        }
+        if t0 > t_last {
+            path.push((t0, x0));
+        }
+    }
+    for (j, x) in xs.iter().enumerate() {
+        let t = (first + j) as f64 / SAMPLE_FPS;
+        if path.last().is_none_or(|&(tl, _)| t > tl) {
+            path.push((t, *x));
+        }
+    }
+}
+
+/// Joins touching spans.
+fn merge_spans(spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (a, b) in spans {
+        match out.last_mut() {
+            Some(last) if a <= last.1 + 1e-6 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// Speaker: the crop cuts to the active face and follows its smoothed path
@@ -98,13 +180,14 @@ pub fn follow_face(samples: &FaceSamples, src: (u32, u32), out: (u32, u32)) -> C
 pub fn follow_speaker(
     pair: [&Track; 2],
     timeline: &SpeakerTimeline,
+    cuts: &[f64],
     src: (u32, u32),
     out: (u32, u32),
 ) -> Composition {
     let (cw, ch) = crop_box(src.0, src.1, out.0, out.1);
     let paths: Vec<Vec<f64>> = pair
         .iter()
-        .map(|t| face::smooth_path(&t.filled().into_iter().map(Some).collect()))
+        .map(|t| smooth_by_shot(&t.filled().into_iter().map(Some).collect(), cuts))
         .collect();
     let x_of = |who: usize, k: usize| {
         let p = &paths[who];
@@ -131,14 +214,36 @@ pub fn follow_speaker(
         h: ch,
         y: crop_top(cy, ch, src.1),
         path: simplify(points),
+        fit: Vec::new(),
     }
+}
+
+/// [`face::smooth_path`] within each shot: the path jumps at a cut
+/// instead of gliding across it.
+fn smooth_by_shot(samples: &FaceSamples, cuts: &[f64]) -> Vec<f64> {
+    shot_ranges(samples.len(), cuts)
+        .into_iter()
+        .flat_map(|r| face::smooth_path(&samples[r]))
+        .collect()
 }
 
 /// A box of aspect `aw`:`ah` around a face, about `scale` face widths wide,
 /// inside the source.
 fn box_around(track: &Track, scale: f64, aw: f64, ah: f64, src: (u32, u32)) -> CropBox {
+    box_within(track, scale, (aw, ah), src, (0.0, src.0 as f64))
+}
+
+/// [`box_around`] kept between the columns `left..right` (source px).
+fn box_within(
+    track: &Track,
+    scale: f64,
+    (aw, ah): (f64, f64),
+    src: (u32, u32),
+    (left, right): (f64, f64),
+) -> CropBox {
     let (sw, sh) = (src.0 as f64, src.1 as f64);
-    let mut w = (track.size * sw * scale).max(32.0).min(sw);
+    let room = (right - left).clamp(2.0, sw);
+    let mut w = (track.size * sw * scale).max(32.0).min(room);
     let mut h = w * ah / aw;
     if h > sh {
         h = sh;
@@ -146,7 +251,8 @@ fn box_around(track: &Track, scale: f64, aw: f64, ah: f64, src: (u32, u32)) -> C
     }
     let even = |v: f64| (v / 2.0).floor() as u32 * 2;
     let (w, h) = (even(w).max(2), even(h).max(2));
-    let x = (track.cx * sw - w as f64 / 2.0).clamp(0.0, sw - w as f64);
+    let x = (track.cx * sw - w as f64 / 2.0)
+        .clamp(left.ceil(), (right.floor() - w as f64).max(left.ceil()));
     let y = (track.cy * sh - h as f64 / 2.0).clamp(0.0, sh - h as f64);
     CropBox {
         x: even(x),
@@ -157,7 +263,7 @@ fn box_around(track: &Track, scale: f64, aw: f64, ah: f64, src: (u32, u32)) -> C
 }
 
 /// The size of each half of the output in a split.
-fn halves(out: (u32, u32)) -> [(u32, u32); 2] {
+pub(crate) fn halves(out: (u32, u32)) -> [(u32, u32); 2] {
     let (w, h) = out;
     if h >= w {
         let top = h / 2 / 2 * 2;
@@ -168,14 +274,30 @@ fn halves(out: (u32, u32)) -> [(u32, u32); 2] {
     }
 }
 
-/// Split: each face (left one first) framed about 3.5 face widths wide.
-/// Without two faces, the source's left and right halves.
-pub fn split(pair: Option<[&Track; 2]>, src: (u32, u32), out: (u32, u32)) -> Composition {
+/// Split: each face (left one first) framed about 3.5 face widths wide;
+/// on a split-screen source (a `seam`, share of the width, between the two
+/// faces) each box stays inside its own panel. Without two faces, the
+/// source's left and right halves.
+pub fn split(
+    pair: Option<[&Track; 2]>,
+    seam: Option<f64>,
+    src: (u32, u32),
+    out: (u32, u32),
+) -> Composition {
     let hs = halves(out);
     let boxes = match pair {
         Some(mut p) => {
             p.sort_by(|a, b| a.cx.total_cmp(&b.cx));
-            [0, 1].map(|i| box_around(p[i], 3.5, hs[i].0 as f64, hs[i].1 as f64, src))
+            let sw = src.0 as f64;
+            // The seam line itself (a few px) belongs to neither panel.
+            let panels = match seam {
+                Some(s) if p[0].cx < s && s < p[1].cx => [(0.0, s * sw - 3.0), (s * sw + 3.0, sw)],
+                _ => [(0.0, sw), (0.0, sw)],
+            };
+            [0, 1].map(|i| {
+                let shape = (hs[i].0 as f64, hs[i].1 as f64);
+                box_within(p[i], 3.5, shape, src, panels[i])
+            })
         }
         None => [0, 1].map(|i| {
             let half_w = src.0 / 2 / 2 * 2;
@@ -250,6 +372,18 @@ pub fn cut_filters(cuts: &[(f64, f64)], start: f64) -> (String, String) {
     )
 }
 
+/// The value of [`piecewise`]'s expression at `t`.
+pub fn piecewise_at(points: &[(f64, f64)], t: f64) -> f64 {
+    match points.iter().position(|(pt, _)| *pt > t) {
+        None => points.last().map_or(0.0, |p| p.1),
+        Some(0) => points[0].1,
+        Some(i) => {
+            let ((t0, x0), (t1, x1)) = (points[i - 1], points[i]);
+            x0 + (x1 - x0) * (t - t0) / (t1 - t0).max(0.001)
+        }
+    }
+}
+
 /// Drops points that lie on the line through their neighbours (within 2 px).
 pub fn simplify(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     if points.len() <= 2 {
@@ -282,11 +416,28 @@ pub fn filter_graph(c: &Composition, out: (u32, u32), ass: &Path, cut: &str) -> 
     );
     let mut g = String::new();
     match c {
-        Composition::Follow { w, h, y, path } => {
+        Composition::Follow { w, h, y, path, fit } if fit.is_empty() => {
             let _ = write!(
                 g,
                 "[0:v]crop=w={w}:h={h}:x='{}':y={y},{tail}",
                 piecewise(path)
+            );
+        }
+        Composition::Follow { w, h, y, path, fit } => {
+            // The crop, and over it the fitted frame during `fit` spans.
+            let spans = fit
+                .iter()
+                .map(|(a, b)| format!("between(t,{a:.3},{b:.3})"))
+                .collect::<Vec<_>>()
+                .join("+");
+            let _ = write!(
+                g,
+                "[0:v]split=2[csrc][fitsrc];\
+                 [csrc]crop=w={w}:h={h}:x='{}':y={y},scale={out_w}:{out_h}:flags=bicubic,setsar=1[crop];\
+                 {};\
+                 [crop][fitted]overlay=0:0:enable='{spans}',{tail}",
+                piecewise(path),
+                fit_chain("fitsrc", out, "fitted"),
             );
         }
         Composition::Split(boxes) => {
@@ -306,34 +457,42 @@ pub fn filter_graph(c: &Composition, out: (u32, u32), ass: &Path, cut: &str) -> 
                 hs[1].1,
             );
         }
-        Composition::Fit { inset } => {
-            let (bw, bh) = (out_w / 4 / 2 * 2, out_h / 4 / 2 * 2);
-            let n = if inset.is_some() { 3 } else { 2 };
-            let _ = write!(
-                g,
-                "[0:v]split={n}[bgsrc][fgsrc]{};\
-                 [bgsrc]scale={bw}:{bh}:force_original_aspect_ratio=increase,crop={bw}:{bh},boxblur=10:2,scale={out_w}:{out_h}[bg];\
-                 [fgsrc]scale={out_w}:{out_h}:force_original_aspect_ratio=decrease[fg];",
-                if inset.is_some() { "[facesrc]" } else { "" }
-            );
-            match inset {
-                Some(b) => {
-                    let (side, x, y) = inset_place(out);
-                    let _ = write!(
-                        g,
-                        "[bg][fg]overlay=(W-w)/2:(H-h)/2[base];\
-                         [facesrc]{},scale={side}:{side}:flags=bicubic,setsar=1[face];\
-                         [base][face]overlay={x}:{y},{tail}",
-                        crop(b)
-                    );
-                }
-                None => {
-                    let _ = write!(g, "[bg][fg]overlay=(W-w)/2:(H-h)/2,{tail}");
-                }
+        Composition::Fit { inset } => match inset {
+            Some(b) => {
+                let (side, x, y) = inset_place(out);
+                let _ = write!(
+                    g,
+                    "[0:v]split=2[fitsrc][facesrc];{};\
+                     [facesrc]{},scale={side}:{side}:flags=bicubic,setsar=1[face];\
+                     [base][face]overlay={x}:{y},{tail}",
+                    fit_chain("fitsrc", out, "base"),
+                    crop(b)
+                );
             }
-        }
+            None => {
+                let _ = write!(g, "{},{tail}", fit_chain("0:v", out, ""));
+            }
+        },
     }
     g
+}
+
+/// `[input]` fitted into the output over a blurred, filled copy of itself,
+/// ending in `[label]` (or open, to be continued with `,`, when `label` is
+/// empty).
+fn fit_chain(input: &str, (out_w, out_h): (u32, u32), label: &str) -> String {
+    let (bw, bh) = (out_w / 4 / 2 * 2, out_h / 4 / 2 * 2);
+    let end = if label.is_empty() {
+        String::new()
+    } else {
+        format!("[{label}]")
+    };
+    format!(
+        "[{input}]split=2[bgsrc][fgsrc];\
+         [bgsrc]scale={bw}:{bh}:force_original_aspect_ratio=increase,crop={bw}:{bh},boxblur=10:2,scale={out_w}:{out_h}[bg];\
+         [fgsrc]scale={out_w}:{out_h}:force_original_aspect_ratio=decrease[fg];\
+         [bg][fg]overlay=(W-w)/2:(H-h)/2{end}"
+    )
 }
 
 /// The face inset's side and top-left corner: a third of the short side,
@@ -355,95 +514,5 @@ pub fn inset_place(out: (u32, u32)) -> (u32, u32, u32) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn track(cx: f64, size: f64) -> Track {
-        Track {
-            cx,
-            cy: 0.4,
-            size,
-            presence: 1.0,
-            positions: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn crop_box_has_the_output_shape() {
-        assert_eq!(crop_box(1920, 1080, 1080, 1920), (606, 1080));
-        assert_eq!(crop_box(1080, 1920, 1080, 1920), (1080, 1920));
-        assert_eq!(crop_box(500, 2000, 1080, 1920), (500, 888));
-        assert_eq!(crop_box(1920, 1080, 1080, 1080), (1080, 1080));
-        assert_eq!(crop_box(1920, 1080, 1920, 1080), (1920, 1080));
-    }
-
-    #[test]
-    fn piecewise_expression_interpolates() {
-        let e = piecewise(&[(0.0, 10.0), (1.0, 20.0)]);
-        assert_eq!(
-            e,
-            "if(lt(t,0.000),10.0,if(lt(t,1.000),10.0+(10.0)*(t-0.000)/1.000,20.0))"
-        );
-        assert_eq!(piecewise(&[(0.0, 5.0)]), "5.0");
-    }
-
-    #[test]
-    fn simplify_drops_collinear_points() {
-        let pts = vec![(0.0, 0.0), (1.0, 10.0), (2.0, 20.0), (3.0, 20.0)];
-        assert_eq!(simplify(pts), vec![(0.0, 0.0), (2.0, 20.0), (3.0, 20.0)]);
-    }
-
-    #[test]
-    fn split_boxes_have_each_half_shape_and_left_face_first() {
-        let (a, b) = (track(0.75, 0.15), track(0.25, 0.15));
-        let Composition::Split(boxes) = split(Some([&a, &b]), (1280, 720), (1080, 1920)) else {
-            panic!("not a split");
-        };
-        // Left face on top.
-        assert!(boxes[0].x < boxes[1].x, "{boxes:?}");
-        for bx in boxes {
-            let aspect = bx.w as f64 / bx.h as f64;
-            assert!((aspect - 1080.0 / 960.0).abs() < 0.02, "{bx:?}");
-            assert!(bx.x + bx.w <= 1280 && bx.y + bx.h <= 720);
-        }
-        let Composition::Split(halves) = split(None, (1280, 720), (1920, 1080)) else {
-            panic!("not a split");
-        };
-        assert_eq!(halves[0].x, 0);
-        assert!(halves[1].x >= 640);
-    }
-
-    #[test]
-    fn every_graph_ends_in_v_at_the_output_size() {
-        let ass = Path::new("/tmp/c.ass");
-        let t = track(0.9, 0.08);
-        for c in [
-            follow_face(&vec![None; 3], (1280, 720), (1080, 1350)),
-            split(None, (1280, 720), (1080, 1920)),
-            screen(Some(&t), (1280, 720)),
-            screen(None, (1280, 720)),
-        ] {
-            let g = filter_graph(&c, (1080, 1350), ass, "");
-            assert!(g.ends_with("format=yuv420p[v]"), "{g}");
-            assert!(g.contains("scale=1080:1350:flags=bicubic"), "{g}");
-            let (cut, _) = cut_filters(&[(11.0, 11.5)], 10.0);
-            let g = filter_graph(&c, (1080, 1350), ass, &cut);
-            assert!(g.contains(&format!("{cut}scale=1080:1350")), "{g}");
-        }
-    }
-
-    #[test]
-    fn cut_filters_drop_the_spans_and_close_the_gaps() {
-        assert_eq!(cut_filters(&[], 3.0), (String::new(), String::new()));
-        let (v, a) = cut_filters(&[(11.0, 11.5), (14.0, 14.25)], 10.0);
-        assert_eq!(
-            v,
-            "select='not(between(t,1.000,1.500)+between(t,4.000,4.250))',\
-             setpts='PTS-(0.500*gte(T,1.500)+0.250*gte(T,4.250))/TB',"
-        );
-        assert_eq!(
-            a,
-            "aselect='not(between(t,1.000,1.500)+between(t,4.000,4.250))',asetpts=N/SR/TB"
-        );
-    }
-}
+#[path = "graph_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub mod graph;
+pub mod keepout;
 pub mod speaker;
 pub mod tracks;
 
@@ -233,6 +234,10 @@ pub struct Framing {
     pub layout: Layout,
     pub reason: String,
     pub composition: Composition,
+    /// Every face seen, as drawn in the output frame (px): where captions
+    /// must not go ([`keepout`]).
+    #[serde(default)]
+    pub faces: Vec<keepout::OutBox>,
 }
 
 /// The two most present faces when the second is a peer of the first.
@@ -267,13 +272,20 @@ pub async fn frame_clip(
         layout: Layout::Fit,
         reason,
         composition: Composition::Fit { inset: None },
+        faces: Vec::new(),
     };
-    match requested {
-        Layout::Fit => return Ok(fit("forced".into())),
+    let whole = match requested {
+        Layout::Fit => Some(fit("forced".into())),
         Layout::Auto if (src_aspect / out_aspect - 1.0).abs() <= 0.05 => {
-            return Ok(fit(decide(&[], None, src_aspect, out_aspect).reason));
+            Some(fit(decide(&[], None, src_aspect, out_aspect).reason))
         }
-        _ => {}
+        _ => None,
+    };
+    if let Some(mut framing) = whole {
+        // Nothing to choose, but the captions must still miss the faces.
+        let analysis = face::track_with(input, start, duration, src, false, cancel, spare).await?;
+        framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
+        return Ok(framing);
     }
     // Who talks (auto, speaker) needs the mouth motion and the sound's
     // balance, measured at once; the other layouts need only where the
@@ -310,22 +322,28 @@ pub async fn frame_clip(
         },
     };
     let single = |reason: String| {
-        let samples: face::FaceSamples = match tracks.first() {
-            Some(t) => t.positions.iter().map(|p| p.map(|(_, f)| f)).collect(),
-            None => vec![None; analysis.faces.len()],
+        let samples = subject_by_shot(&tracks, &analysis);
+        let composition = graph::follow_face(&samples, &analysis.cuts, src, out);
+        let reason = match &composition {
+            Composition::Follow { fit, .. } if !fit.is_empty() => {
+                format!("{reason}; {} shot(s) without a face fitted", fit.len())
+            }
+            _ => reason,
         };
         Framing {
             layout: Layout::Single,
             reason,
-            composition: graph::follow_face(&samples, src, out),
+            composition,
+            faces: Vec::new(),
         }
     };
-    Ok(match decision.layout {
+    let mut framing = match decision.layout {
         Layout::Speaker => match (pair, &timeline) {
             (Some(p), Some(tl)) => Framing {
                 layout: Layout::Speaker,
                 reason: format!("{}; {} switch(es)", decision.reason, tl.switches),
-                composition: graph::follow_speaker(p, tl, src, out),
+                composition: graph::follow_speaker(p, tl, &analysis.cuts, src, out),
+                faces: Vec::new(),
             },
             _ => single(format!(
                 "{}, but fewer than two faces: following one",
@@ -342,17 +360,45 @@ pub async fn frame_clip(
                     decision.reason
                 )
             },
-            composition: graph::split(pair, src, out),
+            composition: graph::split(pair, analysis.seam, src, out),
+            faces: Vec::new(),
         },
         // The face cam: the smallest stable face (a presenter's inset).
         Layout::Screen => Framing {
             layout: Layout::Screen,
             composition: graph::screen(tracks.iter().min_by(|a, b| a.size.total_cmp(&b.size)), src),
             reason: decision.reason,
+            faces: Vec::new(),
         },
         Layout::Fit => fit(decision.reason),
         Layout::Single | Layout::Auto => single(decision.reason),
-    })
+    };
+    framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
+    Ok(framing)
+}
+
+/// The face followed in each sample: in each shot, the first subject (most
+/// present first) seen in at least [`STABLE_PRESENCE`] of that shot's
+/// samples; `None` in shots without one (a face glimpsed once in a wide
+/// shot is no subject to crop to: the shot is fitted).
+fn subject_by_shot(tracks: &[Track], analysis: &face::FaceAnalysis) -> face::FaceSamples {
+    let n = analysis.faces.len();
+    let mut out = vec![None; n];
+    for range in graph::shot_ranges(n, &analysis.cuts) {
+        let Some(t) = tracks.iter().find(|t| {
+            let seen = t.positions[range.clone()]
+                .iter()
+                .filter(|p| p.is_some())
+                .count();
+            seen > 0 && seen as f64 >= STABLE_PRESENCE * range.len() as f64
+        }) else {
+            continue;
+        };
+        for i in range {
+            out[i] = t.positions[i].map(|(_, f)| f);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

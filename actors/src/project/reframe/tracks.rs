@@ -1,5 +1,10 @@
-//! Face tracks: the faces of consecutive samples linked into one track per
-//! person (nearest previous position, greedy, largest faces first).
+//! Face tracks: the faces of consecutive samples of one shot linked into
+//! one track per person (nearest previous position, greedy, largest faces
+//! first); then the tracks of different shots chained into subjects (a
+//! track that begins in a later shot than another ends continues it, the
+//! nearest first): the same man seen from two camera angles, or the people
+//! of a cut-edited interview shown one at a time, are one subject to follow,
+//! not two people side by side.
 
 use crate::media::face::{Face, FaceAnalysis};
 
@@ -62,6 +67,7 @@ impl Track {
 /// present (then largest) first.
 pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
     let n = analysis.faces.len();
+    let shots = analysis.shots();
     let mut tracks: Vec<Track> = Vec::new();
     // Last known position of each track, and the sample it was seen in.
     let mut last: Vec<(usize, Face)> = Vec::new();
@@ -71,7 +77,7 @@ pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
             let nearest = last
                 .iter()
                 .enumerate()
-                .filter(|(t, _)| !taken[*t])
+                .filter(|(t, (seen, _))| !taken[*t] && shots[*seen] == shots[s])
                 .map(|(t, (seen, l))| {
                     let d = ((l.cx - f.cx).powi(2) + (l.cy - f.cy).powi(2)).sqrt();
                     (t, d / (s - seen).clamp(1, 3) as f64)
@@ -98,6 +104,7 @@ pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
             tracks[t].positions[s] = Some((i, *f));
         }
     }
+    let mut tracks = chain_across_shots(tracks, &shots);
     for t in &mut tracks {
         let seen: Vec<Face> = t.positions.iter().flatten().map(|(_, f)| *f).collect();
         let k = seen.len().max(1) as f64;
@@ -113,6 +120,48 @@ pub fn build(analysis: &FaceAnalysis, min_presence: f64) -> Vec<Track> {
             .then(a.cx.total_cmp(&b.cx))
     });
     tracks
+}
+
+/// Chains tracks of different shots: in order of their first sample, each
+/// track continues the chain that ended in an earlier shot than it begins
+/// (the one whose last face is nearest its first), else starts a chain.
+fn chain_across_shots(mut tracks: Vec<Track>, shots: &[usize]) -> Vec<Track> {
+    let span = |t: &Track| {
+        let first = t.positions.iter().position(Option::is_some);
+        let last = t.positions.iter().rposition(Option::is_some);
+        first.zip(last)
+    };
+    tracks.retain(|t| span(t).is_some());
+    tracks.sort_by_key(|t| span(t).map(|(a, _)| a));
+    let mut chains: Vec<Track> = Vec::new();
+    for t in tracks {
+        let (first, _) = span(&t).expect("a track with a face");
+        let start = t.positions[first].map(|(_, f)| f).expect("its first face");
+        let best = chains
+            .iter()
+            .enumerate()
+            .filter_map(|(c, chain)| {
+                let (_, end) = span(chain)?;
+                let f = chain.positions[end]?.1;
+                (shots[end] < shots[first]).then(|| {
+                    let d = ((f.cx - start.cx).powi(2) + (f.cy - start.cy).powi(2)).sqrt();
+                    (c, d)
+                })
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c);
+        match best {
+            Some(c) => {
+                for (slot, p) in chains[c].positions.iter_mut().zip(t.positions) {
+                    if p.is_some() {
+                        *slot = p;
+                    }
+                }
+            }
+            None => chains.push(t),
+        }
+    }
+    chains
 }
 
 #[cfg(test)]
@@ -147,5 +196,51 @@ mod tests {
         assert_eq!(t[1].index_in(6), None);
         assert_eq!(t[1].filled().len(), 10);
         assert_eq!(t[1].filled()[6].cx, 0.75);
+    }
+
+    fn analysis(faces: Vec<Vec<Face>>, cuts: Vec<f64>) -> FaceAnalysis {
+        FaceAnalysis {
+            faces,
+            cuts,
+            ..FaceAnalysis::default()
+        }
+    }
+
+    /// One man from two camera angles (a cut at 5 s moves his face from
+    /// the left to the right edge): one subject, whose positions jump at the
+    /// cut. Without the cut the jump is too far to be one track.
+    #[test]
+    fn one_person_from_two_angles_is_one_subject() {
+        let faces: Vec<Vec<Face>> = (0..10)
+            .map(|i| vec![face(if i < 5 { 0.3 } else { 0.85 }, 0.2)])
+            .collect();
+        let t = build(&analysis(faces.clone(), vec![4.5]), 0.4);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].presence, 1.0);
+        assert_eq!(t[0].positions[4].unwrap().1.cx, 0.3);
+        assert_eq!(t[0].positions[5].unwrap().1.cx, 0.85);
+        assert_eq!(build(&analysis(faces, vec![]), 0.4).len(), 2);
+    }
+
+    /// Two people on screen together stay two, and a close-up after the
+    /// two-shot continues the nearer of them.
+    #[test]
+    fn people_seen_together_stay_apart_across_a_cut() {
+        let mut faces: Vec<Vec<Face>> = (0..6)
+            .map(|_| vec![face(0.25, 0.2), face(0.75, 0.2)])
+            .collect();
+        faces.extend((0..4).map(|_| vec![face(0.7, 0.3)]));
+        let t = build(&analysis(faces, vec![5.5]), 0.4);
+        assert_eq!(t.len(), 2, "{t:?}");
+        let right = t
+            .iter()
+            .find(|t| t.positions[0].unwrap().1.cx > 0.5)
+            .unwrap();
+        assert_eq!(right.positions[9].unwrap().1.cx, 0.7);
+        let left = t
+            .iter()
+            .find(|t| t.positions[0].unwrap().1.cx < 0.5)
+            .unwrap();
+        assert!(left.positions[9].is_none());
     }
 }

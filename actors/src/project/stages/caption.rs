@@ -14,7 +14,7 @@ use super::ahead::Preframed;
 use super::cut::ClipPlan;
 use super::fillers;
 use super::{StageCtx, StageError};
-use crate::captions::ass::{build_ass, AssOptions};
+use crate::captions::ass::{build_ass, line_band, AssOptions};
 use crate::captions::subtitles::{cues_from_words, to_srt, to_vtt};
 use crate::captions::template::CaptionStyle;
 use crate::media::ffprobe::MediaInfo;
@@ -286,10 +286,28 @@ async fn prepare(
         "clip prepared"
     );
 
+    // The captions go where no face is drawn (the template's height when
+    // it is free).
+    let mut style = opts.style.clone();
+    style.position_y = reframe::keepout::caption_y(
+        &framing.faces,
+        (opts.width, opts.height),
+        line_band(&style, opts.width, opts.height),
+        style.position_y,
+        framing.layout == Layout::Split,
+    );
+    if style.position_y != opts.style.position_y {
+        tracing::info!(
+            clip = index,
+            from = opts.style.position_y,
+            to = style.position_y,
+            "captions moved off the faces"
+        );
+    }
     let ass_path = keep.join(format!("clip-{index}.ass"));
     let ass = build_ass(
         &words,
-        &opts.style,
+        &style,
         &AssOptions {
             width: opts.width,
             height: opts.height,

@@ -1,0 +1,149 @@
+//! Framing of real footage (`../shared/media/`, see its README): shot
+//! changes found in the face pass, a subject followed per shot (the crop
+//! jumps at a cut, a shot without a face is fitted), a split-screen
+//! source's panels kept apart, and captions placed off every face.
+
+use std::path::PathBuf;
+
+use clipforge_actors::project::reframe::graph::Composition;
+use clipforge_actors::project::reframe::keepout::caption_y;
+use clipforge_actors::project::reframe::{frame_clip, Framing, Layout};
+use tokio_util::sync::CancellationToken;
+
+const VERTICAL: (u32, u32) = (1080, 1920);
+/// About a caption line of the default template on a 1080x1920 frame.
+const BAND: f64 = 150.0;
+
+fn media(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/media")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "the real-footage corpus is missing: {} (shared/media beside the repository)",
+        path.display()
+    );
+    path
+}
+
+async fn frame(name: &str, src: (u32, u32), secs: f64, layout: Layout) -> Framing {
+    frame_clip(
+        &media(name),
+        0.0,
+        secs,
+        src,
+        VERTICAL,
+        layout,
+        &CancellationToken::new(),
+        None,
+    )
+    .await
+    .expect("framing")
+}
+
+/// No caption band at the chosen height crosses a face box.
+fn captions_miss_faces(f: &Framing, preferred: f64) -> f64 {
+    let y = caption_y(
+        &f.faces,
+        VERTICAL,
+        BAND,
+        preferred,
+        f.layout == Layout::Split,
+    );
+    let centre = VERTICAL.1 as f64 * y / 100.0;
+    let (top, bottom) = (centre - BAND / 2.0, centre + BAND / 2.0);
+    let hit: Vec<_> = f
+        .faces
+        .iter()
+        .filter(|b| b[1] < bottom && b[3] > top)
+        .collect();
+    assert!(
+        hit.is_empty(),
+        "captions at {y} % cover faces {hit:?} ({f:?})"
+    );
+    y
+}
+
+/// The talk show cuts from a wide two-shot (faces too small to follow) to
+/// close-ups of one person, then the other: one subject per shot, not two
+/// people side by side; the wide shot is fitted, and the crop jumps at the
+/// cuts (4.2, 6.77, 11.53 s) instead of gliding across the frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_talk_show_is_followed_shot_by_shot() {
+    let f = frame(
+        "talkshow-two-people-shot-changes-en.mp4",
+        (352, 288),
+        18.0,
+        Layout::Auto,
+    )
+    .await;
+    assert_eq!(f.layout, Layout::Single, "{f:?}");
+    let Composition::Follow { path, fit, w, .. } = &f.composition else {
+        panic!("not a followed crop: {f:?}");
+    };
+    assert!(
+        fit.iter().any(|(a, b)| *a < 1.0 && (4.0..4.5).contains(b)),
+        "the wide shot is not fitted: {fit:?} {f:?}"
+    );
+    // The close-ups of the guest (from 4.2 s) and of the host (from
+    // 6.77 s, and 11.53 s) are followed each on its own: the crop is held
+    // up to each cut and set anew at it.
+    for cut in [6.767, 11.533] {
+        assert!(
+            path.iter().any(|(t, _)| (t - cut).abs() < 0.04)
+                && path
+                    .iter()
+                    .any(|(t, _)| (t - (cut - 0.001)).abs() < 0.04 && *t < cut),
+            "no cut at {cut}: {path:?}"
+        );
+    }
+    assert!(path.iter().all(|(_, x)| *x + *w as f64 <= 352.0));
+    captions_miss_faces(&f, 72.0);
+}
+
+/// The split-screen debate: two people, each box inside its own panel
+/// (no sliver of the other panel), and the caption in the seam between
+/// the stacked panels — not at the template's 72 %, on the lower face.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_split_screen_debate_keeps_its_panels_and_captions_off_faces() {
+    let f = frame(
+        "debate-split-screen-crosstalk-en.mp4",
+        (640, 368),
+        9.0,
+        Layout::Split,
+    )
+    .await;
+    let Composition::Split(boxes) = &f.composition else {
+        panic!("not a split: {f:?}");
+    };
+    assert!(boxes[0].x + boxes[0].w <= 322, "{boxes:?}");
+    assert!(boxes[1].x >= 318, "{boxes:?}");
+    assert!(!f.faces.is_empty());
+    assert_eq!(captions_miss_faces(&f, 72.0), 50.0);
+}
+
+/// A vertical selfie needs no reframing, but its captions still miss the
+/// face; so do those of a single crop of the Korean interview.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captions_miss_faces_in_every_layout() {
+    let selfie = frame(
+        "vertical-selfie-talking-head-en.mp4",
+        (720, 1280),
+        10.0,
+        Layout::Auto,
+    )
+    .await;
+    assert_eq!(selfie.layout, Layout::Fit);
+    assert!(!selfie.faces.is_empty(), "the selfie's face was not mapped");
+    captions_miss_faces(&selfie, 72.0);
+    let ko = frame(
+        "interview-graphics-ko.mp4",
+        (1280, 720),
+        10.0,
+        Layout::Single,
+    )
+    .await;
+    assert!(!ko.faces.is_empty());
+    captions_miss_faces(&ko, 72.0);
+    captions_miss_faces(&ko, 40.0);
+}
