@@ -426,25 +426,33 @@ fn resize(src: &[u8], side: u32, to: u32, out: &mut Vec<u8>) {
 fn mouth_motion(a: &[u8], b: &[u8], w: u32, h: u32, face: &Face) -> f64 {
     let side = face.size * w as f64;
     let (cx, cy) = (face.cx * w as f64, face.cy * h as f64);
-    let x0 = (cx - side / 4.0).max(0.0) as usize;
-    let x1 = ((cx + side / 4.0) as usize).min(w as usize);
-    let y0 = (cy + side / 6.0).max(0.0) as usize;
-    let y1 = ((cy + side / 2.0) as usize).min(h as usize);
-    let mut sum = 0u64;
-    let mut n = 0u64;
-    for y in y0..y1 {
-        let row = y * w as usize;
-        for x in x0..x1 {
-            sum += (a[row + x] as i32 - b[row + x] as i32).unsigned_abs() as u64;
-            n += 1;
+    let region = |top: f64, bottom: f64| {
+        let x0 = (cx - side / 4.0).max(0.0) as usize;
+        let x1 = ((cx + side / 4.0) as usize).min(w as usize);
+        let y0 = (cy + top * side).max(0.0) as usize;
+        let y1 = ((cy + bottom * side) as usize).min(h as usize);
+        let mut sum = 0u64;
+        let mut n = 0u64;
+        for y in y0..y1 {
+            let row = y * w as usize;
+            for x in x0..x1 {
+                sum += (a[row + x] as i32 - b[row + x] as i32).unsigned_abs() as u64;
+                n += 1;
+            }
         }
-    }
-    if n == 0 {
-        0.0
-    } else {
-        sum as f64 / n as f64
-    }
+        if n == 0 {
+            0.0
+        } else {
+            sum as f64 / n as f64
+        }
+    };
+    // The whole head moving (a nod, a turn) moves the eyes as much as the
+    // mouth; talking moves the mouth more.
+    (region(1.0 / 6.0, 0.5) - HEAD_SHARE * region(-0.25, 0.0)).max(0.0)
 }
+
+/// How much of the eye band's motion is taken for the head's own motion.
+const HEAD_SHARE: f64 = 0.8;
 
 #[cfg(test)]
 mod tests {
@@ -546,5 +554,26 @@ mod tests {
             "the face after the cut: {faces:?}"
         );
         assert!(cx(2).is_some_and(|x| x > 0.6), "{faces:?}");
+    }
+
+    /// A nod moves the eyes as much as the mouth and counts for little; a
+    /// mouth that opens while the head stays still counts fully.
+    #[test]
+    fn a_moving_head_is_not_a_talking_mouth() {
+        let still = frame_with_photo(240, 100, 40);
+        let face = Detector::new(640, 360).unwrap().sample(&still, 0, None)[0];
+        let nodded = frame_with_photo(240, 100, 46);
+        let mut talking = still.clone();
+        let side = face.size * 640.0;
+        let (cx, cy) = (face.cx * 640.0, face.cy * 360.0);
+        for y in (cy + side / 4.0) as usize..(cy + side * 0.4) as usize {
+            for x in (cx - side / 6.0) as usize..(cx + side / 6.0) as usize {
+                talking[y * 640 + x] = talking[y * 640 + x].wrapping_add(60);
+            }
+        }
+        let nod = mouth_motion(&still, &nodded, 640, 360, &face);
+        let talk = mouth_motion(&still, &talking, 640, 360, &face);
+        assert!(talk > 10.0, "{talk}");
+        assert!(nod < talk / 3.0, "a nod {nod} against talking {talk}");
     }
 }
