@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-asr bench-api bench-schedule bench-cluster fmt
+.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-asr bench-quality bench-api bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -61,6 +61,10 @@ bench-pipeline: setup-test
 # bench talk: languages, seconds, words each lost against the other.
 bench-asr: setup-test
 	bash scripts/bench-asr.sh
+
+# clipforge clip on ../shared/media: framing, captions off faces, boundaries, titles (issue 28).
+bench-quality: setup-test
+	bash scripts/bench-quality.sh
 
 # wrk on the API against the bare route; RSS of 100,000 idle accounts.
 bench-api: setup
