@@ -14,11 +14,14 @@ use super::crypto::TokenCipher;
 use super::posts::{self, PostRecord, PostStatus, Progress};
 use super::schedule_actor::ScheduleMsg;
 use super::schedules::Live;
-use super::{parse_utc, Provider, PublishError, PublishSettings, Result};
+use super::{Provider, PublishError, PublishSettings, Result};
 use crate::accounts::now_ms;
 use crate::project::records::{self as records, ClipRecord};
 use crate::service::Services;
 use crate::storage::kv;
+
+#[path = "engine_checks.rs"]
+mod checks;
 
 const STRIPES: usize = 64;
 /// Posts are scheduled within the next 365 days.
@@ -222,67 +225,6 @@ impl Publishing {
             .map_err(|e| super::http::PubError::transient(format!("saving progress: {e}")))
     }
 
-    fn parse_time(&self, field: &str, s: Option<&str>) -> Result<i64> {
-        let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
-        let t = parse_utc(s).ok_or_else(|| {
-            PublishError::invalid(
-                field,
-                "must be an ISO 8601 UTC timestamp, e.g. 2026-05-01T18:00:00Z",
-            )
-        })?;
-        let now = now_ms();
-        if t < now - self.settings.past_grace.as_millis() as i64 {
-            return Err(PublishError::invalid(field, "is in the past"));
-        }
-        if t > now + MAX_AHEAD_MS {
-            return Err(PublishError::invalid(
-                field,
-                "must be within the next 365 days",
-            ));
-        }
-        Ok(t)
-    }
-
-    fn parse_provider(field: &str, s: Option<&str>) -> Result<Provider> {
-        let s = s.ok_or_else(|| PublishError::invalid(field, "is required"))?;
-        Provider::parse(s).ok_or_else(|| {
-            PublishError::invalid(
-                field,
-                format!("{s:?} is not one of tiktok, instagram, youtube"),
-            )
-        })
-    }
-
-    fn check_title(field: &str, title: &str, p: Provider) -> Result<String> {
-        let t = title.trim();
-        if t.is_empty() {
-            return Err(PublishError::invalid(field, "must not be empty"));
-        }
-        if !crate::accounts::text::text_ok(t) {
-            return Err(PublishError::invalid(
-                field,
-                "must not contain control or bidi override characters",
-            ));
-        }
-        if t.chars().count() > p.max_title_chars() {
-            return Err(PublishError::invalid(
-                field,
-                format!(
-                    "{} allows at most {} characters",
-                    p.display(),
-                    p.max_title_chars()
-                ),
-            ));
-        }
-        if p == Provider::YouTube && t.contains(['<', '>']) {
-            return Err(PublishError::invalid(
-                field,
-                "YouTube titles cannot contain < or >",
-            ));
-        }
-        Ok(t.to_string())
-    }
-
     async fn require_integrations(&self, user_id: &str, providers: &[Provider]) -> Result<()> {
         for p in providers {
             match self.integration(user_id, *p).await? {
@@ -300,35 +242,6 @@ impl Publishing {
             .blocking(move |kv| records::find_clip(kv, &uid, &cid))
             .await?
             .ok_or(PublishError::NotFound("clip"))
-    }
-
-    fn new_record(
-        user_id: &str,
-        clip: &ClipRecord,
-        provider: Provider,
-        title: String,
-        at: i64,
-        now: i64,
-    ) -> PostRecord {
-        PostRecord {
-            id: uuid::Uuid::new_v4().to_string(),
-            user_id: user_id.to_string(),
-            clip_id: clip.id.clone(),
-            project_id: clip.project_id.clone(),
-            provider,
-            title,
-            scheduled_at: at,
-            status: PostStatus::Pending,
-            created_at: now,
-            updated_at: now,
-            attempts: 0,
-            idempotency_key: None,
-            progress: Progress::None,
-            remote_id: None,
-            error: None,
-            started_at: None,
-            finished_at: None,
-        }
     }
 
     /// Stores new posts in one atomic write, then starts their actors.
