@@ -16,6 +16,7 @@ pub mod cut;
 pub mod download;
 pub mod fillers;
 pub mod lexicon;
+pub mod phrase;
 pub mod probe;
 pub mod reasons;
 pub mod rerank;

@@ -21,7 +21,7 @@ use super::reasons::{reason, ClipScores};
 pub use super::signals::Signals;
 use super::signals::{LoudnessIndex, SceneIndex};
 use super::steer::{Hits, Prompt, PROMPT_WEIGHT};
-pub use super::titles::{make_title, MAX_TITLE_CHARS};
+pub use super::titles::{make_title, make_title_words, MAX_TITLE_CHARS};
 use crate::transcript::{Sentence, Transcript, Word};
 
 /// Seconds of silence kept before a clip's first word (when the gap allows).
@@ -233,11 +233,7 @@ pub fn select_clips_steered(
     taken
         .into_iter()
         .map(|(c, _)| {
-            let texts: Vec<&str> = t.sentences[c.first_sentence..c.end_sentence]
-                .iter()
-                .take(3)
-                .map(|s| s.text.as_str())
-                .collect();
+            let sentences = sentence_words(t, &t.sentences[c.first_sentence..c.end_sentence]);
             let scores = ClipScores::from_breakdown(&c.breakdown);
             let matched = prompt.map(|p| p.matched_words(&c.hits)).unwrap_or_default();
             Candidate {
@@ -246,7 +242,7 @@ pub fn select_clips_steered(
                 first_word: c.first_word,
                 end_word: c.end_word,
                 score: c.score,
-                title: make_title(&texts),
+                title: make_title_words(&t.language, &sentences),
                 reason: reason(&scores, &matched),
                 scores,
                 breakdown: c.breakdown,
@@ -328,15 +324,14 @@ pub fn score_span(
         .get(first_sentence..end_sentence.min(t.sentences.len()))
         .unwrap_or_default();
     let mut run = RunStats::default();
-    let mut texts = Vec::new();
+    let mut used = Vec::new();
     for s in sentences {
         if let Some(f) = SentenceFeatures::new(s, &t.words, prompt) {
             run.add(&f);
-            if texts.len() < 3 {
-                texts.push(s.text.as_str());
-            }
+            used.push(s);
         }
     }
+    let title_words = sentence_words(t, used);
     let (score, breakdown) = if run.sentences == 0 {
         (0, ScoreBreakdown::default())
     } else {
@@ -352,11 +347,29 @@ pub fn score_span(
         first_word: run.first_word,
         end_word: run.end_word.max(run.first_word),
         score,
-        title: make_title(&texts),
+        title: make_title_words(&t.language, &title_words),
         reason: reason(&scores, &matched),
         scores,
         breakdown,
     }
+}
+
+/// The words of each sentence, for its clip's title (`titles.rs`).
+fn sentence_words<'a>(
+    t: &'a Transcript,
+    sentences: impl IntoIterator<Item = &'a Sentence>,
+) -> Vec<Vec<&'a str>> {
+    sentences
+        .into_iter()
+        .map(|s| {
+            t.words
+                .get(s.first_word..s.end_word)
+                .unwrap_or_default()
+                .iter()
+                .map(|w| w.text.as_str())
+                .collect()
+        })
+        .collect()
 }
 
 /// Text features of one sentence, computed once.
