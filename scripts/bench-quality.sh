@@ -17,7 +17,8 @@
 # non-grey pixels are the caption boxes. Faces (OpenCV frontal Haar, two
 # cascades that must agree) are looked for in the clip frame with those
 # caption pixels inpainted, so text neither poses as a face nor hides one.
-# Details in scripts/bench/quality.py.
+# Details in scripts/bench/quality.py (frames, faces and caption boxes in
+# scripts/bench/quality_frames.py).
 #
 # Pictures of the first 3 face-lost and 3 overlap samples of each clip
 # (source | clip, faces green, captions red) go to
