@@ -56,12 +56,14 @@ pub struct FaceAnalysis {
 impl FaceAnalysis {
     /// The shot (0 = before the first cut) of each sample.
     pub fn shots(&self) -> Vec<usize> {
-        (0..self.faces.len())
-            .map(|i| {
-                let t = i as f64 / SAMPLE_FPS;
-                self.cuts.partition_point(|&c| c <= t)
-            })
-            .collect()
+        let mut out = vec![0; self.faces.len()];
+        for (k, range) in shot_ranges(self.faces.len(), &self.cuts)
+            .into_iter()
+            .enumerate()
+        {
+            out[range].fill(k);
+        }
+        out
     }
 
     /// The largest face of each sample.
@@ -266,6 +268,22 @@ fn track_blocking(
         width: src_w,
         height: src_h,
     })
+}
+
+/// The samples (one per 1/SAMPLE_FPS s) of each shot (shot `k` lies between cuts `k - 1` and `k`).
+pub fn shot_ranges(samples: usize, cuts: &[f64]) -> Vec<std::ops::Range<usize>> {
+    let first_at_or_after = |t: f64| ((t * SAMPLE_FPS).ceil().max(0.0) as usize).min(samples);
+    (0..=cuts.len())
+        .map(|k| {
+            let a = if k == 0 {
+                0
+            } else {
+                first_at_or_after(cuts[k - 1])
+            };
+            let b = cuts.get(k).map_or(samples, |&c| first_at_or_after(c));
+            a..b.max(a)
+        })
+        .collect()
 }
 
 /// A grey step this large between neighbouring pixels is an edge…

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::speaker::{SpeakerTimeline, STEP};
 use super::tracks::Track;
-use crate::media::face::{self, FaceSamples, SAMPLE_FPS};
+use crate::media::face::{self, shot_ranges, FaceSamples, SAMPLE_FPS};
 
 /// A box in source pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,22 +115,6 @@ pub fn follow_face(
         path: simplify(path),
         fit: merge_spans(fit),
     }
-}
-
-/// The samples of each shot (shot `k` lies between cuts `k - 1` and `k`).
-pub fn shot_ranges(samples: usize, cuts: &[f64]) -> Vec<std::ops::Range<usize>> {
-    let first_at_or_after = |t: f64| ((t * SAMPLE_FPS).ceil().max(0.0) as usize).min(samples);
-    (0..=cuts.len())
-        .map(|k| {
-            let a = if k == 0 {
-                0
-            } else {
-                first_at_or_after(cuts[k - 1])
-            };
-            let b = cuts.get(k).map_or(samples, |&c| first_at_or_after(c));
-            a..b.max(a)
-        })
-        .collect()
 }
 
 /// Shot `k`'s time span (the last shot ends a second after the last sample).

@@ -384,7 +384,7 @@ pub async fn frame_clip(
 fn subject_by_shot(tracks: &[Track], analysis: &face::FaceAnalysis) -> face::FaceSamples {
     let n = analysis.faces.len();
     let mut out = vec![None; n];
-    for range in graph::shot_ranges(n, &analysis.cuts) {
+    for range in face::shot_ranges(n, &analysis.cuts) {
         let Some(t) = tracks.iter().find(|t| {
             let seen = t.positions[range.clone()]
                 .iter()
