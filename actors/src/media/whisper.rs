@@ -155,8 +155,10 @@ impl WhisperModel {
         }
         select_mkl_layers();
         // Sampling (temperature fallback) draws from CTranslate2's generator,
-        // one per decoding thread, seeded on first use: with a fixed seed
-        // the same input gives the same transcript.
+        // one per thread, seeded on first use. A fixed seed makes runs on an
+        // idle machine repeat; threads are reused, so what a sampled decode
+        // draws still depends on what ran on its thread before, and under
+        // load it differs between runs (actors/tests/guards.rs).
         sys::set_random_seed(SAMPLING_SEED);
         let config = Config {
             device: Device::CPU,
