@@ -267,7 +267,9 @@ async fn a_stuttered_reading_does_not_loop() {
     // stutters is kept: at most two of its eight content words lost.
     let lost = lost_of(
         &words,
-        &["first", "thing", "second", "never", "stop", "start", "again", "reading"],
+        &[
+            "first", "thing", "second", "never", "stop", "start", "again", "reading",
+        ],
     );
     assert!(lost.len() <= 2, "lost {lost:?}: {}", join_words(&words));
 }
@@ -301,7 +303,9 @@ async fn an_or_stutter_is_cut_and_the_words_after_it_kept() {
     let wav = speech16(dir.path(), "or", text);
     let words = transcribe(&wav).await;
     assert_no_loop(&words, "or stutter");
-    let after = ["could", "say", "that", "we", "never", "stop", "start", "again"];
+    let after = [
+        "could", "say", "that", "we", "never", "stop", "start", "again",
+    ];
     let lost = lost_of(&words, &after);
     assert!(lost.len() <= 4, "lost {lost:?}: {}", join_words(&words));
 }
