@@ -20,7 +20,7 @@ use super::lexicon::{
 use super::reasons::{reason, ClipScores};
 pub use super::signals::Signals;
 use super::signals::{LoudnessIndex, SceneIndex};
-use super::steer::{Hits, Prompt, PROMPT_WEIGHT};
+use super::steer::{topic_tier, Hits, Prompt, PROMPT_WEIGHT};
 pub use super::titles::{make_title, make_title_words, MAX_TITLE_CHARS};
 use crate::transcript::{Sentence, Transcript, Word};
 
@@ -164,14 +164,15 @@ pub fn select_clips(
 }
 
 /// Non-overlapping, non-repeating clips, best score first (ties: earlier
-/// start first), at most `max_clips`.
+/// start first), at most `max_clips`; with a prompt, the clips that hold a
+/// passage about it whole come first (`steer.rs`).
 ///
 /// Candidates are runs of whole sentences whose padded length lies inside
 /// `range` (min, max seconds) and that do not run across a topic boundary
 /// (when that leaves no candidate at all, boundaries are ignored rather
-/// than making no clip). Selection is greedy best-first; two clips overlap
-/// when their padded `[start, end)` intervals intersect, and a clip that
-/// repeats a better one ([`NEAR_DUPLICATE_SHARE`]) is dropped.
+/// than making no clip). Selection is greedy in that order; two clips
+/// overlap when their padded `[start, end)` intervals intersect, and a clip
+/// that repeats a better one ([`NEAR_DUPLICATE_SHARE`]) is dropped.
 pub fn select_clips_steered(
     t: &Transcript,
     signals: &Signals,
@@ -202,9 +203,19 @@ pub fn select_clips_steered(
         scored = enumerate(t, &features, &ctx, &HashSet::new());
     }
 
+    // With a prompt, the clips that hold a passage about it come first.
+    let passages = prompt.map_or_else(Vec::new, |p| {
+        let hits: Vec<Hits> = features
+            .iter()
+            .map(|f| f.as_ref().map(|f| f.hits).unwrap_or_default())
+            .collect();
+        p.passages(&hits)
+    });
+    let tier = |c: &Scored| topic_tier(&passages, c.first_sentence, c.end_sentence);
     scored.sort_by(|a, b| {
-        b.score
-            .cmp(&a.score)
+        tier(b)
+            .cmp(&tier(a))
+            .then(b.score.cmp(&a.score))
             .then(a.start.total_cmp(&b.start))
             .then((a.end - a.start).total_cmp(&(b.end - b.start)))
             .then(a.first_word.cmp(&b.first_word))
@@ -415,9 +426,12 @@ impl SentenceFeatures {
             exclamation: is_exclamation(&s.text),
             terminal: ends_terminal(&s.text),
             hook: hook_strength(&s.text),
-            connective_start: tokens
-                .first()
-                .is_some_and(|t| CONNECTIVES.contains(&t.as_str())),
+            // The talk's first sentence leans on nothing before it ("So
+            // let's talk about Anaconda." opens the talk show of the corpus).
+            connective_start: s.first_word > 0
+                && tokens
+                    .first()
+                    .is_some_and(|t| CONNECTIVES.contains(&t.as_str())),
             hits: prompt.map(|p| p.hits(&s.text)).unwrap_or_default(),
         })
     }

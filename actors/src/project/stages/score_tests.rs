@@ -308,29 +308,34 @@ fn hooky_lively_span_beats_flat_monotone_one() {
 #[test]
 fn connective_start_is_penalised() {
     let clean = [
+        "We met at noon.",
         "This is the mistake.",
         "It costs you time.",
         "Fix it early.",
         "Then relax.",
     ];
     let dangling = [
+        "We met at noon.",
         "But this is the mistake.",
         "It costs you time.",
         "Fix it early.",
         "Then relax.",
     ];
+    // The span of the last four sentences.
     let score_of = |sentences: &[&str]| {
         let t = transcript(sentences, 2.6, 0.5);
-        let clips = select_clips(&t, &Signals::default(), (6.0, 20.0), 1);
-        let clip = clips.into_iter().next().expect("one clip");
-        assert_eq!((clip.first_word, clip.end_word), (0, t.words.len()));
-        clip
+        let (start, end) = (t.sentences[1].start, t.sentences[4].end);
+        score_span(&t, &Signals::default(), 1, 5, start, end, None)
     };
     let a = score_of(&clean);
     let b = score_of(&dangling);
     assert_eq!(a.breakdown.completeness, 1.0);
     assert_eq!(b.breakdown.completeness, 0.5);
     assert!(a.score > b.score, "{} vs {}", a.score, b.score);
+    // The talk's first sentence leans on nothing: not a dangling start.
+    let t = transcript(&dangling[1..], 2.6, 0.5);
+    let first = SentenceFeatures::new(&t.sentences[0], &t.words, None).unwrap();
+    assert!(!first.connective_start);
 }
 
 #[test]
@@ -596,4 +601,49 @@ fn clips_do_not_cross_a_change_of_subject() {
     // making no clip.
     let one = select_clips(&t, &Signals::default(), (50.0, 80.0), 1);
     assert_eq!(one.len(), 1);
+}
+
+/// Issue 28 item 8: the prompt's topic in the middle of a talk, right
+/// after a strong hook. Re-scoring alone (the prompt blended into each
+/// clip's score) made the hook plus the passage's first sentence the best
+/// clip and left the rest of the passage to the next one, or cut it off;
+/// now the first clip holds the passage whole, at every clip length.
+#[test]
+fn a_prompt_about_the_middle_of_a_talk_gets_a_clip_holding_it_whole() {
+    const SAUCE: &[&str] = &[
+        "The tomato sauce starts with garlic and good olive oil.",
+        "Simmer the tomato sauce slowly while the water boils.",
+        "Taste the sauce and add a pinch of salt.",
+    ];
+    let sentences: Vec<&str> = TIDES[..4]
+        .iter()
+        .chain(&TALK[..2])
+        .chain(SAUCE)
+        .chain(&TIDES[4..])
+        .copied()
+        .collect();
+    let t = transcript(&sentences, 2.6, 0.4);
+    let (from, to) = (t.sentences[6].first_word, t.sentences[8].end_word);
+    let holds = |c: &Candidate| c.first_word <= from && to <= c.end_word;
+    let ranges = |cs: &[Candidate]| {
+        cs.iter()
+            .map(|c| (c.first_word, c.end_word))
+            .collect::<Vec<_>>()
+    };
+    let prompt = steer::Prompt::parse("the bit about the tomato sauce").unwrap();
+    for range in [(8.0, 13.0), (10.0, 16.0), (12.0, 20.0)] {
+        let plain = select_clips(&t, &Signals::default(), range, 3);
+        let steered = select_clips_steered(&t, &Signals::default(), range, 3, Some(&prompt));
+        assert!(!plain.iter().any(holds), "{range:?}: {:?}", ranges(&plain));
+        assert!(
+            holds(&steered[0]),
+            "{range:?}: {:?} (passage: words {from}..{to})",
+            ranges(&steered)
+        );
+        assert!(
+            steered[0].reason.starts_with("Matches your prompt on "),
+            "{}",
+            steered[0].reason
+        );
+    }
 }

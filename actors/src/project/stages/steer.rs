@@ -13,6 +13,12 @@
 //! full at one in ten (a prompt without phrases gives their 0.2 to the term
 //! share). With a prompt, a clip's score is `(1 − PROMPT_WEIGHT) × its own
 //! score + PROMPT_WEIGHT × 100 × match` (see `score.rs`).
+//!
+//! Re-scoring alone leaves the ranges where they were (a clip that mentions
+//! the topic at its edge wins on its own merits), so selection also finds
+//! the *passages* about the prompt ([`Prompt::passages`]) and takes first
+//! the clips that hold a passage whole, then clips inside a passage too
+//! long for one clip, then the rest (`score.rs`).
 
 use super::lexicon::{self, content_stems};
 
@@ -24,6 +30,9 @@ pub const PROMPT_WEIGHT: f64 = 0.4;
 const MAX_TERMS: usize = 64;
 /// Density counts full when this share of a clip's content words are terms.
 const FULL_DENSITY: f64 = 0.1;
+/// A run of sentences saying prompt terms is a passage about the prompt
+/// when its match is at least this share of the best run's.
+const PASSAGE_SHARE: f64 = 0.5;
 
 /// A parsed prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,6 +151,41 @@ impl Prompt {
         (0.6 * term_share + 0.2 * phrase_share + 0.2 * density).clamp(0.0, 1.0)
     }
 
+    /// The passages about the prompt, as `first..end` sentence ranges,
+    /// from what each sentence says of it: runs of sentences that say a
+    /// term, one sentence without a term allowed between two that do. A run
+    /// is a passage when its match is at least [`PASSAGE_SHARE`] of the best
+    /// run's (a prompt word said in passing elsewhere is not one).
+    pub fn passages(&self, sentences: &[Hits]) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize, f64)> = Vec::new();
+        let mut i = 0;
+        while i < sentences.len() {
+            if sentences[i].terms == 0 {
+                i += 1;
+                continue;
+            }
+            let mut hits = sentences[i];
+            let mut end = i + 1;
+            let mut j = end;
+            while j < sentences.len() && j <= end + 1 {
+                if sentences[j].terms != 0 {
+                    for s in &sentences[end..=j] {
+                        hits.add(s);
+                    }
+                    end = j + 1;
+                }
+                j += 1;
+            }
+            runs.push((i, end, self.score(&hits)));
+            i = end;
+        }
+        let best = runs.iter().map(|r| r.2).fold(0.0, f64::max);
+        runs.into_iter()
+            .filter(|r| best > 0.0 && r.2 >= PASSAGE_SHARE * best)
+            .map(|r| (r.0, r.1))
+            .collect()
+    }
+
     /// The prompt's words a clip that says `hits` mentions, as written in the prompt.
     pub fn matched_words(&self, hits: &Hits) -> Vec<String> {
         self.shown
@@ -151,6 +195,25 @@ impl Prompt {
             .map(|(_, w)| w.clone())
             .collect()
     }
+}
+
+/// Where a clip of sentences `first..end` stands to the `passages` about a
+/// prompt, for selection: 2 when it holds one whole, 1 when it lies inside
+/// one (a passage too long for one clip), 0 otherwise.
+pub fn topic_tier(passages: &[(usize, usize)], first: usize, end: usize) -> u8 {
+    passages
+        .iter()
+        .map(|&(a, b)| {
+            if first <= a && b <= end {
+                2
+            } else if a <= first && end <= b {
+                1
+            } else {
+                0
+            }
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -182,5 +245,32 @@ mod tests {
         let mut run = half;
         run.add(&p.hits("Cook it slowly."));
         assert_eq!(p.matched_words(&run), ["cooking", "tomato"]);
+    }
+
+    #[test]
+    fn passages_are_runs_about_the_prompt_not_words_said_in_passing() {
+        let p = Prompt::parse("cooking fresh pasta with tomato sauce").unwrap();
+        let hits: Vec<Hits> = [
+            "The ocean tides rise twice a day.",
+            "A fresh breeze comes off the sea.",
+            "The moon pulls the water.",
+            "Waves break on the rocks.",
+            "Fresh pasta needs flour and eggs.",
+            "Knead the dough until it is smooth.",
+            "The tomato sauce starts with garlic.",
+            "Cook the pasta while the sauce simmers.",
+            "Sailors read the tide tables.",
+        ]
+        .iter()
+        .map(|s| p.hits(s))
+        .collect();
+        // "fresh" alone at 1 is said in passing; 4..8 is the passage, with
+        // the kneading sentence (no term) inside it.
+        assert_eq!(p.passages(&hits), [(4, 8)]);
+        assert!(
+            p.passages(&hits[..3]).len() == 1,
+            "the best run is a passage"
+        );
+        assert!(p.passages(&[]).is_empty());
     }
 }
