@@ -96,7 +96,10 @@ pub fn sentences_from_words(words: &[Word]) -> Vec<Sentence> {
         let count = i + 1 - first;
         let pause = !last && gap(i) >= SENTENCE_PAUSE_SECS;
         let soft = count >= MAX_SENTENCE_WORDS
-            && (words[i].text.ends_with([',', ';', ':', '，', '、', '；', '：']) || pause);
+            && (words[i]
+                .text
+                .ends_with([',', ';', ':', '，', '、', '；', '：'])
+                || pause);
         let mut end = i;
         if !(last || ends_sentence(&words[i].text) || pause || soft) {
             if count < 2 * MAX_SENTENCE_WORDS {

@@ -12,7 +12,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clipforge_actors::captions::subtitles::{cues_from_words, to_srt};
 use clipforge_actors::project::stages::cut::{self, ClipPlan, CutOptions};
@@ -159,6 +159,7 @@ async fn check(name: &str, language: &str, last_words: &[&str]) -> Transcript {
             "{name}: {w:?}"
         );
     }
+    check_cuts(&media_dir().join(name), &t, &plans);
     let srt = to_srt(&cues_from_words(&t.words));
     for line in srt.lines() {
         check_text(line, language, &format!("{name} subtitles"));
@@ -326,4 +327,71 @@ async fn lecture_slides_voiceover_zh() {
         .filter(|&c| (0x4E00..=0x9FFF).contains(&(c as u32)))
         .count();
     assert!(han >= 100, "only {han} Han characters");
+}
+
+/// 16 kHz mono samples of a whole file.
+fn samples(input: &Path) -> Vec<f32> {
+    let out = common::run(
+        std::process::Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(input)
+            .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "pipe:1"]),
+    );
+    out.stdout
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// RMS of the 50 ms of `audio` centred on `t` seconds.
+fn rms_at(audio: &[f32], t: f64) -> f64 {
+    let i = ((t - 0.025) * 16000.0).max(0.0) as usize;
+    let j = (((t + 0.025) * 16000.0) as usize).min(audio.len());
+    if j <= i {
+        return 0.0;
+    }
+    let sum: f64 = audio[i..j].iter().map(|&s| f64::from(s).powi(2)).sum();
+    (sum / (j - i) as f64).sqrt()
+}
+
+/// Issue 28 item 4, checked the way `make bench-quality` does: every cut
+/// inside the source is quiet (at most half the median loudness of the
+/// speech, 50 ms windows), and a clip keeps its last word's trailing breath
+/// (0.25 s, or up to the next word).
+fn check_cuts(input: &Path, t: &Transcript, plans: &[ClipPlan]) {
+    let audio = samples(input);
+    let mut speech: Vec<f64> = Vec::new();
+    for w in &t.words {
+        let mut at = w.start + 0.025;
+        while at + 0.025 <= w.end {
+            speech.push(rms_at(&audio, at));
+            at += 0.01;
+        }
+    }
+    speech.sort_by(f64::total_cmp);
+    let median = speech.get(speech.len() / 2).copied().unwrap_or(0.0);
+    let end_of_source = audio.len() as f64 / 16000.0;
+    for p in plans {
+        for cut in [p.start, p.end] {
+            if cut <= 0.05 || cut >= end_of_source - 0.05 {
+                continue;
+            }
+            let e = rms_at(&audio, cut);
+            assert!(
+                e <= 0.5 * median,
+                "{}: the cut at {cut:.2} s is in sound ({:.2} of the speech median): {p:?}",
+                input.display(),
+                e / median
+            );
+        }
+        let last = &t.words[p.end_word - 1];
+        let next = t.words.get(p.end_word).map_or(end_of_source, |w| w.start);
+        let tail = 0.25f64.min((next - last.end).max(0.0));
+        assert!(
+            p.end >= last.end + tail - 0.01 || p.end >= end_of_source - 0.05,
+            "{}: the clip ends {:.2} s after its last word: {p:?}",
+            input.display(),
+            p.end - last.end
+        );
+    }
 }

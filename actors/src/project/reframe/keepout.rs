@@ -110,12 +110,19 @@ fn fitted(face: [f64; 4], src: (u32, u32), out: (u32, u32)) -> OutBox {
 /// frame) there covers no face box; else the free height nearest it,
 /// searched from 8 % to 92 % in steps of 0.5 % (in a split, the seam
 /// between the panels first). Where every height covers a face, the one
-/// covering the fewest.
+/// covering the least of them: the smallest sum over the face boxes of the
+/// line's height inside each (in a 1:1 split the two faces fill their
+/// panels, and a line on the seam grazing a chin and a forehead beats one
+/// across the middle of a face).
 pub fn caption_y(boxes: &[OutBox], out: (u32, u32), band: f64, preferred: f64, split: bool) -> f64 {
     let oh = out.1 as f64;
     let covered = |pct: f64| {
         let (top, bottom) = (oh * pct / 100.0 - band / 2.0, oh * pct / 100.0 + band / 2.0);
-        boxes.iter().filter(|b| b[1] < bottom && b[3] > top).count()
+        let px: f64 = boxes
+            .iter()
+            .map(|b| (bottom.min(b[3]) - top.max(b[1])).max(0.0))
+            .sum();
+        px.round() as u64
     };
     let mut candidates: Vec<f64> = Vec::new();
     if split && out.1 >= out.0 {
@@ -181,6 +188,18 @@ mod tests {
         assert!(boxes
             .iter()
             .all(|b| b[3] < at(y) - band / 2.0 || b[1] > at(y) + band / 2.0));
+    }
+
+    /// A 1:1 split where each face fills its panel (the corpus debate):
+    /// every height covers a face, and the line goes where it covers the
+    /// least of them — the seam, grazing a chin and a forehead — not across
+    /// the middle of the lower face at the template's 72 %.
+    #[test]
+    fn when_every_height_covers_a_face_the_line_covers_the_least() {
+        let out = (1080, 1080);
+        let boxes = [[300.0, 0.0, 700.0, 545.0], [300.0, 560.0, 700.0, 1080.0]];
+        let y = caption_y(&boxes, out, 60.0, 72.0, true);
+        assert!((50.0..=52.0).contains(&y), "{y}");
     }
 
     /// A face low in a single crop moves the caption off it, to the

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::fillers;
+use super::quiet;
 use super::reasons::ClipScores;
 use super::rerank::{self, RerankConfig};
 use super::score::{self, Signals};
@@ -85,15 +86,46 @@ pub async fn run(
     ctx: &StageCtx,
 ) -> Result<Vec<ClipPlan>, StageError> {
     ctx.check_cancelled()?;
-    if !opts.remove_fillers {
-        return plan(input, transcript, loudness_db, scenes_ahead, opts, ctx).await;
+    let mut plans = if opts.remove_fillers {
+        without_fillers(input, transcript, loudness_db, scenes_ahead, opts, ctx).await?
+    } else {
+        plan(input, transcript, loudness_db, scenes_ahead, opts, ctx).await?
+    };
+    if !opts.skip_cuts {
+        // Every cut at the quietest point of its silence (`quiet.rs`).
+        let (input, t) = (input.to_path_buf(), transcript.clone());
+        let span = (opts.start, opts.start + opts.duration);
+        plans = tokio::task::spawn_blocking(move || {
+            quiet::snap_plans(&input, &t, span, &mut plans);
+            plans
+        })
+        .await
+        .map_err(|e| StageError::Model(format!("placing the cuts stopped: {e}")))?;
     }
+    if opts.remove_fillers {
+        let marks = fillers::filler_marks(&transcript.words);
+        for p in &mut plans {
+            p.cuts = fillers::clip_cuts(&transcript.words, &marks, p.start, p.end);
+        }
+    }
+    Ok(plans)
+}
+
+/// [`plan`] on the words without fillers, mapped back onto the whole
+/// transcript (the fillers each plan cuts out are listed by [`run`]).
+async fn without_fillers(
+    input: &Path,
+    transcript: &Transcript,
+    loudness_db: &[f32],
+    scenes_ahead: Option<Vec<f64>>,
+    opts: &CutOptions,
+    ctx: &StageCtx,
+) -> Result<Vec<ClipPlan>, StageError> {
     // Choose and title clips on the words without fillers; then map the
-    // plans back onto the whole transcript and list each one's cuts.
+    // plans back onto the whole transcript.
     let (clean, index) = fillers::without_fillers(transcript);
-    let marks = fillers::filler_marks(&transcript.words);
     tracing::info!(
-        fillers = marks.iter().filter(|m| **m).count(),
+        fillers = transcript.words.len() - clean.words.len(),
         "filler words to cut"
     );
     let plans = plan(input, &clean, loudness_db, scenes_ahead, opts, ctx).await?;
@@ -106,7 +138,6 @@ pub async fn run(
                 0 => 0,
                 e => index.get(e - 1).map_or(total, |&i| i + 1),
             };
-            p.cuts = fillers::clip_cuts(&transcript.words, &marks, p.start, p.end);
             p
         })
         .collect())

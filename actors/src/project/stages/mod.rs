@@ -18,6 +18,7 @@ pub mod fillers;
 pub mod lexicon;
 pub mod phrase;
 pub mod probe;
+pub mod quiet;
 pub mod reasons;
 pub mod rerank;
 pub mod run;
