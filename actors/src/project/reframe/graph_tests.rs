@@ -3,15 +3,7 @@
 
 use super::*;
 
-fn track(cx: f64, size: f64) -> Track {
-    Track {
-        cx,
-        cy: 0.4,
-        size,
-        presence: 1.0,
-        positions: Vec::new(),
-    }
-}
+use crate::project::reframe::tracks::still as track;
 
 #[test]
 fn crop_box_has_the_output_shape() {

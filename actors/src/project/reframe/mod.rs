@@ -405,15 +405,7 @@ fn subject_by_shot(tracks: &[Track], analysis: &face::FaceAnalysis) -> face::Fac
 mod tests {
     use super::*;
 
-    fn track(cx: f64, size: f64) -> Track {
-        Track {
-            cx,
-            cy: 0.4,
-            size,
-            presence: 1.0,
-            positions: Vec::new(),
-        }
-    }
+    use tracks::still as track;
 
     #[test]
     fn names_round_trip() {

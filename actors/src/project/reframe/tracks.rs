@@ -164,6 +164,19 @@ fn chain_across_shots(mut tracks: Vec<Track>, shots: &[usize]) -> Vec<Track> {
     chains
 }
 
+/// A face standing still at `cx` (share of the width), in every sample:
+/// the track the layout tests start from.
+#[cfg(test)]
+pub(crate) fn still(cx: f64, size: f64) -> Track {
+    Track {
+        cx,
+        cy: 0.4,
+        size,
+        presence: 1.0,
+        positions: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
