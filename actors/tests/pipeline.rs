@@ -337,20 +337,6 @@ async fn bad_inputs_are_refused_with_clear_reasons() {
         .expect("a good video passes");
 }
 
-/// 16 kHz mono float samples of an audio file, via ffmpeg.
-fn pcm(path: &Path) -> Vec<f32> {
-    let out = common::run(
-        std::process::Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error", "-i"])
-            .arg(path)
-            .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "-"]),
-    );
-    out.stdout
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
 /// A batch larger than the encoder's sub-batch (its outputs are joined into
 /// one decoder batch, and the language is detected from the first
 /// sub-batch) gives each window the words it gives when decoded alone.
@@ -360,7 +346,7 @@ fn a_batch_decodes_each_window_as_alone() {
     let windows: Vec<Vec<f32>> = (0..3)
         .map(|i| {
             let text = common::TALK[i * 2..i * 2 + 2].join(" ");
-            pcm(&common::speech_wav(dir.path(), &format!("w{i}"), &text))
+            common::pcm(&common::speech_wav(dir.path(), &format!("w{i}"), &text))
         })
         .collect();
     let model = common::model();

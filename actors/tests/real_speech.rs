@@ -329,20 +329,6 @@ async fn lecture_slides_voiceover_zh() {
     assert!(han >= 100, "only {han} Han characters");
 }
 
-/// 16 kHz mono samples of a whole file.
-fn samples(input: &Path) -> Vec<f32> {
-    let out = common::run(
-        std::process::Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error", "-i"])
-            .arg(input)
-            .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "pipe:1"]),
-    );
-    out.stdout
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 /// RMS of the 50 ms of `audio` centred on `t` seconds.
 fn rms_at(audio: &[f32], t: f64) -> f64 {
     let i = ((t - 0.025) * 16000.0).max(0.0) as usize;
@@ -359,7 +345,7 @@ fn rms_at(audio: &[f32], t: f64) -> f64 {
 /// speech, 50 ms windows), and a clip keeps its last word's trailing breath
 /// (0.25 s, or up to the next word).
 fn check_cuts(input: &Path, t: &Transcript, plans: &[ClipPlan]) {
-    let audio = samples(input);
+    let audio = common::pcm(input);
     let mut speech: Vec<f64> = Vec::new();
     for w in &t.words {
         let mut at = w.start + 0.025;

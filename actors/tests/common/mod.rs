@@ -242,3 +242,15 @@ fn wer_counts_edits() {
     assert_eq!(wer("the cat sat", "the cat sat"), 0.0);
     assert!((wer("the cat sat down", "the bat sat") - 0.5).abs() < 1e-9);
 }
+
+/// 16 kHz mono float samples of a media file's audio, via ffmpeg.
+pub fn pcm(path: &Path) -> Vec<f32> {
+    let out = run(Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-i"])
+        .arg(path)
+        .args(["-ac", "1", "-ar", "16000", "-f", "f32le", "-"]));
+    out.stdout
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
