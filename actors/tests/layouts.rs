@@ -56,7 +56,7 @@ fn ffmpeg(args: &[&str], out: &Path) {
 /// Two copies of the photo side by side on a 1280x720 frame, 12 s. The
 /// left person talks for the first 6 s, the right one after. `stereo`: each
 /// voice on its own side's channel (faces still); else a mono mix and the
-/// talking photo bobs (its mouth region moves while it talks).
+/// talking photo's mouth opens and closes while it talks.
 fn two_people(dir: &Path, stereo: bool) -> PathBuf {
     let a = common::speech_wav(
         dir,
@@ -88,18 +88,23 @@ fn two_people(dir: &Path, stereo: bool) -> PathBuf {
     } else {
         format!("{};{};[v2][v3]concat=n=2:v=0:a=1[aout]", voice(2), voice(3))
     };
-    let bob = |talking: &str| {
+    // Without stereo, the talker's mouth opens and closes (a dark box over
+    // it, on and off at 3.7 Hz) while both heads stay still.
+    let mouth = |x: u32, talking: &str| {
         if stereo {
-            "100".to_string()
+            String::new()
         } else {
-            format!("100+if({talking},8*sin(2*PI*2.3*t),0)")
+            format!(
+                ",drawbox=x={x}:y=241:w=40:h=23:color=black@0.7:t=fill:\
+                 enable='{talking}*gt(sin(2*PI*3.7*t),0)'"
+            )
         }
     };
     let video = format!(
         "[1:v]scale=520:520,split=2[p1][p2];\
-         [0:v][p1]overlay=x=50:y='{}':shortest=1[l];[l][p2]overlay=x=710:y='{}'[vout]",
-        bob("lt(t,6)"),
-        bob("gte(t,6)")
+         [0:v][p1]overlay=x=50:y=100:shortest=1[l];[l][p2]overlay=x=710:y=100{}{}[vout]",
+        mouth(257, "lt(t,6)"),
+        mouth(917, "gte(t,6)")
     );
     let photo = photo();
     ffmpeg(

@@ -1,7 +1,7 @@
 //! Face analysis for reframing: every face of small grey frames sampled
 //! from the clip at [`SAMPLE_FPS`] (searched as [`super::face_detect`]
-//! describes), the motion of each face's mouth region measured on frames in
-//! between (at [`MOTION_FPS`], only when asked: the active speaker needs it,
+//! describes), the motion of each face's mouth measured on frames in
+//! between ([`super::mouth`], at [`MOTION_FPS`], only when asked: the active speaker needs it,
 //! a crop that follows a face does not), and a smoothed crop path that
 //! follows one face.
 
@@ -11,8 +11,9 @@ use std::process::Stdio;
 
 use tokio_util::sync::CancellationToken;
 
+use super::face_detect::Searchers;
 pub use super::face_detect::{Face, FULL_EVERY, ROI_MARGIN, ROI_SCALE};
-use super::face_detect::{Motion, Searchers, MOTION_HELD};
+use super::mouth::{Motion, MOTION_HELD};
 use super::process::{kill_group, std_command};
 use super::scenes::{parse_metadata_times, SCENE_THRESHOLD};
 use super::spare_cpu::SpareCpu;
@@ -21,12 +22,12 @@ use crate::stage::StageError;
 /// Detections per second.
 pub const SAMPLE_FPS: f64 = 1.0;
 /// Frames per second decoded for mouth motion (a multiple of `SAMPLE_FPS`).
-pub const MOTION_FPS: f64 = 5.0;
+pub const MOTION_FPS: f64 = 10.0;
 const FRAMES_PER_SAMPLE: usize = (MOTION_FPS / SAMPLE_FPS) as usize;
 /// Width of the grey frames the detector sees.
 const DETECT_WIDTH: u32 = 640;
 /// Decoded frames queued ahead of the detector (2 s at `MOTION_FPS`).
-const READ_AHEAD: usize = 10;
+const READ_AHEAD: usize = 20;
 
 /// The largest face of each sample, one per 1/SAMPLE_FPS seconds.
 pub type FaceSamples = Vec<Option<Face>>;
@@ -36,9 +37,10 @@ pub type FaceSamples = Vec<Option<Face>>;
 pub struct FaceAnalysis {
     /// Every face of each sample (1/SAMPLE_FPS s apart), largest first.
     pub faces: Vec<Vec<Face>>,
-    /// Per frame at MOTION_FPS: the mouth-region motion (mean absolute grey
-    /// difference from the previous frame, 0..255) of each face of the
-    /// sample the frame belongs to (`faces[frame / FRAMES_PER_SAMPLE]`).
+    /// Per frame at MOTION_FPS: how much each face's mouth moved since the
+    /// previous frame against its head (about 1 still or nodding, well
+    /// above while talking: [`super::mouth`]), for the faces of the sample
+    /// the frame belongs to (`faces[frame / FRAMES_PER_SAMPLE]`).
     /// Empty when motion was not asked for ([`track_faces`]).
     pub mouth: Vec<Vec<f64>>,
     /// Source frame size, for pixel conversions.

@@ -1,8 +1,9 @@
 //! The face search of the sampled frames: `rustface` (SeetaFace, model
 //! embedded in the binary) run by two searcher threads, each with its own
-//! detector, and the mouth motion of the frames in between, measured once
-//! their sample's faces are known. How the samples are taken and what they
-//! become (a crop path, an active speaker) is [`super::face`].
+//! detector (the mouth motion of the frames in between, measured once their
+//! sample's faces are known, is [`super::mouth`]). How the samples are
+//! taken and what they become (a crop path, an active speaker) is
+//! [`super::face`].
 //!
 //! The whole frame is searched on every [`FULL_EVERY`]th sample and on every
 //! sample after one without a face; in between only a square around each
@@ -68,60 +69,6 @@ pub(super) fn shot_changed(a: &[u8], b: &[u8], w: u32) -> bool {
         }
     }
     n > 0 && sum as f64 / n as f64 > SHOT_CHANGE_MAD
-}
-
-/// Most frames held for mouth motion while their sample is searched (about
-/// what the two searchers' queues hold: 64 frames of 640x360 are 15 MB).
-pub(super) const MOTION_HELD: usize = 64;
-
-/// The mouth motion of each frame, measured once its sample's faces are
-/// known: frames wait in order, with the one before the first of them.
-pub(super) struct Motion {
-    w: u32,
-    h: u32,
-    waiting: std::collections::VecDeque<(usize, Vec<u8>)>,
-    prev: Option<Vec<u8>>,
-    pub(super) mouth: Vec<Vec<f64>>,
-}
-
-impl Motion {
-    pub(super) fn new(w: u32, h: u32) -> Self {
-        Self {
-            w,
-            h,
-            waiting: Default::default(),
-            prev: None,
-            mouth: Vec::new(),
-        }
-    }
-
-    pub(super) fn push(&mut self, sample: usize, frame: Vec<u8>) {
-        self.waiting.push_back((sample, frame));
-    }
-
-    pub(super) fn held(&self) -> usize {
-        self.waiting.len()
-    }
-
-    /// Measures the waiting frames whose sample's faces are in `faces`, in
-    /// order, up to the first whose are not.
-    pub(super) fn measure(&mut self, faces: &[Option<Vec<Face>>]) {
-        while let Some((sample, _)) = self.waiting.front() {
-            let Some(Some(found)) = faces.get(*sample) else {
-                break;
-            };
-            let (_, frame) = self.waiting.pop_front().expect("a front frame");
-            let moved = found
-                .iter()
-                .map(|f| match &self.prev {
-                    Some(p) => mouth_motion(p, &frame, self.w, self.h, f),
-                    None => 0.0,
-                })
-                .collect();
-            self.mouth.push(moved);
-            self.prev = Some(frame);
-        }
-    }
 }
 
 /// Searchers of the samples of a clip on [`SEARCHERS`] threads. The samples
@@ -420,42 +367,8 @@ fn resize(src: &[u8], side: u32, to: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// Mean absolute difference between two grey frames in the mouth region of
-/// `face`: the lower third of the box, its middle half horizontally (the
-/// detector's box is about square and spans brows to chin).
-fn mouth_motion(a: &[u8], b: &[u8], w: u32, h: u32, face: &Face) -> f64 {
-    let side = face.size * w as f64;
-    let (cx, cy) = (face.cx * w as f64, face.cy * h as f64);
-    let region = |top: f64, bottom: f64| {
-        let x0 = (cx - side / 4.0).max(0.0) as usize;
-        let x1 = ((cx + side / 4.0) as usize).min(w as usize);
-        let y0 = (cy + top * side).max(0.0) as usize;
-        let y1 = ((cy + bottom * side) as usize).min(h as usize);
-        let mut sum = 0u64;
-        let mut n = 0u64;
-        for y in y0..y1 {
-            let row = y * w as usize;
-            for x in x0..x1 {
-                sum += (a[row + x] as i32 - b[row + x] as i32).unsigned_abs() as u64;
-                n += 1;
-            }
-        }
-        if n == 0 {
-            0.0
-        } else {
-            sum as f64 / n as f64
-        }
-    };
-    // The whole head moving (a nod, a turn) moves the eyes as much as the
-    // mouth; talking moves the mouth more.
-    (region(1.0 / 6.0, 0.5) - HEAD_SHARE * region(-0.25, 0.0)).max(0.0)
-}
-
-/// How much of the eye band's motion is taken for the head's own motion.
-const HEAD_SHARE: f64 = 0.8;
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -466,7 +379,12 @@ mod tests {
     /// A 640x360 grey frame with the test photo scaled to `px` a side at
     /// (`x`, `y`) (what falls outside is cut off). Its face is about 0.3 of
     /// its width, centred at about (0.44, 0.23) of it.
-    fn frame_with_photo(px: u32, x: i64, y: i64) -> Vec<u8> {
+    /// The faces the detector finds in a 640x360 frame.
+    pub(in crate::media) fn detect(frame: &[u8]) -> Vec<Face> {
+        Detector::new(640, 360).unwrap().sample(frame, 0, None)
+    }
+
+    pub(in crate::media) fn frame_with_photo(px: u32, x: i64, y: i64) -> Vec<u8> {
         let dir = std::env::var_os("CLIPFORGE_CACHE_DIR")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| {
@@ -554,26 +472,5 @@ mod tests {
             "the face after the cut: {faces:?}"
         );
         assert!(cx(2).is_some_and(|x| x > 0.6), "{faces:?}");
-    }
-
-    /// A nod moves the eyes as much as the mouth and counts for little; a
-    /// mouth that opens while the head stays still counts fully.
-    #[test]
-    fn a_moving_head_is_not_a_talking_mouth() {
-        let still = frame_with_photo(240, 100, 40);
-        let face = Detector::new(640, 360).unwrap().sample(&still, 0, None)[0];
-        let nodded = frame_with_photo(240, 100, 46);
-        let mut talking = still.clone();
-        let side = face.size * 640.0;
-        let (cx, cy) = (face.cx * 640.0, face.cy * 360.0);
-        for y in (cy + side / 4.0) as usize..(cy + side * 0.4) as usize {
-            for x in (cx - side / 6.0) as usize..(cx + side / 6.0) as usize {
-                talking[y * 640 + x] = talking[y * 640 + x].wrapping_add(60);
-            }
-        }
-        let nod = mouth_motion(&still, &nodded, 640, 360, &face);
-        let talk = mouth_motion(&still, &talking, 640, 360, &face);
-        assert!(talk > 10.0, "{talk}");
-        assert!(nod < talk / 3.0, "a nod {nod} against talking {talk}");
     }
 }

@@ -11,6 +11,7 @@ pub mod ffprobe;
 pub mod fonts;
 pub mod frame;
 pub mod loudness;
+mod mouth;
 pub mod process;
 pub mod scenes;
 pub mod spare_cpu;

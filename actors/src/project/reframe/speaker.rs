@@ -2,13 +2,18 @@
 //!
 //! - the stereo balance of the sound (a face on the left gains when the
 //!   left channel is louder; a mono or centred mix says nothing), and
-//! - the motion of each face's mouth region while the sound is voiced
-//!   (the mouth that moves when there is speech is the talker's),
+//! - the motion of each face's mouth against its own head while the sound
+//!   is voiced (the mouth that moves on its own when there is speech is
+//!   the talker's: `media::mouth`),
 //!
-//! then held with hysteresis (a new talker must lead for `SWITCH_AFTER` and
-//! the current one must have been shown for `MIN_HOLD`) so the crop does not
-//! flicker; the crop cuts to the talker (podcast framing) and stays still
-//! while the same person talks.
+//! then the face shown over the whole clip is chosen at once: the sequence
+//! that agrees best with the evidence, less [`SWITCH_COST`] per change, in
+//! which every shot of a face lasts at least [`MIN_HOLD`] (half that at
+//! the clip's start and end; so a one-second
+//! "mm-hm" does not switch the crop, and nothing flickers). Seen whole, the
+//! crop cuts when the talk turns, not a second of evidence later as a
+//! running hysteresis would. The crop cuts to the talker (podcast framing)
+//! and stays still while the same person talks.
 
 use std::path::Path;
 
@@ -29,10 +34,12 @@ const VOICED_SHARE: f64 = 0.2;
 /// Evidence (−2..2) one face must lead the other by to count as talking.
 const LEAD: f64 = 0.25;
 /// Evidence is averaged over this many steps (1 s).
-const SMOOTH_STEPS: usize = 5;
-/// A new talker must lead this long before the crop cuts to them…
-pub const SWITCH_AFTER: f64 = 1.0;
-/// …and the current one must have been on screen at least this long.
+const SMOOTH_STEPS: usize = MOTION_FPS as usize;
+/// What a change of the face shown costs, in steps of full evidence (a
+/// switch must be paid for by about a second of a 0.05 lead, or a tenth of
+/// a second of one face's mouth alone moving).
+pub const SWITCH_COST: f64 = 1.0;
+/// Every shot of a face lasts at least this long (seconds).
 pub const MIN_HOLD: f64 = 2.0;
 
 /// RMS of each channel per step (equal channels for a mono source).
@@ -154,21 +161,21 @@ fn evidence(pair: [&Track; 2], analysis: &FaceAnalysis, energy: &StereoEnergy) -
             let motion = |t: &Track| {
                 t.index_in(sample)
                     .and_then(|i| analysis.mouth[k].get(i).copied())
-                    .unwrap_or(0.0)
             };
-            let (m0, m1) = (motion(pair[0]), motion(pair[1]));
-            // Compression noise moves a still mouth by about one grey level.
-            let mouth = if m0.max(m1) > 1.5 {
-                (m0 - m1) / (m0 + m1)
-            } else {
-                0.0
+            // Each mouth's motion against its own head (about 1 when still
+            // or nodding): the one that moves more on its own talks. A face
+            // not seen in this sample says nothing either way.
+            let mouth = match (motion(pair[0]), motion(pair[1])) {
+                (Some(m0), Some(m1)) if m0 + m1 > 0.0 => (m0 - m1) / (m0 + m1),
+                _ => 0.0,
             };
             (stereo + mouth, true)
         })
         .collect()
 }
 
-/// The active face per step, held with hysteresis.
+/// The face shown per step ([`best_sequence`] of the evidence) and how sure
+/// the evidence is.
 pub fn timeline(
     pair: [&Track; 2],
     analysis: &FaceAnalysis,
@@ -201,38 +208,83 @@ pub fn timeline(
         .iter()
         .filter(|e| e.1 && lead(e.0).is_some())
         .count();
-    // Start on the first face that leads, else on the larger one (index 0).
-    let mut current = smoothed
-        .iter()
-        .find_map(|e| if e.1 { lead(e.0) } else { None })
-        .unwrap_or(0);
-    let switch_steps = (SWITCH_AFTER / STEP).round() as usize;
-    let hold_steps = (MIN_HOLD / STEP).round() as usize;
-    let mut held = 0usize;
-    let mut challenger = 0usize;
-    let mut switches = 0;
-    let mut active = Vec::with_capacity(n);
-    for e in &smoothed {
-        match if e.1 { lead(e.0) } else { None } {
-            Some(c) if c != current => challenger += 1,
-            Some(_) => challenger = 0,
-            // Silence or a tie: neither for nor against a change.
-            None => {}
-        }
-        if challenger >= switch_steps && held >= hold_steps {
-            current = 1 - current;
-            switches += 1;
-            held = 0;
-            challenger = 0;
-        }
-        held += 1;
-        active.push(current);
-    }
+    let scores: Vec<f64> = ev.iter().map(|e| if e.1 { e.0 } else { 0.0 }).collect();
+    let active = best_sequence(&scores, (MIN_HOLD / STEP).round() as usize);
+    let switches = active.windows(2).filter(|p| p[0] != p[1]).count();
     SpeakerTimeline {
         active,
         confidence: decided as f64 / voiced.max(1) as f64,
         switches,
     }
+}
+
+/// The face (0 or 1) shown at each step: of all sequences in which every
+/// run lasts at least `hold` steps (the first and the last at least half
+/// that, unless the clip is shorter), the one with the most evidence for the face shown
+/// (`score[k]` for face 0, `-score[k]` for face 1) less [`SWITCH_COST`]
+/// per change. Exact, by dynamic programming over (face, steps in the run
+/// so far, counted up to `hold`); ties go to face 0 (the larger).
+fn best_sequence(score: &[f64], hold: usize) -> Vec<usize> {
+    let n = score.len();
+    let hold = hold.max(1);
+    if n == 0 {
+        return Vec::new();
+    }
+    // State `face * hold + (run - 1)`; run is capped at `hold`.
+    let states = 2 * hold;
+    let gain = |face: usize, k: usize| if face == 0 { score[k] } else { -score[k] };
+    // The first run starts half a hold in: it may end after half a hold
+    // (the clip's start is no cut to flicker against), and so may the last.
+    let edge = hold / 2;
+    let mut best = vec![f64::NEG_INFINITY; states];
+    for face in 0..2 {
+        best[face * hold + (hold - edge).max(1) - 1] = gain(face, 0);
+    }
+    let mut from = vec![usize::MAX; n * states];
+    for k in 1..n {
+        let mut next = vec![f64::NEG_INFINITY; states];
+        for (state, &here) in best.iter().enumerate() {
+            if here == f64::NEG_INFINITY {
+                continue;
+            }
+            let (face, run) = (state / hold, state % hold + 1);
+            let mut offer = |to: usize, value: f64| {
+                if value > next[to] {
+                    next[to] = value;
+                    from[k * states + to] = state;
+                }
+            };
+            offer(face * hold + run.min(hold - 1), here + gain(face, k));
+            if run == hold {
+                let other = 1 - face;
+                offer(other * hold, here - SWITCH_COST + gain(other, k));
+            }
+        }
+        best = next;
+    }
+    // End on a run of at least half a hold when one can (a clip shorter
+    // than that cannot).
+    let pick = |candidates: &[usize]| {
+        candidates
+            .iter()
+            .copied()
+            .filter(|&s| best[s] > f64::NEG_INFINITY)
+            .fold(None::<usize>, |b, s| match b {
+                Some(b) if best[b] >= best[s] => Some(b),
+                _ => Some(s),
+            })
+    };
+    let all: Vec<usize> = (0..states).collect();
+    let long: Vec<usize> = (0..states).filter(|s| s % hold + 1 >= edge).collect();
+    let mut state = pick(&long).or_else(|| pick(&all)).unwrap_or(0);
+    let mut out = vec![0; n];
+    for k in (0..n).rev() {
+        out[k] = state / hold;
+        if k > 0 {
+            state = from[k * states + state];
+        }
+    }
+    out
 }
 
 /// Crop-centre movement along a path of (time, x px) points sampled at
@@ -367,14 +419,61 @@ mod tests {
     }
 
     fn check(stereo: bool, mouths: bool) {
-        let steps = 60;
+        let at = |secs: f64| (secs / STEP).round() as usize;
+        let steps = at(12.0);
         let (a, e) = inputs(steps, alternating, stereo, mouths);
         let (l, r) = (track(0.25, steps), track(0.75, steps));
         let tl = timeline([&l, &r], &a, &e);
         assert_eq!(tl.switches, 1, "{tl:?}");
-        assert!(tl.active[..25].iter().all(|&f| f == 0), "{:?}", tl.active);
-        assert!(tl.active[40..].iter().all(|&f| f == 1), "{:?}", tl.active);
+        assert!(
+            tl.active[..at(5.0)].iter().all(|&f| f == 0),
+            "{:?}",
+            tl.active
+        );
+        assert!(
+            tl.active[at(8.0)..].iter().all(|&f| f == 1),
+            "{:?}",
+            tl.active
+        );
+        // Seen whole, the cut comes where the talk turns, not a lead later.
+        let turn = tl.active.iter().position(|&f| f == 1).unwrap();
+        assert!(turn.abs_diff(at(6.0)) <= at(0.3), "turned at step {turn}");
         assert!(tl.confidence > 0.8, "{tl:?}");
+    }
+
+    #[test]
+    fn the_best_sequence_cuts_where_the_talk_turns() {
+        // Face 0 for 4 s, face 1 for 3 s, with a 1 s burst of face 1 at
+        // 1.5 s and noise that flips sign every step.
+        let score: Vec<f64> = (0..70)
+            .map(|k| {
+                let noise = if k % 2 == 0 { 0.3 } else { -0.3 };
+                match k {
+                    15..25 => -0.5,
+                    0..40 => 0.4 + noise,
+                    _ => -0.4 + noise,
+                }
+            })
+            .collect();
+        let seq = best_sequence(&score, 20);
+        assert!(seq[..40].iter().all(|&f| f == 0), "{seq:?}");
+        assert!(seq[40..].iter().all(|&f| f == 1), "{seq:?}");
+        // Runs shorter than half the hold are not allowed at either end;
+        // half a hold is.
+        let late: Vec<f64> = (0..40).map(|k| if k < 35 { 0.3 } else { -0.3 }).collect();
+        assert!(best_sequence(&late, 20).iter().all(|&f| f == 0));
+        let early: Vec<f64> = (0..40).map(|k| if k < 5 { 0.2 } else { -0.2 }).collect();
+        assert!(best_sequence(&early, 20).iter().all(|&f| f == 1));
+        let ends: Vec<f64> = (0..40).map(|k| if k < 28 { 0.3 } else { -0.3 }).collect();
+        let seq = best_sequence(&ends, 20);
+        assert!(
+            seq[..28].iter().all(|&f| f == 0) && seq[28..].iter().all(|&f| f == 1),
+            "{seq:?}"
+        );
+        // Shorter than one hold: the better face throughout.
+        assert_eq!(best_sequence(&[-0.5, 0.1, -0.2], 20), vec![1, 1, 1]);
+        assert_eq!(best_sequence(&[0.0; 5], 20), vec![0; 5]);
+        assert!(best_sequence(&[], 20).is_empty());
     }
 
     #[test]
@@ -409,7 +508,7 @@ mod tests {
     #[test]
     fn energy_is_per_channel() {
         let mut bytes = Vec::new();
-        for _ in 0..1600 {
+        for _ in 0..(RATE as f64 * STEP) as usize {
             bytes.extend_from_slice(&16384i16.to_le_bytes());
             bytes.extend_from_slice(&0i16.to_le_bytes());
         }
