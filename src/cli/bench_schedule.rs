@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use clipforge_actors::accounts::{now_ms, Accounts, PlanTable};
 use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::publish::crypto::TokenCipher;
-use clipforge_actors::publish::posts::{self, PostRecord, PostStatus, Progress};
+use clipforge_actors::publish::posts::{self, PostRecord};
 use clipforge_actors::publish::{Provider, PublishSettings, Publishing};
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
@@ -87,26 +87,15 @@ async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
 }
 
 fn record(user: &str, at: i64, i: usize) -> PostRecord {
-    let now = now_ms();
-    PostRecord {
-        id: uuid::Uuid::new_v4().to_string(),
-        user_id: user.to_string(),
-        clip_id: format!("clip-{i}"),
-        project_id: "bench".into(),
-        provider: Provider::ALL[i % 3],
-        title: format!("Bench post {i}"),
-        scheduled_at: at,
-        status: PostStatus::Pending,
-        created_at: now,
-        updated_at: now,
-        attempts: 0,
-        idempotency_key: None,
-        progress: Progress::None,
-        remote_id: None,
-        error: None,
-        started_at: None,
-        finished_at: None,
-    }
+    PostRecord::pending(
+        user,
+        &format!("clip-{i}"),
+        "bench",
+        Provider::ALL[i % 3],
+        format!("Bench post {i}"),
+        at,
+        now_ms(),
+    )
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -275,7 +275,15 @@ impl Publishing {
         )?;
         let at = self.parse_time("scheduledAt", req.scheduled_at)?;
         self.require_integrations(user_id, &[provider]).await?;
-        let rec = Self::new_record(user_id, &clip, provider, title, at, now_ms());
+        let rec = PostRecord::pending(
+            user_id,
+            &clip.id,
+            &clip.project_id,
+            provider,
+            title,
+            at,
+            now_ms(),
+        );
         self.insert_posts(vec![rec.clone()]).await?;
         Ok(rec)
     }
@@ -369,7 +377,15 @@ impl Publishing {
                 } else {
                     title
                 };
-                out.push(Self::new_record(user_id, clip, *p, title, at, now));
+                out.push(PostRecord::pending(
+                    user_id,
+                    &clip.id,
+                    &clip.project_id,
+                    *p,
+                    title,
+                    at,
+                    now,
+                ));
             }
         }
         self.insert_posts(out.clone()).await?;

@@ -4,8 +4,6 @@
 
 use super::{Publishing, MAX_AHEAD_MS};
 use crate::accounts::now_ms;
-use crate::project::records::ClipRecord;
-use crate::publish::posts::{PostRecord, PostStatus, Progress};
 use crate::publish::{parse_utc, Provider, PublishError, Result};
 
 impl Publishing {
@@ -68,34 +66,5 @@ impl Publishing {
             ));
         }
         Ok(t.to_string())
-    }
-
-    pub(super) fn new_record(
-        user_id: &str,
-        clip: &ClipRecord,
-        provider: Provider,
-        title: String,
-        at: i64,
-        now: i64,
-    ) -> PostRecord {
-        PostRecord {
-            id: uuid::Uuid::new_v4().to_string(),
-            user_id: user_id.to_string(),
-            clip_id: clip.id.clone(),
-            project_id: clip.project_id.clone(),
-            provider,
-            title,
-            scheduled_at: at,
-            status: PostStatus::Pending,
-            created_at: now,
-            updated_at: now,
-            attempts: 0,
-            idempotency_key: None,
-            progress: Progress::None,
-            remote_id: None,
-            error: None,
-            started_at: None,
-            finished_at: None,
-        }
     }
 }

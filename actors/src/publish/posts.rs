@@ -87,6 +87,38 @@ pub struct PostRecord {
 crate::record!(PostRecord, "post", 1);
 
 impl PostRecord {
+    /// A new post of `clip_id` (of `project_id`), waiting for `scheduled_at`
+    /// (epoch ms), created at `now`.
+    pub fn pending(
+        user_id: &str,
+        clip_id: &str,
+        project_id: &str,
+        provider: Provider,
+        title: String,
+        scheduled_at: i64,
+        now: i64,
+    ) -> PostRecord {
+        PostRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            user_id: user_id.to_string(),
+            clip_id: clip_id.to_string(),
+            project_id: project_id.to_string(),
+            provider,
+            title,
+            scheduled_at,
+            status: PostStatus::Pending,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            idempotency_key: None,
+            progress: Progress::None,
+            remote_id: None,
+            error: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
     /// The contract's ScheduledPost, plus `updatedAt`, `attempts`, `error`,
     /// `platformPostId` and `publishedAt`.
     pub fn view(&self) -> Value {
