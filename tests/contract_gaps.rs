@@ -316,3 +316,24 @@ async fn yt_dlp_network_failures_and_timeouts_are_502_and_503() {
     let (_, credits) = app.get("/api/credits", &token).await;
     assert_eq!(credits["credits"], 60, "{credits}");
 }
+
+/// A server without any platform's OAuth client says so: no platform is
+/// `available`, and connecting one answers 503 `provider_not_configured`
+/// (the console then shows "not available" instead of a Connect button).
+/// With the platforms configured, tests/schedule.rs sees all three.
+#[tokio::test]
+async fn integrations_list_the_platforms_this_server_can_connect() {
+    let app = spawn_app();
+    let token = app.sign_up("platforms@example.com").await;
+    let (s, list) = app.get("/api/integrations", &token).await;
+    assert_eq!(s, 200, "{list}");
+    assert_eq!(list["available"], json!([]), "{list}");
+    let (s, v) = app
+        .post("/api/integrations/youtube/connect", &token, json!({}))
+        .await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (503, Some("provider_not_configured")),
+        "{v}"
+    );
+}

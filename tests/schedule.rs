@@ -136,6 +136,11 @@ async fn connect_callback_refresh_and_disconnect() {
     app.connect(t, "tiktok", &p).await;
     app.connect(t, "instagram", &p).await;
     let (_, list) = app.get("/api/integrations", t).await;
+    assert_eq!(
+        list["available"],
+        json!(["tiktok", "instagram", "youtube"]),
+        "{list}"
+    );
     let list = list["integrations"].as_array().unwrap();
     assert_eq!(list.len(), 3, "{list:?}");
     assert!(list.iter().all(|i| i["active"] == true));

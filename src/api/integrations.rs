@@ -41,6 +41,10 @@ struct Integration {
 #[derive(Object)]
 struct IntegrationList {
     integrations: Vec<Integration>,
+    /// The platforms this server can connect (their OAuth client is
+    /// configured); connecting another answers 503
+    /// `provider_not_configured`.
+    available: Vec<ProviderName>,
 }
 
 /// Where to send the user to give consent.
@@ -84,7 +88,7 @@ fn typed<T: ParseFromJSON>(v: Value) -> ApiResult<T> {
 
 #[OpenApi(prefix_path = "/integrations", tag = "Tag::Integrations")]
 impl IntegrationsApi {
-    /// Connected accounts: `{integrations: [{provider, accountId, accountName, expiresAt, active, …}]}`.
+    /// Connected accounts: `{integrations: [{provider, accountId, accountName, expiresAt, active, …}], available: [provider, …]}`.
     #[oai(path = "/", method = "get", operation_id = "listIntegrations")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<IntegrationList>> {
         let list = state
@@ -92,7 +96,16 @@ impl IntegrationsApi {
             .list_integrations(&auth.user().account.id)
             .await?;
         let integrations = list.into_iter().map(typed).collect::<ApiResult<_>>()?;
-        Ok(Json(IntegrationList { integrations }))
+        let available = state
+            .publishing
+            .available_providers()
+            .into_iter()
+            .map(|p| ProviderName::from(p.as_str()))
+            .collect();
+        Ok(Json(IntegrationList {
+            integrations,
+            available,
+        }))
     }
 
     /// Start connecting: `{authorizeUrl, state, redirectUri, expiresAt}`. Send

@@ -221,6 +221,30 @@ def main_path(run: Run):
         editor.get_by_role("button", name="Save").click()
         expect(page.get_by_role("heading", name="Loud yellow")).to_be_visible()
         run.page_check("templates")
+        # Deleting asks first, naming the template (the run's dialog
+        # handler answers yes).
+        with page.expect_event("dialog") as asked:
+            page.get_by_role("button", name="Delete: Loud yellow").click()
+        assert "Loud yellow" in asked.value.message, asked.value.message
+        expect(page.get_by_role("heading", name="Loud yellow")).to_have_count(0)
+
+    def plurals():
+        # Counts through the language's plural rules: "1 clip" / "1 corte",
+        # "3 clips" / "3 cortes" — whatever the finished project's count.
+        nav(page, "Projects")
+        meta = page.locator(".project-card .meta", has_text=re.compile(r"\d+ clips?\b")).first
+        n = int(re.search(r"(\d+) clips?\b", meta.inner_text()).group(1))
+        print(f"     the finished project's card counts {n} clip(s)")
+        expect(meta).to_contain_text(f"{n} clip" if n == 1 else f"{n} clips")
+        if n == 1:
+            expect(meta).not_to_contain_text("1 clips")
+        page.get_by_label("Language").select_option("pt")
+        cards = page.locator(".project-card .meta", has_text=re.compile(r"\d+ cortes?\b")).first
+        expect(cards).to_contain_text(f"{n} corte" if n <= 1 else f"{n} cortes")
+        if n <= 1:
+            expect(cards).not_to_contain_text(f"{n} cortes")
+        page.get_by_label("Idioma").select_option("en")
+        expect(page.get_by_role("heading", name="Projects")).to_be_visible()
 
     def connect():
         nav(page, "Integrations")
@@ -395,7 +419,8 @@ def main_path(run: Run):
              ("link project, cancel", link_project_and_cancel),
              ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
-             ("download SRT", download_srt), ("template", template), ("connect TikTok", connect),
+             ("download SRT", download_srt), ("template", template),
+             ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),
              ("credits, checkout, portal, plan selection", credits_and_plans),

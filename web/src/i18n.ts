@@ -33,6 +33,7 @@ const en = {
   unlimited: "Unlimited credits",
   plan: "Plan",
   clipsCount: "{n} clips",
+  clipsCount_one: "{n} clip",
   open: "Open",
   fromUrl: "From a link",
   fromFile: "From a file",
@@ -149,9 +150,11 @@ const en = {
   disconnect: "Disconnect",
   connected: "Connected as {name}",
   notConnected: "Not connected",
+  providerUnavailable: "Not available on this server: its administrator has not set up this platform.",
   connectedOk: "{p} is connected.",
   balance: "Balance",
   reserved: "{n} reserved by projects in progress",
+  reserved_one: "{n} reserved by projects in progress",
   renews: "Renews on {d}",
   ledger: "Credit history",
   plans: "Plans",
@@ -161,6 +164,7 @@ const en = {
   portal: "Manage subscription",
   currentPlan: "Current plan",
   perCycle: "{n} credits a month",
+  perCycle_one: "{n} credit a month",
   billingOff: "Payments are not configured on this server.",
   billingPeriod: "Billing period",
   plan_free: "Free",
@@ -189,13 +193,15 @@ const en = {
   nextWeek: "Next week",
   today: "Today",
   noPostsDay: "No posts",
-  onePost: "1 post",
   nPosts: "{n} posts",
+  nPosts_one: "{n} post",
   confirmDeletePost: "Delete the post “{title}”?",
+  confirmDeleteTemplate: "Delete the caption template “{name}”? Clips already rendered with it keep their captions.",
   cancelledNote: "Processing was cancelled and the reserved credits were released.",
   markAllRead: "Mark all as read",
   markRead: "Mark as read",
   unread: "{n} unread",
+  unread_one: "{n} unread",
   noNotifications: "No notifications.",
   avatar: "Avatar",
   changeAvatar: "Upload avatar",
@@ -255,6 +261,7 @@ const pt: Partial<Record<Key, string>> = {
   unlimited: "Créditos ilimitados",
   plan: "Plano",
   clipsCount: "{n} cortes",
+  clipsCount_one: "{n} corte",
   open: "Abrir",
   fromUrl: "De um link",
   fromFile: "De um arquivo",
@@ -371,9 +378,11 @@ const pt: Partial<Record<Key, string>> = {
   disconnect: "Desconectar",
   connected: "Conectado como {name}",
   notConnected: "Não conectado",
+  providerUnavailable: "Indisponível neste servidor: o administrador não configurou esta plataforma.",
   connectedOk: "{p} está conectado.",
   balance: "Saldo",
   reserved: "{n} reservados por projetos em andamento",
+  reserved_one: "{n} reservado por projetos em andamento",
   renews: "Renova em {d}",
   ledger: "Histórico de créditos",
   plans: "Planos",
@@ -383,6 +392,7 @@ const pt: Partial<Record<Key, string>> = {
   portal: "Gerenciar assinatura",
   currentPlan: "Plano atual",
   perCycle: "{n} créditos por mês",
+  perCycle_one: "{n} crédito por mês",
   billingOff: "Pagamentos não estão configurados neste servidor.",
   billingPeriod: "Período de cobrança",
   plan_free: "Gratuito",
@@ -409,13 +419,15 @@ const pt: Partial<Record<Key, string>> = {
   nextWeek: "Próxima semana",
   today: "Hoje",
   noPostsDay: "Nenhuma publicação",
-  onePost: "1 publicação",
   nPosts: "{n} publicações",
+  nPosts_one: "{n} publicação",
   confirmDeletePost: "Excluir a publicação “{title}”?",
+  confirmDeleteTemplate: "Excluir o modelo de legenda “{name}”? Os cortes já gerados com ele mantêm suas legendas.",
   cancelledNote: "O processamento foi cancelado e os créditos reservados foram liberados.",
   markAllRead: "Marcar todas como lidas",
   markRead: "Marcar como lida",
   unread: "{n} não lidas",
+  unread_one: "{n} não lida",
   noNotifications: "Nenhuma notificação.",
   avatar: "Avatar",
   changeAvatar: "Enviar avatar",
@@ -471,6 +483,15 @@ export function setLang(l: Lang) {
 export function t(key: Key, params: Record<string, string | number> = {}): string {
   const text = (lang === "pt" ? pt[key] : undefined) ?? en[key];
   return text.replace(/\{(\w+)\}/g, (_, k: string) => String(params[k] ?? ""));
+}
+
+/** `key` for the count `n` (passed as `{n}`): its `_one` form where the
+ * language's plural rules (Intl.PluralRules) say "one" — in Portuguese 0
+ * and 1, in English only 1 — else the key itself. */
+export function tn(key: Key, n: number, params: Record<string, string | number> = {}): string {
+  const one = `${key}_one`;
+  const rule = new Intl.PluralRules(lang === "pt" ? "pt-BR" : "en").select(n);
+  return t(rule === "one" && one in en ? (one as Key) : key, { ...params, n });
 }
 
 /** Re-renders the caller when the language changes. */

@@ -110,6 +110,15 @@ impl Publishing {
             .await?)
     }
 
+    /// The platforms this server can connect: those whose OAuth client is
+    /// configured (connecting any other answers `provider_not_configured`).
+    pub fn available_providers(&self) -> Vec<Provider> {
+        Provider::ALL
+            .into_iter()
+            .filter(|p| self.settings.provider(*p).configured())
+            .collect()
+    }
+
     /// The caller's connected accounts.
     pub async fn list_integrations(&self, user_id: &str) -> Result<Vec<Value>> {
         let prefix = format!("{user_id}/");

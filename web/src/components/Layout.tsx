@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { NotificationList } from "../api/models";
-import { getLang, setLang, t, type Lang } from "../i18n";
+import { getLang, setLang, t, tn, type Lang } from "../i18n";
 import { navigate, useLocation } from "../router";
 import { setUser, useUser } from "../session";
 
@@ -93,7 +93,7 @@ export function Layout({ children }: { children: ComponentChildren }) {
                 {unread > 0 && (
                   <span class="badge">
                     <span aria-hidden="true">{unread}</span>
-                    <span class="sr-only">{t("unread", { n: unread })}</span>
+                    <span class="sr-only">{tn("unread", unread)}</span>
                   </span>
                 )}
               </a>

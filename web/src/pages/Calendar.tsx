@@ -4,7 +4,7 @@
 // week agenda for narrow screens.
 import { useLayoutEffect, useRef } from "preact/hooks";
 import type { Post } from "../api/models";
-import { getLang, t } from "../i18n";
+import { getLang, t, tn } from "../i18n";
 import { localInput } from "./ScheduleForms";
 import { PostRow, timeOf } from "./PostRow";
 
@@ -57,7 +57,7 @@ export function weekLabel(key: string): string {
   const f = (k: string) => fromKey(k).toLocaleDateString(locale(), { month: "short", day: "numeric" });
   return `${f(days[0])} – ${f(days[6])}, ${fromKey(days[6]).getFullYear()}`;
 }
-const postCount = (n: number) => (n === 0 ? t("noPostsDay") : n === 1 ? t("onePost") : t("nPosts", { n }));
+const postCount = (n: number) => (n === 0 ? t("noPostsDay") : tn("nPosts", n));
 
 /** A cell's content: the whole date and its post count for screen readers;
  * on screen only the day's number and the posts (hidden from the name). */

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Balance, LedgerPage } from "../api/models";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
-import { formatDate, t, type Key } from "../i18n";
+import { formatDate, t, tn, type Key } from "../i18n";
 import { Plans } from "./Plans";
 
 const LIMIT = 20;
@@ -29,7 +29,7 @@ export function Credits() {
             <p>
               {t("currentPlan")}: <strong>{t(("plan_" + b.plan) as Key)}</strong>
             </p>
-            {b.reserved > 0 && <p class="muted">{t("reserved", { n: b.reserved })}</p>}
+            {b.reserved > 0 && <p class="muted">{tn("reserved", b.reserved)}</p>}
             {b.renewsAt && <p class="muted">{t("renews", { d: formatDate(b.renewsAt) })}</p>}
           </>
         )}

@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Balance, Project, ProjectPage } from "../api/models";
 import { ErrorBox, Loading, Page, Progress, useLoad } from "../components/ui";
-import { t, type Key } from "../i18n";
+import { t, tn, type Key } from "../i18n";
 import { navigate } from "../router";
 
 const LIMIT = 12;
@@ -75,7 +75,7 @@ export function Dashboard() {
                 </h2>
                 <p class="meta">
                   <StateLabel state={p.state} /> · {p.duration} · {p.date}
-                  {p.state === "completed" && <> · {t("clipsCount", { n: p.clips })}</>}
+                  {p.state === "completed" && <> · {tn("clipsCount", p.clips)}</>}
                 </p>
                 {isRunning(p) && <Progress label={t("progress")} value={stepPercent(p)} />}
               </div>

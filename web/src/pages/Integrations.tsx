@@ -66,13 +66,17 @@ export function Integrations() {
                         {t("disconnect")}
                       </button>
                     </>
-                  ) : (
+                  ) : data.available.includes(p) ? (
                     <>
                       <p class="muted">{t("notConnected")}</p>
                       <button type="button" disabled={busy === p} onClick={() => connect(p)} aria-label={`${t("connect")} ${PROVIDER_NAMES[p]}`}>
                         {t("connect")}
                       </button>
                     </>
+                  ) : (
+                    <p class="muted" data-testid={`unavailable-${p}`}>
+                      {t("providerUnavailable")}
+                    </p>
                   )}
                 </div>
               </li>

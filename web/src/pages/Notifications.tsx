@@ -2,7 +2,7 @@ import { api, ok } from "../api/client";
 import type { NotificationList } from "../api/models";
 import { unreadChanged } from "../components/Layout";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
-import { formatDate, t } from "../i18n";
+import { formatDate, t, tn } from "../i18n";
 
 export function Notifications() {
   const { data, error, reload } = useLoad(() => ok(api.GET("/notifications")) as Promise<NotificationList>, []);
@@ -32,7 +32,7 @@ export function Notifications() {
     >
       <ErrorBox error={error} />
       {!data && !error && <Loading />}
-      {data && <p class="muted" role="status">{t("unread", { n: unread })}</p>}
+      {data && <p class="muted" role="status">{tn("unread", unread)}</p>}
       {data && data.notifications.length === 0 && <p class="empty">{t("noNotifications")}</p>}
       {data && (
         <ul class="notifications">

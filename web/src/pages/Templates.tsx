@@ -236,7 +236,8 @@ export function Templates() {
   const { data, error, reload } = useLoad(() => ok(api.GET("/caption-templates")) as Promise<TemplateList>, []);
   const [editing, setEditing] = useState<{ id: string | null; style: Style } | null>(null);
   const [actionError, setActionError] = useState<unknown>(null);
-  async function remove(id: string) {
+  async function remove(id: string, name: string) {
+    if (!confirm(t("confirmDeleteTemplate", { name }))) return;
     setActionError(null);
     try {
       await ok(api.DELETE("/caption-templates/{id}", { params: { path: { id } } }));
@@ -288,7 +289,7 @@ export function Templates() {
                       {t("edit")}
                     </button>
                     {!tp.isDefault && (
-                      <button type="button" class="danger small" onClick={() => remove(id)} aria-label={`${t("delete")}: ${tp.name}`}>
+                      <button type="button" class="danger small" onClick={() => remove(id, tp.name)} aria-label={`${t("delete")}: ${tp.name}`}>
                         {t("delete")}
                       </button>
                     )}
