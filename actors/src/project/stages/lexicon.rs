@@ -28,6 +28,9 @@ const HOOK_OPENERS: &[&str] = &[
     "how to", "how do", "why", "what if", "what happens", "imagine", "nobody", "no one",
     "most people", "everyone", "if you", "you need", "you have to", "you should", "this is why",
     "this is how", "did you know", "let me tell you", "i bet", "want to", "listen",
+    // Openers that name the topic: the viewer learns at once what it is about.
+    "let's talk about", "let us talk about", "we need to talk about", "i want to talk about",
+    "today we're talking about", "today we are talking about", "let me explain", "let me show you",
 ];
 
 /// Leading fillers skipped before matching a hook opener ("So, here's why…").

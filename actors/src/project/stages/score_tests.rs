@@ -572,3 +572,32 @@ fn clips_do_not_cross_a_change_of_subject() {
 
 #[path = "score_steer_tests.rs"]
 mod steer_tests;
+
+/// A talk that opens by naming its topic ("So let's talk about
+/// Anaconda.", the talk show of the real-footage corpus) has its hook at
+/// the start: the clip begins there, not one sentence later.
+#[test]
+fn an_opener_that_names_the_topic_starts_the_clip() {
+    assert!(
+        hook_strength("So let's talk about Anaconda.")
+            > hook_strength("All of your songs are hugely successful.")
+    );
+    let t = transcript(
+        &[
+            "So let's talk about Anaconda.",
+            "All of your songs are hugely successful.",
+            "Super bass was hugely successful.",
+            "But this hasn't even been out that long.",
+            "It's 115 million or something.",
+            "115 million views.",
+            "And just under two weeks or something.",
+            "I don't know how that happened.",
+            "I really don't know how that happened.",
+        ],
+        2.6,
+        0.3,
+    );
+    let clips = select_clips(&t, &Signals::default(), (17.0, 22.0), 1);
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert_eq!(clips[0].first_word, 0, "{:?}", clips[0]);
+}
