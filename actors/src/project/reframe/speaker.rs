@@ -9,8 +9,8 @@
 //! then the face shown over the whole clip is chosen at once: the sequence
 //! that agrees best with the evidence, less [`SWITCH_COST`] per change, in
 //! which every shot of a face lasts at least [`MIN_HOLD`] (half that at
-//! the clip's start and end; so a one-second
-//! "mm-hm" does not switch the crop, and nothing flickers). Seen whole, the
+//! the clip's start and end), so a one-second "mm-hm" does not switch the
+//! crop and nothing flickers. Seen whole, the
 //! crop cuts when the talk turns, not a second of evidence later as a
 //! running hysteresis would. The crop cuts to the talker (podcast framing)
 //! and stays still while the same person talks.
@@ -220,9 +220,9 @@ pub fn timeline(
 
 /// The face (0 or 1) shown at each step: of all sequences in which every
 /// run lasts at least `hold` steps (the first and the last at least half
-/// that, unless the clip is shorter), the one with the most evidence for the face shown
-/// (`score[k]` for face 0, `-score[k]` for face 1) less [`SWITCH_COST`]
-/// per change. Exact, by dynamic programming over (face, steps in the run
+/// that, unless the clip is shorter), the one with the most evidence for
+/// the face shown (`score[k]` for face 0, `-score[k]` for face 1) less
+/// [`SWITCH_COST`] per change. Exact, by dynamic programming over (face, steps in the run
 /// so far, counted up to `hold`); ties go to face 0 (the larger).
 fn best_sequence(score: &[f64], hold: usize) -> Vec<usize> {
     let n = score.len();
