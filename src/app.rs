@@ -23,6 +23,7 @@ use crate::api::billing::{admin_set_plan, BillingApi};
 use crate::api::credits::CreditsApi;
 use crate::api::export::ExportApi;
 use crate::api::integrations::IntegrationsApi;
+use crate::api::keys::KeysApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
 use crate::api::projects::ProjectsApi;
@@ -43,12 +44,13 @@ pub type Apis = (
     BillingApi,
     ScheduleApi,
     IntegrationsApi,
+    KeysApi,
 );
 
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi),
+        (AuthApi, MediaApi, ProjectsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )

@@ -1,7 +1,7 @@
 //! The guarded part of every request, before and around the handler: CORS
 //! preflight, rate limits (per address at the node that accepted the
 //! connection, per account where the account is served), the body limit of
-//! the route (declared and counted while reading), then cluster routing and
+//! the route (declared and counted while reading), then cluster routing, the API key gate (`api::scopes`) and
 //! the handler. `app::routes` adds logging, the uniform error body and the
 //! response headers of [`crate::security::Guard::finish`].
 
@@ -13,10 +13,11 @@ use crate::bodylimit;
 use crate::ratelimit::{too_many, Class};
 use crate::state::State;
 
-/// The signed-in account of a request, looked up only where a limit needs it.
+/// The account of a request (session or API key), looked up only where a
+/// limit needs it.
 fn account_of(st: &State, req: &Request) -> Option<Account> {
     let token = crate::session::request_token(req)?;
-    st.services.session(&token).ok().flatten().map(|(a, _)| a)
+    st.services.caller(&token).ok().flatten().map(|(a, _)| a)
 }
 
 /// The upload limit of the caller's plan; on a cluster node that does not
@@ -100,6 +101,10 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
                     bodylimit::discard(&mut req);
                     return Ok(too_many(wait, "requests for your account"));
                 }
+            }
+            if let Some(refused) = crate::api::scopes::gate(st, &mut req) {
+                bodylimit::discard(&mut req);
+                return Ok(refused);
             }
             ep.call(req).await.map(IntoResponse::into_response)
         }

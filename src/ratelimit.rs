@@ -71,6 +71,9 @@ fn limiter<K: std::hash::Hash + Eq + Clone>(per_minute: u32) -> Option<Keyed<K>>
 pub struct RateLimits {
     per_ip: [Option<Keyed<IpAddr>>; 6],
     per_account: [Option<Keyed<String>>; 6],
+    /// Every request made with an API key, by key id (counted once the
+    /// key is known, so made-up keys take no room).
+    per_key: Option<Keyed<String>>,
     clock: DefaultClock,
 }
 
@@ -93,6 +96,7 @@ impl RateLimits {
                 limiter(c.upload_per_account),
                 limiter(c.avatar_per_account),
             ],
+            per_key: limiter(c.api_key_per_minute),
             clock: DefaultClock::default(),
         }
     }
@@ -118,13 +122,23 @@ impl RateLimits {
         }
     }
 
+    /// `Err(wait)` when the API key `key_id` has used up its rate.
+    pub fn check_key(&self, key_id: &str) -> Result<(), Duration> {
+        match &self.per_key {
+            Some(l) => l
+                .check_key(&key_id.to_string())
+                .map_err(|n| n.wait_time_from(self.clock.now())),
+            None => Ok(()),
+        }
+    }
+
     /// Forgets keys whose rate is fully replenished (bounded memory).
     pub fn prune(&self) {
         for l in self.per_ip.iter().flatten() {
             l.retain_recent();
             l.shrink_to_fit();
         }
-        for l in self.per_account.iter().flatten() {
+        for l in self.per_account.iter().chain([&self.per_key]).flatten() {
             l.retain_recent();
             l.shrink_to_fit();
         }

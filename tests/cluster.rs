@@ -413,6 +413,42 @@ async fn cookie_only_requests_work_through_the_owner_and_another_node() {
         assert_eq!(r.status().as_u16(), 401);
     }
 
+    // An API key made through the non-owner works on both nodes within its
+    // scopes (the key names its account, so the request is routed), and
+    // its revocation holds on both at once.
+    let r = with_cookie(other, reqwest::Method::POST, "/api/keys", &cookie)
+        .json(&serde_json::json!({"name": "cluster", "scopes": ["read"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let made: Value = r.json().await.unwrap();
+    let key = made["key"].as_str().unwrap().to_string();
+    for n in [owner, other] {
+        let (s, v, _) = credits_via(n, &key).await;
+        assert_eq!(s, 200, "{v}");
+        let r = n
+            .app
+            .client
+            .post(format!("{}/api/caption-templates", n.app.base))
+            .bearer_auth(&key)
+            .json(&serde_json::json!({"name": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403);
+    }
+    let revoke = format!("/api/keys/{}", made["id"].as_str().unwrap());
+    let r = with_cookie(other, reqwest::Method::DELETE, &revoke, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    for n in [owner, other] {
+        let (s, v, _) = credits_via(n, &key).await;
+        assert_eq!(s, 401, "{v}");
+    }
+
     // Upload (its size check reads the session too) and create a project
     // through the non-owner, then follow its events with the cookie there.
     let dir = tempfile::tempdir().unwrap();

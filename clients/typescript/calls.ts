@@ -160,4 +160,13 @@ export async function everyOperation(file: Blob): Promise<void> {
   });
   const gone = await api.DELETE("/integrations/{provider}", { params: { path: { provider: "tiktok" } } });
   expectType<number | undefined>(gone.data?.failedPosts);
+
+  // API keys (managed with a session; the key is shown once)
+  const made = await api.POST("/keys", { body: { name: "CI", scopes: ["read", "write"] } });
+  expectType<string | undefined>(made.data?.key);
+  expectType<Schemas["KeyScope"][] | undefined>(made.data?.scopes);
+  const keys = await api.GET("/keys");
+  expectType<string | null | undefined>(keys.data?.keys[0]?.lastUsedAt);
+  const revoked = await api.DELETE("/keys/{id}", { params: { path: { id: made.data?.id ?? "" } } });
+  expectType<boolean | undefined>(revoked.data?.revoked);
 }

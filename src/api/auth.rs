@@ -311,7 +311,9 @@ impl AuthApi {
         auth: Auth,
     ) -> ApiResult<Json<SessionInfoView>> {
         // The session was looked up when the request was authenticated.
-        let (acc, info) = (&auth.user().account, &auth.user().session);
+        let acc = &auth.user().account;
+        // Keys are refused here before the handler (`scopes.rs`).
+        let info = auth.user().session().ok_or_else(ApiError::unauthorized)?;
         Ok(Json(SessionInfoView {
             user: user_view(&state, acc).await,
             session: SessionMeta {

@@ -458,3 +458,9 @@ string_enum!(
     "An editor export: FCPXML 1.10, CMX3600 EDL, OpenTimelineIO JSON, or a ZIP of the clips, subtitles, clips.json and the three timelines.",
     ["fcpxml", "edl", "otio", "zip"]
 );
+string_enum!(
+    KeyScope,
+    "KeyScope",
+    "What an API key may do: `read` (GET operations), `write` (projects, uploads, caption templates, notifications), `publish` (platform connections and scheduling). The account, billing and the keys themselves need a signed-in session.",
+    ["read", "write", "publish"]
+);

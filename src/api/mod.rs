@@ -3,6 +3,7 @@
 //! the application state handed to every handler.
 
 use clipforge_actors::accounts::{Account, AccountError};
+use clipforge_actors::service::Credential;
 use poem::Request;
 use poem_openapi::auth::{ApiKey, Bearer};
 use poem_openapi::payload::Json;
@@ -14,12 +15,14 @@ pub mod credits;
 pub mod export;
 pub mod formats;
 pub mod integrations;
+pub mod keys;
 pub mod media;
 pub mod notifications;
 pub mod openapi;
 pub mod projects;
 pub mod projects_types;
 pub mod schedule;
+pub mod scopes;
 pub mod templates;
 
 pub use crate::session::SESSION_COOKIE;
@@ -104,7 +107,7 @@ impl ApiError {
     pub fn unauthorized() -> Self {
         ApiError::Unauthorized(body(
             "unauthorized",
-            "sign in first: send a valid session token",
+            "sign in first: send a valid session token or API key",
         ))
     }
     pub fn not_found(what: &str) -> Self {
@@ -231,29 +234,51 @@ impl<T: poem_openapi::types::Type + Send> poem_openapi::ApiResponse for RawJson<
 #[derive(Clone, Debug)]
 pub struct User {
     pub account: Account,
-    pub session: clipforge_actors::accounts::SessionInfo,
-    /// The raw session token of this request (never logged).
+    /// A session, or an API key (then only within its scopes).
+    pub credential: Credential,
+    /// The raw session token or key of this request (never logged).
     pub token: String,
+}
+
+impl User {
+    /// The session of the request; `None` when it came with an API key
+    /// (operations that need a session refuse keys before this is asked).
+    pub fn session(&self) -> Option<&clipforge_actors::accounts::SessionInfo> {
+        match &self.credential {
+            Credential::Session(s) => Some(s),
+            Credential::Key(_) => None,
+        }
+    }
 }
 
 async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
     let state = req
         .data::<State>()
         .ok_or_else(|| poem::Error::from_status(poem::http::StatusCode::INTERNAL_SERVER_ERROR))?;
-    // Inline, not on the blocking pool: answered from the memory of the
-    // account's actor when it is active here, else two reads that sled
-    // serves from its cache (it writes only to drop an expired session);
-    // the hand-off to another thread cost more than the lookup on every
-    // authenticated request (see `make bench-api`).
-    let found = state.services.session(token);
-    match found {
-        Ok(Some((account, session))) => Ok(User {
-            account,
-            session,
-            token: token.to_string(),
-        }),
-        _ => Err(unauthorized_error()),
-    }
+    // Inline, not on the blocking pool: a session is answered from the
+    // memory of the account's actor when it is active here, else with two
+    // reads that sled serves from its cache (it writes only to drop an
+    // expired session); the hand-off to another thread cost more than the
+    // lookup on every authenticated request (see `make bench-api`).
+    // An API key was looked up and checked (scope, rate) before routing
+    // (`scopes::gate`); a session is looked up here.
+    let found = match req.data::<scopes::KeyCaller>() {
+        Some(k) if k.token == token => Ok(Some((k.account.clone(), k.credential.clone()))),
+        // A key is accepted only once the gate has checked it: fail closed.
+        _ if clipforge_actors::accounts::is_api_key(token) => Ok(None),
+        _ => state
+            .services
+            .session(token)
+            .map(|found| found.map(|(a, s)| (a, Credential::Session(s)))),
+    };
+    let Ok(Some((account, credential))) = found else {
+        return Err(unauthorized_error());
+    };
+    Ok(User {
+        account,
+        credential,
+        token: token.to_string(),
+    })
 }
 
 /// A poem error whose response is the uniform 401 body.
@@ -261,7 +286,7 @@ pub fn unauthorized_error() -> poem::Error {
     let resp = poem::Response::builder()
         .status(poem::http::StatusCode::UNAUTHORIZED)
         .content_type("application/json; charset=utf-8")
-        .body(r#"{"error":"unauthorized","message":"sign in first: send a valid session token"}"#);
+        .body(r#"{"error":"unauthorized","message":"sign in first: send a valid session token or API key"}"#);
     poem::Error::from_response(resp)
 }
 
@@ -273,7 +298,9 @@ async fn cookie_checker(req: &Request, key: ApiKey) -> poem::Result<User> {
     check_token(req, &key.key).await
 }
 
-/// `Authorization: Bearer <session token>`.
+/// `Authorization: Bearer <session token or API key>`: the token sign-in
+/// answers, or a key from `POST /keys` (`cf_…`), which may do only what its
+/// scopes allow (403 `insufficient_scope` otherwise).
 #[derive(SecurityScheme)]
 #[oai(ty = "bearer", checker = "bearer_checker")]
 pub struct BearerAuth(pub User);

@@ -47,6 +47,8 @@ pub struct LimitsConfig {
     pub upload_per_account: u32,
     /// Avatar uploads per account and minute.
     pub avatar_per_account: u32,
+    /// Requests per API key and minute (any operation).
+    pub api_key_per_minute: u32,
     /// Failed sign-ins before an (email, address) pair is locked out.
     pub sign_in_failures_per_email: usize,
     /// Failed sign-ins before an address is locked out (any email).
@@ -79,6 +81,7 @@ impl Default for LimitsConfig {
             upload_per_ip: 30,
             upload_per_account: 20,
             avatar_per_account: 5,
+            api_key_per_minute: 600,
             sign_in_failures_per_email: 5,
             sign_in_failures_per_ip: 20,
             sign_in_failures_per_account: 10,

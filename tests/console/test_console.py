@@ -6,10 +6,13 @@ harness.py). Prints one line per check and closes with "N passed, M failed".
 """
 
 import datetime as dt
+import json
 import os
 import re
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
@@ -25,6 +28,18 @@ PASSWORD, NEW_PASSWORD = "correct horse battery", "correct horse battery staple"
 def nav(page, name):
     """Follows a link of the main navigation."""
     page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
+
+
+def with_key(key, method, path, body=None):
+    """The status of `method path` sent with the API key only."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(BASE + path, data=data, method=method,
+                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 def day_label(d):
@@ -228,6 +243,34 @@ def main_path(run: Run):
         assert "Loud yellow" in asked.value.message, asked.value.message
         expect(page.get_by_role("heading", name="Loud yellow")).to_have_count(0)
 
+    def api_keys():
+        # A key is made here, shown once, works as a bearer within its
+        # scopes, and stops working when revoked.
+        nav(page, "Developers")
+        expect(page.get_by_role("heading", name="Developers")).to_be_visible()
+        form = page.get_by_role("form", name="New API key")
+        form.get_by_label("Name").fill("Nightly import")
+        expect(form.get_by_label("Read")).to_be_checked()
+        expect(form.get_by_label("Publish (connections, scheduling)")).not_to_be_checked()
+        form.get_by_role("button", name="Create key").click()
+        shown = page.get_by_test_id("new-key")
+        expect(shown).to_have_value(re.compile(r"^cf_"))
+        key = shown.input_value()
+        run.page_check("developers")
+        # As a program would: the key alone, no browser cookies.
+        assert with_key(key, "GET", "/api/projects") == 200
+        assert with_key(key, "POST", "/api/keys", {"name": "x", "scopes": ["read"]}) == 403
+        page.get_by_role("button", name="Done").click()
+        expect(shown).to_have_count(0)
+        row = page.get_by_role("row", name=re.compile("Nightly import"))
+        expect(row).to_contain_text(key[:11])
+        assert key not in page.content(), "the key is still on the page"
+        with page.expect_event("dialog") as asked:
+            row.get_by_role("button", name="Revoke Nightly import").click()
+        assert "Nightly import" in asked.value.message, asked.value.message
+        expect(page.get_by_text("No API keys yet.")).to_be_visible()
+        assert with_key(key, "GET", "/api/projects") == 401
+
     def plurals():
         # Counts through the language's plural rules: "1 clip" / "1 corte",
         # "3 clips" / "3 cortes" — whatever the finished project's count.
@@ -419,7 +462,7 @@ def main_path(run: Run):
              ("link project, cancel", link_project_and_cancel),
              ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
-             ("download SRT", download_srt), ("template", template),
+             ("download SRT", download_srt), ("template", template), ("API keys", api_keys),
              ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),

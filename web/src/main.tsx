@@ -6,6 +6,7 @@ import { t, useLang } from "./i18n";
 import { Auth } from "./pages/Auth";
 import { Credits } from "./pages/Credits";
 import { Dashboard } from "./pages/Dashboard";
+import { Developers } from "./pages/Developers";
 import { Integrations } from "./pages/Integrations";
 import { NewProject } from "./pages/NewProject";
 import { Notifications } from "./pages/Notifications";
@@ -26,6 +27,7 @@ function Routes({ path }: { path: string }) {
   if (path === "/schedule") return <Schedule />;
   if (path === "/integrations") return <Integrations />;
   if (path === "/credits") return <Credits />;
+  if (path === "/developers") return <Developers />;
   if (path === "/notifications") return <Notifications />;
   if (path === "/profile") return <Profile />;
   return (

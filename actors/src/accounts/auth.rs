@@ -28,7 +28,6 @@ use crate::storage::kv::StorageError;
 pub const SESSION_TTL_MS: i64 = 30 * DAY_MS;
 
 const PASSWORD_CHARS: (usize, usize) = (8, 128);
-const NAME_MAX_CHARS: usize = 100;
 const EMAIL_MAX_LEN: usize = 254;
 const AVATAR_KEY_MAX_LEN: usize = 1024;
 
@@ -65,23 +64,6 @@ fn validate_password(password: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The trimmed name, 1–100 characters without control characters.
-fn validate_name(name: &str) -> Result<String> {
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(AccountError::InvalidInput(format!(
-            "name: must be 1 to {NAME_MAX_CHARS} characters"
-        )));
-    }
-    if !super::text::line_ok(name) {
-        return Err(AccountError::InvalidInput(
-            "name: must not contain control or bidi override characters".into(),
-        ));
-    }
-    Ok(name.to_string())
 }
 
 pub fn hash_password(password: &str) -> Result<String> {
@@ -139,13 +121,16 @@ pub fn account_id_for_email(normalized_email: &str) -> String {
     uuid::Uuid::from_bytes(b).to_string()
 }
 
-/// The account id a session token names (`<account id>.<secret>`), so any
-/// node can route the request; `None` for a token without one.
+/// The account id a session token (`<account id>.<secret>`) or an API key
+/// (`cf_<secret>_<account id>`, `keys.rs`) names, so any node can route
+/// the request; `None` for a token without one.
 pub fn account_of_token(token: &str) -> Option<&str> {
-    token
-        .split_once('.')
-        .map(|(id, _)| id)
-        .filter(|id| id.len() == 36)
+    let id = match token.strip_prefix(super::KEY_PREFIX) {
+        // The secret is base64url (it may hold `_`); the id has none.
+        Some(key) => key.rsplit_once('_').map(|(_, id)| id),
+        None => token.split_once('.').map(|(id, _)| id),
+    };
+    id.filter(|id| id.len() == 36)
 }
 
 /// The key a token's session is stored under: its SHA-256 in hex.
@@ -168,7 +153,7 @@ impl NewAccount {
     pub fn prepare(email: &str, password: &str, name: &str) -> Result<Self> {
         let email = normalize_email(email)?;
         validate_password(password)?;
-        let name = validate_name(name)?;
+        let name = super::text::name(name)?;
         let password_hash = hash_password(password)?;
         Ok(Self {
             email,
@@ -381,7 +366,7 @@ impl Accounts {
 
     /// Sets the display name (trimmed, 1–100 characters).
     pub fn update_profile(&self, user_id: &str, name: &str) -> Result<Account> {
-        let name = validate_name(name)?;
+        let name = super::text::name(name)?;
         let _guard = self.lock(user_id);
         let mut account = self.stored_account(user_id)?;
         account.name = name;

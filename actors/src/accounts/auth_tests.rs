@@ -342,7 +342,17 @@ fn data_survives_a_sled_reopen() {
             .expect("notify");
         (account.id, token)
     };
-    let kv = Arc::new(SledStore::open(&path).expect("reopen"));
+    // Another test's child process (ffmpeg, started in parallel) may hold
+    // a copy of the lock's file descriptor until it has executed its
+    // program: wait for it as a restarted server does.
+    let kv = Arc::new(
+        SledStore::open_waiting(
+            &path,
+            crate::storage::kv::DEFAULT_CACHE_BYTES,
+            std::time::Duration::from_secs(10),
+        )
+        .expect("reopen"),
+    );
     let accounts = Accounts::new(kv, Default::default());
     let (account, _) = accounts.session(&token).expect("read").expect("session");
     assert_eq!(account.id, user_id);

@@ -37,6 +37,8 @@
 //! | `accounts.stripe_events` | provider event id | user id, time applied |
 //! | `accounts.checkouts` | checkout session id | user, plan, frequency, activation |
 //! | `accounts.versions` | user id | the account's version, +1 on every write of its actor |
+//! | `accounts.api_keys` | SHA-256 hex of an API key | its account, name, scopes, last use (`keys.rs`) |
+//! | `accounts.user_keys` | `user/key id` | the key's SHA-256 hex |
 //!
 //! Timestamps are stored as unix milliseconds and shown as ISO 8601 UTC
 //! ([`iso8601`]).
@@ -48,6 +50,7 @@ mod credits;
 mod error;
 mod held;
 mod held_parts;
+mod keys;
 mod model;
 mod notifications;
 mod plans;
@@ -77,6 +80,7 @@ pub use credits::{
 };
 pub use error::{AccountError, Result};
 pub use held::{Held, HeldAccount};
+pub use keys::{is_api_key, parse_scopes, ApiKeyInfo, ApiKeyView, Scope, KEY_PREFIX, MAX_API_KEYS};
 pub use model::{
     Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo, FORCED_WATERMARK_MIN_OPACITY,
     FORCED_WATERMARK_MIN_SIZE,
@@ -245,7 +249,7 @@ pub(crate) mod testutil {
     }
 
     /// Every tree the accounts layer writes.
-    pub const TREES: [&str; 16] = [
+    pub const TREES: [&str; 18] = [
         store::USERS,
         store::EMAILS,
         store::SESSIONS,
@@ -262,6 +266,8 @@ pub(crate) mod testutil {
         store::STRIPE_EVENTS,
         store::CHECKOUTS,
         store::VERSIONS,
+        store::API_KEYS,
+        store::USER_KEYS,
     ];
 
     /// Every tree's entries, in order.

@@ -20,6 +20,8 @@ pub(crate) const STRIPE_CUSTOMERS: &str = "accounts.stripe_customers";
 pub(crate) const STRIPE_EVENTS: &str = "accounts.stripe_events";
 pub(crate) const CHECKOUTS: &str = "accounts.checkouts";
 pub(crate) const VERSIONS: &str = "accounts.versions";
+pub(crate) const API_KEYS: &str = "accounts.api_keys";
+pub(crate) const USER_KEYS: &str = "accounts.user_keys";
 
 /// `user/` — the prefix of everything one user owns in a shared tree. User
 /// ids are UUIDs, so no user's prefix is a prefix of another's.

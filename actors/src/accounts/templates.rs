@@ -20,7 +20,6 @@ use crate::storage::record::{decode_payload, Record};
 
 /// Most templates one account may keep.
 pub const MAX_TEMPLATES: usize = 100;
-const NAME_MAX_CHARS: usize = 100;
 const DESCRIPTION_MAX_CHARS: usize = 500;
 
 /// A template as stored under `user/id`.
@@ -175,22 +174,6 @@ impl TemplateInput {
     }
 }
 
-fn validate_name(name: &str) -> Result<String> {
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(AccountError::InvalidInput(format!(
-            "name: must be 1 to {NAME_MAX_CHARS} characters"
-        )));
-    }
-    if !super::text::line_ok(name) {
-        return Err(AccountError::InvalidInput(
-            "name: must not contain control or bidi override characters".into(),
-        ));
-    }
-    Ok(name.to_string())
-}
-
 fn validate_description(description: &str) -> Result<String> {
     let description = description.trim();
     if description.chars().count() > DESCRIPTION_MAX_CHARS {
@@ -234,7 +217,7 @@ impl Accounts {
     /// Creates a template; omitted style fields inherit the user's default
     /// template. With `isDefault` true it becomes the default.
     pub fn create_template(&self, user_id: &str, input: &TemplateInput) -> Result<TemplateView> {
-        let name = validate_name(input.name.as_deref().unwrap_or_default())?;
+        let name = super::text::name(input.name.as_deref().unwrap_or_default())?;
         let description = validate_description(input.description.as_deref().unwrap_or_default())?;
 
         let _guard = self.lock(user_id);
@@ -277,7 +260,7 @@ impl Accounts {
         template_id: &str,
         input: &TemplateInput,
     ) -> Result<TemplateView> {
-        let name = input.name.as_deref().map(validate_name).transpose()?;
+        let name = input.name.as_deref().map(super::text::name).transpose()?;
         let description = input
             .description
             .as_deref()

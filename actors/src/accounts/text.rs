@@ -2,7 +2,8 @@
 //! prompts, post captions): no bidi embedding, override or isolate
 //! characters (U+202A–U+202E, U+2066–U+2069), which make stored text show
 //! as something else, and no control characters — in free text ([`text_ok`])
-//! line breaks and tabs are allowed, in a one-line field ([`line_ok`]) not.
+//! line breaks and tabs are allowed, in a one-line field ([`line_ok`]) not;
+//! names ([`name`]) are one line of 1 to 100 characters.
 
 /// A bidi embedding, override or isolate character.
 pub fn is_bidi_control(c: char) -> bool {
@@ -26,6 +27,27 @@ pub fn clean_line(s: &str) -> String {
     s.chars()
         .filter(|&c| !(c.is_control() || is_bidi_control(c)))
         .collect()
+}
+
+/// Longest name (of an account, a caption template, an API key).
+pub const NAME_MAX_CHARS: usize = 100;
+
+/// A name as stored: trimmed, 1 to [`NAME_MAX_CHARS`] characters, one line
+/// ([`line_ok`]).
+pub(crate) fn name(name: &str) -> super::Result<String> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > NAME_MAX_CHARS {
+        return Err(super::AccountError::InvalidInput(format!(
+            "name: must be 1 to {NAME_MAX_CHARS} characters"
+        )));
+    }
+    if !line_ok(name) {
+        return Err(super::AccountError::InvalidInput(
+            "name: must not contain control or bidi override characters".into(),
+        ));
+    }
+    Ok(name.to_string())
 }
 
 #[cfg(test)]

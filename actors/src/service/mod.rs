@@ -21,6 +21,7 @@ mod handoff;
 mod leases;
 mod sessions;
 pub use handoff::HandOff;
+pub use sessions::Credential;
 pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;

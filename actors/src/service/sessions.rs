@@ -13,7 +13,16 @@
 //! store, the next ones from memory.
 
 use super::Services;
-use crate::accounts::{account_of_token, Account, Result, SessionInfo};
+use crate::accounts::{account_of_token, is_api_key, Account, ApiKeyInfo, Result, SessionInfo};
+
+/// What a request is authenticated with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Credential {
+    /// A signed-in session (the console, or a token from sign-in).
+    Session(SessionInfo),
+    /// An API key (`accounts::keys`): limited to its scopes.
+    Key(ApiKeyInfo),
+}
 
 impl Services {
     /// The account and session of `token`; `None` for unknown, revoked or
@@ -23,6 +32,17 @@ impl Services {
             return Ok(Some(found));
         }
         self.accounts.session(token)
+    }
+
+    /// The account `token` acts for: a session (see [`Self::session`]) or
+    /// an API key (read from the store; a revoked key fails at once).
+    pub fn caller(&self, token: &str) -> Result<Option<(Account, Credential)>> {
+        if is_api_key(token) {
+            let found = self.accounts.api_key(token)?;
+            return Ok(found.map(|(a, k)| (a, Credential::Key(k))));
+        }
+        let found = self.session(token)?;
+        Ok(found.map(|(a, s)| (a, Credential::Session(s))))
     }
 
     /// The session of `token` as the memory of its account's actor holds

@@ -47,7 +47,10 @@ fn sled_store_keeps_data_across_reopen() {
         }])
         .expect("apply");
     }
-    let kv = SledStore::open(&path).expect("reopen");
+    // A parallel test's child may briefly hold a copy of the lock's file
+    // descriptor (see `SledStore::open_waiting`).
+    let kv = SledStore::open_waiting(&path, super::DEFAULT_CACHE_BYTES, Duration::from_secs(10))
+        .expect("reopen");
     assert_eq!(kv.get("t", b"a").expect("get"), Some(b"1".to_vec()));
     assert_eq!(kv.get("t", b"gone").expect("get"), None);
     assert_eq!(kv.get("u", b"b").expect("get"), Some(vec![7; 100_000]));

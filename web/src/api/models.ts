@@ -232,3 +232,8 @@ export interface EndEvent {
   clips?: number;
   message?: string | null;
 }
+
+export type KeyScope = components["schemas"]["KeyScope"];
+export type ApiKey = components["schemas"]["ApiKey"];
+export type KeyList = components["schemas"]["KeyList"];
+export type CreatedKey = components["schemas"]["CreatedKey"];

@@ -61,6 +61,7 @@ export function Layout({ children }: { children: ComponentChildren }) {
     ["/schedule", t("schedule")],
     ["/integrations", t("integrations")],
     ["/credits", t("credits")],
+    ["/developers", t("developers")],
   ];
   const current = (href: string) =>
     href === "/" ? path === "/" || path.startsWith("/projects") : path.startsWith(href);

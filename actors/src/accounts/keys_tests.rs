@@ -1,0 +1,146 @@
+//! Tests of `keys`.
+
+use super::*;
+use crate::accounts::testutil::Fixture;
+
+#[test]
+fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let (view, key) = fx
+        .accounts
+        .create_api_key(
+            &account.id,
+            "  CI bot ",
+            &[Scope::Write, Scope::Read, Scope::Read],
+        )
+        .expect("create");
+    assert_eq!(view.name, "CI bot");
+    assert_eq!(view.scopes, vec![Scope::Read, Scope::Write]);
+    assert!(key.starts_with("cf_"), "{key}");
+    assert!(key.starts_with(&view.prefix) && view.prefix.len() == 11);
+    assert_eq!(
+        crate::accounts::account_of_token(&key),
+        Some(account.id.as_str())
+    );
+    let secret = key
+        .strip_prefix("cf_")
+        .and_then(|k| k.strip_suffix(&format!("_{}", account.id)))
+        .expect("cf_<secret>_<account>");
+    assert_eq!(secret.len(), 43, "32 random bytes in unpadded base64url");
+    // Only the hash is stored: the key appears nowhere in the store.
+    for (_, entries) in fx.dump() {
+        for (k, v) in entries {
+            let (k, v) = (String::from_utf8_lossy(&k), String::from_utf8_lossy(&v));
+            assert!(!k.contains(secret) && !v.contains(secret));
+        }
+    }
+
+    let (found, info) = fx.accounts.api_key(&key).expect("read").expect("known key");
+    assert_eq!(found.id, account.id);
+    assert_eq!(
+        (info.id.as_str(), info.allows(Scope::Publish)),
+        (view.id.as_str(), false)
+    );
+    assert!(info.allows(Scope::Read) && info.allows(Scope::Write));
+    // A session token is not a key, and a key is not a session.
+    let (_, token) = fx.user("bea");
+    assert!(fx.accounts.api_key(&token).expect("read").is_none());
+    assert!(fx.accounts.session(&key).expect("read").is_none());
+    let forged = format!("cf_{}_{}", "A".repeat(43), account.id);
+    assert!(fx.accounts.api_key(&forged).expect("read").is_none());
+}
+
+#[test]
+fn listing_shows_the_last_use_and_revoking_ends_the_key() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let (a, key_a) = fx
+        .accounts
+        .create_api_key(&account.id, "reader", &[Scope::Read])
+        .expect("create");
+    fx.advance(1000);
+    let (b, _) = fx
+        .accounts
+        .create_api_key(&account.id, "publisher", &[Scope::Publish])
+        .expect("create");
+    let listed = fx.accounts.list_api_keys(&account.id).expect("list");
+    assert_eq!(
+        listed.iter().map(|k| k.id.as_str()).collect::<Vec<_>>(),
+        [a.id.as_str(), b.id.as_str()]
+    );
+    assert_eq!(listed[0].last_used_at, None);
+
+    fx.accounts.api_key(&key_a).expect("use").expect("known");
+    let used = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
+    assert_eq!(
+        used.last_used_at.as_deref(),
+        Some("2026-11-21T23:50:07.123Z")
+    );
+    // Within the minute the time is not written again.
+    fx.advance(30_000);
+    fx.accounts.api_key(&key_a).expect("use").expect("known");
+    let again = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
+    assert_eq!(again.last_used_at, used.last_used_at);
+
+    // Another account cannot revoke it; its owner can, once.
+    let (other, _) = fx.user("bea");
+    assert!(matches!(
+        fx.accounts.revoke_api_key(&other.id, &a.id),
+        Err(AccountError::NotFound(_))
+    ));
+    fx.accounts
+        .revoke_api_key(&account.id, &a.id)
+        .expect("revoke");
+    assert!(fx.accounts.api_key(&key_a).expect("read").is_none());
+    assert!(matches!(
+        fx.accounts.revoke_api_key(&account.id, &a.id),
+        Err(AccountError::NotFound(_))
+    ));
+    let left = fx.accounts.list_api_keys(&account.id).expect("list");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].id, b.id);
+}
+
+#[test]
+fn bad_names_scopes_and_too_many_keys_change_nothing() {
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let before = fx.dump();
+    for (name, scopes) in [
+        ("", vec![Scope::Read]),
+        ("x".repeat(101).as_str(), vec![Scope::Read]),
+        ("evil\u{202E}", vec![Scope::Read]),
+        ("fine", vec![]),
+    ] {
+        let got = fx.accounts.create_api_key(&account.id, name, &scopes);
+        assert!(matches!(got, Err(AccountError::InvalidInput(_))), "{got:?}");
+    }
+    assert!(matches!(
+        parse_scopes(&["read", "admin"]),
+        Err(AccountError::InvalidInput(m)) if m.contains("admin")
+    ));
+    assert_eq!(
+        parse_scopes(&["publish", "read", "publish"]).expect("valid"),
+        vec![Scope::Read, Scope::Publish]
+    );
+    // A failed write leaves no half of a key behind.
+    fx.fail_writes(true);
+    assert!(fx
+        .accounts
+        .create_api_key(&account.id, "ok", &[Scope::Read])
+        .is_err());
+    fx.fail_writes(false);
+    assert_eq!(fx.dump(), before);
+
+    for i in 0..MAX_API_KEYS {
+        fx.accounts
+            .create_api_key(&account.id, &format!("k{i}"), &[Scope::Read])
+            .expect("within the limit");
+    }
+    assert!(matches!(
+        fx.accounts
+            .create_api_key(&account.id, "one more", &[Scope::Read]),
+        Err(AccountError::Conflict(_))
+    ));
+}
