@@ -209,13 +209,24 @@ async fn console_main_path_in_chromium() {
         status.success(),
         "the browser test failed (see its output above)"
     );
-    // What the browser scheduled really reached the platform, once per run;
-    // the bulk-scheduled posts are days away and stay pending.
-    let published = p.published("tiktok");
-    assert_eq!(published.len(), 2, "{published:?}");
-    assert!(published
-        .iter()
-        .all(|(_, title, _)| title == "First post from the console"));
+    // What the browser scheduled really reached the platform, once per run
+    // (the refused post once, after its retry); the bulk-scheduled posts
+    // are days away and stay pending.
+    let mut titles: Vec<String> = p
+        .published("tiktok")
+        .into_iter()
+        .map(|(_, t, _)| t)
+        .collect();
+    titles.sort();
+    assert_eq!(
+        titles,
+        [
+            "First post from the console",
+            "First post from the console",
+            "Refused once (desktop)",
+            "Refused once (phone)"
+        ]
+    );
     // Each run paid one checkout at the local Stripe and opened the portal.
     let paid = stripe
         .state()

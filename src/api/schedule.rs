@@ -71,7 +71,8 @@ impl poem_openapi::types::Example for BulkBody {
     }
 }
 
-/// What to change of a pending post; omitted fields stay.
+/// What to change of a pending post (or a failed one, to try it again);
+/// omitted fields stay.
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]
 struct ChangeBody {
@@ -269,7 +270,10 @@ impl ScheduleApi {
         )))
     }
 
-    /// Change the time and/or title while the post is `pending` (else 409 `not_pending`).
+    /// Change the time and/or title while the post is `pending`; a `failed`
+    /// post given a new `scheduledAt` is tried again (back to `pending`, its
+    /// error cleared; the platform account must still be connected). Else
+    /// 409 `not_pending`.
     #[oai(
         path = "/clips/scheduled/:id",
         method = "patch",
@@ -292,7 +296,8 @@ impl ScheduleApi {
         Ok(Json(view(&post)))
     }
 
-    /// Cancel a `pending` post (else 409 `not_pending`): `{id, deleted: true}`.
+    /// Cancel a `pending` post or remove a `failed` one (else 409
+    /// `not_pending`): `{id, deleted: true}`.
     #[oai(
         path = "/clips/scheduled/:id",
         method = "delete",

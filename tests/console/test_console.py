@@ -311,6 +311,17 @@ def main_path(run: Run):
         form.get_by_label("Date and time").fill(when.strftime("%Y-%m-%dT%H:%M"))
         form.get_by_role("button", name="Save").click()
         expect(form.get_by_text("Scheduled")).to_be_visible()
+        # A second post at the same time, whose first try the platform
+        # emulator refuses (a title starting "Refused once").
+        page.reload()
+        clip = page.get_by_role("article").first
+        clip.get_by_role("button", name="Schedule").click()
+        form = clip.get_by_role("form")
+        form.get_by_label("Platform").select_option("tiktok")
+        form.get_by_label("Post title").fill(f"Refused once ({run.name})")
+        form.get_by_label("Date and time").fill(when.strftime("%Y-%m-%dT%H:%M"))
+        form.get_by_role("button", name="Save").click()
+        expect(form.get_by_text("Scheduled")).to_be_visible()
         nav(page, "Schedule")
         expect(page.locator("li.post", has_text="First post from the console")).to_be_visible()
         run.page_check("schedule-pending")
@@ -430,6 +441,14 @@ def main_path(run: Run):
         expect(post).to_have_attribute("data-status", "published", timeout=240_000)
         expect(post.get_by_text("Published")).to_be_visible()
         run.page_check("schedule-published")
+        # The refused post says why, and is tried again from here.
+        refused = page.locator("li.post", has_text=f"Refused once ({run.name})")
+        expect(refused).to_have_attribute("data-status", "failed", timeout=240_000)
+        expect(refused.get_by_text(re.compile(r"^Why it failed: .*403"))).to_be_visible()
+        run.page_check("schedule-failed")
+        refused.get_by_role("button", name=re.compile(r"^Try again now")).click()
+        expect(refused).to_have_attribute("data-status", re.compile("pending|publishing|published"))
+        expect(refused).to_have_attribute("data-status", "published", timeout=240_000)
 
     def notification():
         page.get_by_role("navigation", name="Main").get_by_role("link", name=re.compile(r"^Notifications")).click()
@@ -467,7 +486,8 @@ def main_path(run: Run):
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),
              ("credits, checkout, portal, plan selection", credits_and_plans),
-             ("profile, avatar, password", profile), ("post published", published),
+             ("profile, avatar, password", profile),
+             ("post published; a refused post tried again", published),
              ("read a notification", notification), ("sign out, sign in with the new password", sign_out_and_in)]
     for label, fn in steps:
         check(run, label, fn)

@@ -54,6 +54,10 @@ pub struct Inner {
     /// container → (caption, status_code, polled)
     ig: HashMap<String, (String, String, u32)>,
     pub token_ttl: i64,
+    /// Titles starting "Refused once" already refused: TikTok refuses such
+    /// a post's first init (403), as a platform refuses content, and takes
+    /// it when it is tried again (the console's retry of a failed post).
+    refused: std::collections::HashSet<String>,
 }
 
 pub struct Platforms {
@@ -420,6 +424,11 @@ impl Platforms {
                 if si["source"] != "FILE_UPLOAD" || size == 0 || count != expected || json_body["post_info"]["privacy_level"] != "PUBLIC_TO_EVERYONE" {
                     return Response::builder().status(StatusCode::BAD_REQUEST).content_type("application/json")
                         .body(json!({"error": {"code": "invalid_params", "message": "bad source_info or post_info"}}).to_string());
+                }
+                let title = json_body["post_info"]["title"].as_str().unwrap_or("");
+                if title.starts_with("Refused once") && self.lock().refused.insert(title.to_string()) {
+                    return Response::builder().status(StatusCode::FORBIDDEN).content_type("application/json")
+                        .body(json!({"error": {"code": "spam_risk_too_many_posts", "message": "The daily post cap from the API is reached for the current user.", "log_id": "x"}}).to_string());
                 }
                 let mut g = self.lock();
                 g.next += 1;

@@ -196,6 +196,9 @@ const en = {
   nPosts: "{n} posts",
   nPosts_one: "{n} post",
   confirmDeletePost: "Delete the post “{title}”?",
+  retryNow: "Try again now",
+  reschedule: "Reschedule",
+  failedBecause: "Why it failed: {m}",
   confirmDeleteTemplate: "Delete the caption template “{name}”? Clips already rendered with it keep their captions.",
   cancelledNote: "Processing was cancelled and the reserved credits were released.",
   markAllRead: "Mark all as read",
@@ -254,6 +257,9 @@ const en = {
 export type Key = keyof typeof en;
 
 const pt: Partial<Record<Key, string>> = {
+  retryNow: "Tentar de novo agora",
+  reschedule: "Reagendar",
+  failedBecause: "Motivo da falha: {m}",
   developers: "Desenvolvedores",
   apiKeys: "Chaves de API",
   apiKey: "Chave de API",

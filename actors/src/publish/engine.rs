@@ -415,7 +415,9 @@ impl Publishing {
             .ok_or(PublishError::NotFound("scheduled post"))
     }
 
-    /// `PATCH /clips/scheduled/:id`: a new time and/or title, only while pending.
+    /// `PATCH /clips/scheduled/:id`: a new time and/or title while the post
+    /// is pending; a failed post given a new time is tried again (pending,
+    /// its failure and platform progress cleared).
     pub async fn change(
         self: &Arc<Self>,
         user_id: &str,
@@ -436,11 +438,27 @@ impl Publishing {
         let at = scheduled_at
             .map(|s| self.parse_time("scheduledAt", Some(s)))
             .transpose()?;
-        let (updated, old_at) = self
+        if current.status == PostStatus::Failed {
+            if at.is_none() {
+                return Err(PublishError::Conflict {
+                    code: "not_pending",
+                    message: "the post failed: send a new scheduledAt to try it again".into(),
+                });
+            }
+            // Tried again only on an account that is still connected.
+            self.require_integrations(user_id, &[current.provider])
+                .await?;
+        }
+        let (updated, (old_at, retried)) = self
             .update_post(id, move |p| {
-                if p.status != PostStatus::Pending {
-                    return Err(p.status);
-                }
+                let retried = match p.status {
+                    PostStatus::Pending => false,
+                    PostStatus::Failed if at.is_some() => {
+                        p.retry();
+                        true
+                    }
+                    other => return Err(other),
+                };
                 let old = p.scheduled_at;
                 if let Some(t) = title {
                     p.title = t;
@@ -448,32 +466,44 @@ impl Publishing {
                 if let Some(a) = at {
                     p.scheduled_at = a;
                 }
-                Ok(old)
+                Ok((old, retried))
             })
             .await?
             .ok_or(PublishError::NotFound("scheduled post"))
             .and_then(|(rec, r)| r.map(|old| (rec, old)).map_err(not_pending))?;
-        if updated.scheduled_at != old_at && self.owns_posts_of(&updated.user_id) {
+        if (retried || updated.scheduled_at != old_at) && self.owns_posts_of(&updated.user_id) {
             self.arm(id, updated.scheduled_at).await;
         }
         Ok(updated)
     }
 
-    /// `DELETE /clips/scheduled/:id`: cancels a pending post.
+    /// `DELETE /clips/scheduled/:id`: cancels a pending post, or removes a
+    /// failed one.
     pub async fn cancel(self: &Arc<Self>, user_id: &str, id: &str) -> Result<()> {
         self.get(user_id, id).await?;
-        self.remove_if_pending(id)
-            .await?
-            .ok_or(PublishError::NotFound("scheduled post"))?
-            .map_err(not_pending)
+        self.remove_if(id, |s| {
+            matches!(s, PostStatus::Pending | PostStatus::Failed)
+        })
+        .await?
+        .ok_or(PublishError::NotFound("scheduled post"))?
+        .map_err(not_pending)
     }
 
-    /// Removes the post and its timer if it is still pending (under its
-    /// lock, so it cannot start publishing meanwhile); `None` if it does not
-    /// exist, `Err(status)` if it is no longer pending.
+    /// [`Self::remove_if`] for pending posts only.
     pub(crate) async fn remove_if_pending(
         self: &Arc<Self>,
         id: &str,
+    ) -> Result<Option<std::result::Result<(), PostStatus>>> {
+        self.remove_if(id, |s| s == PostStatus::Pending).await
+    }
+
+    /// Removes the post and its timer if its status is one `removable`
+    /// allows (checked under its lock, so it cannot start publishing
+    /// meanwhile); `None` if it does not exist, `Err(status)` if not.
+    pub(crate) async fn remove_if(
+        self: &Arc<Self>,
+        id: &str,
+        removable: fn(PostStatus) -> bool,
     ) -> Result<Option<std::result::Result<(), PostStatus>>> {
         let (this, pid) = (self.clone(), id.to_string());
         let removed = self
@@ -485,7 +515,7 @@ impl Publishing {
                 let Some(p) = posts::load(kv, &pid)? else {
                     return Ok(None);
                 };
-                if p.status != PostStatus::Pending {
+                if !removable(p.status) {
                     return Ok(Some(Err(p.status)));
                 }
                 kv.apply(posts::delete_ops(&p))?;

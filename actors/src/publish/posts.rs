@@ -119,6 +119,20 @@ impl PostRecord {
         }
     }
 
+    /// Back to pending after a failure (a reschedule): the failure, the
+    /// attempts and what the platform had of the failed publication are
+    /// cleared; publishing starts afresh with a new idempotency key.
+    pub fn retry(&mut self) {
+        self.status = PostStatus::Pending;
+        self.attempts = 0;
+        self.idempotency_key = None;
+        self.progress = Progress::None;
+        self.remote_id = None;
+        self.error = None;
+        self.started_at = None;
+        self.finished_at = None;
+    }
+
     /// The contract's ScheduledPost, plus `updatedAt`, `attempts`, `error`,
     /// `platformPostId` and `publishedAt`.
     pub fn view(&self) -> Value {

@@ -9,11 +9,15 @@ export function timeOf(iso: string): string {
   return new Date(iso).toLocaleTimeString(getLang() === "pt" ? "pt-BR" : "en", { hour: "2-digit", minute: "2-digit" });
 }
 
-/** One scheduled post; while it is pending it can be edited or deleted. */
+/** One scheduled post; while it is pending it can be edited or deleted; a
+ * failed one says why and can be tried again (now, or at a new time) or
+ * deleted. */
 export function PostRow({ post, onChanged }: { post: Post; onChanged: () => void }) {
   const [editing, setEditing] = useState(false);
   const [title, setTitle] = useState(post.title);
-  const [when, setWhen] = useState(localInput(new Date(post.scheduledAt)));
+  const failed = post.status === "failed";
+  // A failed post's time is past: a new one defaults to ten minutes ahead.
+  const [when, setWhen] = useState(localInput(new Date(failed ? Date.now() + 600_000 : post.scheduledAt)));
   const action = useAction();
   const id = { params: { path: { id: post.id } } };
   async function save(e: Event) {
@@ -22,6 +26,10 @@ export function PostRow({ post, onChanged }: { post: Post; onChanged: () => void
       setEditing(false);
       onChanged();
     }
+  }
+  async function retryNow() {
+    const soon = new Date(Date.now() + 5_000).toISOString();
+    if (await action.run(() => ok(api.PATCH("/clips/scheduled/{id}", { ...id, body: { scheduledAt: soon } })))) onChanged();
   }
   async function remove() {
     if (!confirm(t("confirmDeletePost", { title: post.title }))) return;
@@ -45,10 +53,23 @@ export function PostRow({ post, onChanged }: { post: Post; onChanged: () => void
             </button>
           </span>
         )}
+        {failed && !editing && (
+          <span class="row">
+            <button type="button" class="small" onClick={retryNow} aria-label={`${t("retryNow")}: ${name}`}>
+              {t("retryNow")}
+            </button>
+            <button type="button" class="secondary small" onClick={() => setEditing(true)} aria-label={`${t("reschedule")}: ${name}`}>
+              {t("reschedule")}
+            </button>
+            <button type="button" class="danger small" onClick={remove} aria-label={`${t("delete")}: ${name}`}>
+              {t("delete")}
+            </button>
+          </span>
+        )}
       </div>
-      {post.error && <p class="error small">{post.error}</p>}
+      {post.error && <p class="error small">{failed ? t("failedBecause", { m: post.error }) : post.error}</p>}
       {editing && (
-        <form class="stack inset" onSubmit={save} aria-label={`${t("edit")}: ${name}`}>
+        <form class="stack inset" onSubmit={save} aria-label={`${failed ? t("reschedule") : t("edit")}: ${name}`}>
           <TitleField value={title} onChange={setTitle} />
           <WhenField value={when} onChange={setWhen} />
           <FormButtons onClose={() => setEditing(false)} />
