@@ -20,6 +20,7 @@ use poem_openapi::OpenApiService;
 
 use crate::api::auth::AuthApi;
 use crate::api::billing::{admin_set_plan, BillingApi};
+use crate::api::clips::ClipsApi;
 use crate::api::credits::CreditsApi;
 use crate::api::export::ExportApi;
 use crate::api::integrations::IntegrationsApi;
@@ -37,6 +38,7 @@ pub type Apis = (
     AuthApi,
     MediaApi,
     ProjectsApi,
+    ClipsApi,
     ExportApi,
     TemplatesApi,
     CreditsApi,
@@ -50,7 +52,7 @@ pub type Apis = (
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi),
+        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )

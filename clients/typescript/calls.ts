@@ -85,6 +85,13 @@ export async function everyOperation(file: Blob): Promise<void> {
   const deleted = await api.DELETE("/projects/{id}", { params: { path: { id: projectId } } });
   expectType<boolean | undefined>(deleted.data?.deleted);
 
+  // Clip editing (the title, for now)
+  const edited = await api.PATCH("/projects/{id}/clips/{clip_id}", {
+    params: { path: { id: projectId, clip_id: "00000000-0000-4000-8000-000000000000" } },
+    body: { title: "Open with a question" },
+  });
+  expectType<string | undefined>(edited.data?.title);
+
   // Caption templates
   const templates = await api.GET("/caption-templates");
   expectType<boolean | undefined>(templates.data?.templates[0]?.isDefault);

@@ -145,7 +145,24 @@ pub fn finish(spec: &str) -> String {
     let mut doc: Value = serde_json::from_str(spec).expect("poem-openapi writes valid JSON");
     add_links(&mut doc);
     event_stream_items(&mut doc);
+    closed_objects(&mut doc);
     serde_json::to_string_pretty(&doc).expect("a JSON value serializes") + "\n"
+}
+
+/// Bodies that refuse fields they do not name (`deny_unknown_fields`):
+/// poem-openapi does not say so in the schema, so a client (or
+/// schemathesis) would take any extra field as valid.
+const CLOSED: &[&str] = &["ClipEdit"];
+
+fn closed_objects(doc: &mut Value) {
+    for name in CLOSED {
+        if let Some(schema) = doc["components"]["schemas"]
+            .get_mut(*name)
+            .and_then(Value::as_object_mut)
+        {
+            schema.insert("additionalProperties".into(), json!(false));
+        }
+    }
 }
 
 fn operations_mut(doc: &mut Value) -> impl Iterator<Item = &mut Map<String, Value>> {

@@ -50,13 +50,20 @@ pub(super) async fn owned_project(
 }
 
 /// The engine's typed refusal as the uniform error body.
-fn project_error(e: ProjectError) -> ApiError {
+pub(super) fn project_error(e: ProjectError) -> ApiError {
     match e {
         ProjectError::Invalid { field, message } => bad(field, &message),
         ProjectError::NotFound(what) => ApiError::not_found(what),
         ProjectError::NotRunning(st) => ApiError::conflict(
             "not_running",
             format!("the project is already {}", status_text(st)),
+        ),
+        ProjectError::Processing(st) => ApiError::conflict(
+            "project_processing",
+            format!(
+                "the project is still being processed ({}): its clips can be edited once it is done",
+                status_text(st)
+            ),
         ),
         ProjectError::Account(e) => e.into(),
         ProjectError::Internal(e) => ApiError::internal("project operation", e),

@@ -199,6 +199,19 @@ def main_path(run: Run):
         expect(clip.get_by_text(re.compile(r"Score \d+"))).to_be_visible()
         expect(clip.locator(".meta").first).to_contain_text(re.compile(r"\d+:\d\d–\d+:\d\d"))
 
+    def rename_clip():
+        # A fragment of a title is fixed in place; it stays after a reload.
+        clip = page.get_by_role("article").first
+        clip.get_by_role("button", name=re.compile(r"^Rename: ")).click()
+        form = clip.get_by_role("form", name="Rename")
+        form.get_by_label("Clip title").fill("Open with a question")
+        run.page_check("clip-rename")
+        form.get_by_role("button", name="Save").click()
+        expect(clip.get_by_role("heading", name="Open with a question")).to_be_visible()
+        expect(form).to_have_count(0)
+        page.reload()
+        expect(page.get_by_role("heading", name="Open with a question")).to_be_visible()
+
     def download_srt():
         clip = page.get_by_role("article").first
         with page.expect_download() as d:
@@ -481,6 +494,7 @@ def main_path(run: Run):
              ("link project, cancel", link_project_and_cancel),
              ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
+             ("rename a clip", rename_clip),
              ("download SRT", download_srt), ("template", template), ("API keys", api_keys),
              ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),

@@ -197,6 +197,8 @@ const en = {
   nPosts_one: "{n} post",
   confirmDeletePost: "Delete the post “{title}”?",
   retryNow: "Try again now",
+  renameClip: "Rename",
+  clipTitle: "Clip title",
   reschedule: "Reschedule",
   failedBecause: "Why it failed: {m}",
   confirmDeleteTemplate: "Delete the caption template “{name}”? Clips already rendered with it keep their captions.",
@@ -257,6 +259,8 @@ const en = {
 export type Key = keyof typeof en;
 
 const pt: Partial<Record<Key, string>> = {
+  renameClip: "Renomear",
+  clipTitle: "Título do corte",
   retryNow: "Tentar de novo agora",
   reschedule: "Reagendar",
   failedBecause: "Motivo da falha: {m}",

@@ -1,19 +1,56 @@
 import { useState } from "preact/hooks";
+import { api, ok } from "../api/client";
 import type { Clip, Integration } from "../api/models";
-import { clock } from "../components/ui";
+import { clock, ErrorBox, useAction } from "../components/ui";
 import { t, type Key } from "../i18n";
 import { ScheduleOne } from "./ScheduleForms";
 
 export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Integration[] | undefined }) {
   const [scheduling, setScheduling] = useState(false);
+  const [title, setTitle] = useState(clip.title);
+  const [renaming, setRenaming] = useState(false);
+  const [draft, setDraft] = useState(clip.title);
+  const rename = useAction();
   const hid = `clip-${clip.id}`;
+  async function saveTitle(e: Event) {
+    e.preventDefault();
+    const done = await rename.run(async () => {
+      const edited = (await ok(
+        api.PATCH("/projects/{id}/clips/{clip_id}", {
+          params: { path: { id: clip.projectId, clip_id: clip.id } },
+          body: { title: draft },
+        }),
+      )) as Clip;
+      setTitle(edited.title);
+    });
+    if (done) setRenaming(false);
+  }
   return (
     <article class="card clip" aria-labelledby={hid}>
-      <video controls preload="metadata" playsInline src={clip.url} poster={clip.thumbnail} aria-label={clip.title}>
+      <video controls preload="metadata" playsInline src={clip.url} poster={clip.thumbnail} aria-label={title}>
         <track kind="captions" src={clip.vttUrl} srclang="und" label={t("transcript")} />
       </video>
       <div class="card-body">
-        <h3 id={hid}>{clip.title}</h3>
+        <h3 id={hid}>{title}</h3>
+        {renaming ? (
+          <form class="stack inset" onSubmit={saveTitle} aria-label={t("renameClip")}>
+            <label>
+              {t("clipTitle")}
+              <input type="text" required maxLength={100} value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+            </label>
+            <div class="row">
+              <button type="submit">{t("save")}</button>
+              <button type="button" class="secondary" onClick={() => { setRenaming(false); setDraft(title); rename.setError(null); }}>
+                {t("cancel")}
+              </button>
+            </div>
+            <ErrorBox error={rename.error} />
+          </form>
+        ) : (
+          <button type="button" class="secondary small" onClick={() => setRenaming(true)} aria-label={`${t("renameClip")}: ${title}`}>
+            {t("renameClip")}
+          </button>
+        )}
         <p class="meta">
           <span class="score" title={t("score", { n: Math.round(clip.score) })}>
             {t("score", { n: Math.round(clip.score) })}
@@ -36,13 +73,13 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
           </div>
         )}
         <div class="downloads">
-          <a class="button secondary" href={clip.url} download={`${clip.title}.mp4`}>
+          <a class="button secondary" href={clip.url} download={`${title}.mp4`}>
             {t("downloadMp4")}
           </a>
-          <a class="button secondary" href={clip.subtitleUrl} download={`${clip.title}.srt`}>
+          <a class="button secondary" href={clip.subtitleUrl} download={`${title}.srt`}>
             {t("downloadSrt")}
           </a>
-          <a class="button secondary" href={clip.vttUrl} download={`${clip.title}.vtt`}>
+          <a class="button secondary" href={clip.vttUrl} download={`${title}.vtt`}>
             {t("downloadVtt")}
           </a>
           <button type="button" onClick={() => setScheduling(!scheduling)} aria-expanded={scheduling}>
