@@ -89,3 +89,53 @@ async fn a_clip_is_retitled_and_bad_edits_change_nothing() {
     let (_, same) = app.get(&format!("/api/projects/{project}"), t).await;
     assert_eq!(title_of(&same), "Why the last word matters");
 }
+
+#[tokio::test]
+async fn a_project_still_processing_has_no_clip_to_edit_yet() {
+    let app = spawn_app_in(template().copy(), Vec::new());
+    let t = &template().token;
+    let media = tempfile::tempdir().unwrap();
+    let video = publishing::speech_video(media.path());
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(std::fs::read(&video).unwrap()).file_name("talk.mp4"),
+    );
+    let r = app
+        .client
+        .post(format!("{}/api/upload", app.base))
+        .bearer_auth(t)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let up: Value = r.json().await.unwrap();
+    let (s, created) = app
+        .post(
+            "/api/projects",
+            t,
+            json!({"fileKey": up["fileKey"], "title": "Still going", "clipDurationPreset": "15-30"}),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let pid = created["projectId"].as_str().unwrap();
+    // Transcription alone takes seconds: the project is still running.
+    let (s, v) = app
+        .patch(
+            &format!("/api/projects/{pid}/clips/00000000-0000-4000-8000-000000000000"),
+            t,
+            json!({"title": "Too early"}),
+        )
+        .await;
+    let (_, now) = app.get(&format!("/api/projects/{pid}"), t).await;
+    assert_ne!(
+        now["project"]["state"], "completed",
+        "finished too fast to test: {now}"
+    );
+    assert_error(s, &v, 409);
+    assert_eq!(v["error"], "project_processing", "{v}");
+    let (s, v) = app
+        .post(&format!("/api/projects/{pid}/cancel"), t, json!({}))
+        .await;
+    assert_eq!(s, 200, "{v}");
+}

@@ -341,7 +341,8 @@ impl Template {
     }
 }
 
-fn speech_video(dir: &Path) -> std::path::PathBuf {
+/// The talk every template project is made from (about 25 s).
+pub fn speech_video(dir: &Path) -> std::path::PathBuf {
     let text = "Have you ever wondered why some videos go viral? The secret is simple. People decide in the first \
                 three seconds whether they will keep watching. So your opening must promise something valuable. \
                 Here is the biggest mistake I see every day. Creators start with a long introduction. Nobody cares \

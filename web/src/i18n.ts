@@ -198,6 +198,7 @@ const en = {
   confirmDeletePost: "Delete the post “{title}”?",
   retryNow: "Try again now",
   renameClip: "Rename",
+  menu: "Menu",
   clipTitle: "Clip title",
   reschedule: "Reschedule",
   failedBecause: "Why it failed: {m}",
@@ -259,6 +260,7 @@ const en = {
 export type Key = keyof typeof en;
 
 const pt: Partial<Record<Key, string>> = {
+  menu: "Menu",
   renameClip: "Renomear",
   clipTitle: "Título do corte",
   retryNow: "Tentar de novo agora",

@@ -211,9 +211,20 @@ impl Accounts {
     }
 
     /// The account and key of `token`; `None` for an unknown or revoked
-    /// key. Notes the time of use (at most once a minute, never bringing
-    /// back a key revoked meanwhile).
+    /// key. Notes the time of use (see [`Self::api_key_info`]).
     pub fn api_key(&self, token: &str) -> Result<Option<(Account, ApiKeyInfo)>> {
+        let Some(info) = self.api_key_info(token)? else {
+            return Ok(None);
+        };
+        let account = self.read::<StoredAccount>(USERS, info.user_id.as_bytes())?;
+        Ok(account.map(|a| (Account::from(&a), info)))
+    }
+
+    /// The key `token` is, without its account (which the caller may have
+    /// in memory); `None` for an unknown or revoked key. Notes the time of
+    /// use, at most once a minute and never bringing back a key revoked
+    /// meanwhile.
+    pub fn api_key_info(&self, token: &str) -> Result<Option<ApiKeyInfo>> {
         if !is_api_key(token) {
             return Ok(None);
         }
@@ -222,9 +233,6 @@ impl Accounts {
             return Ok(None);
         };
         let key: StoredKey = crate::storage::kv::decode(&bytes)?;
-        let Some(account) = self.read::<StoredAccount>(USERS, key.user_id.as_bytes())? else {
-            return Ok(None);
-        };
         let now = self.now();
         if key
             .last_used_at
@@ -250,12 +258,11 @@ impl Accounts {
                 tracing::debug!(error = %e, "last use of an API key not noted");
             }
         }
-        let info = ApiKeyInfo {
+        Ok(Some(ApiKeyInfo {
             id: key.id,
             user_id: key.user_id,
             scopes: key.scopes,
-        };
-        Ok(Some((Account::from(&account), info)))
+        }))
     }
 }
 

@@ -13,7 +13,9 @@
 //! store, the next ones from memory.
 
 use super::Services;
-use crate::accounts::{account_of_token, is_api_key, Account, ApiKeyInfo, Result, SessionInfo};
+use crate::accounts::{
+    account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo,
+};
 
 /// What a request is authenticated with.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,11 +37,28 @@ impl Services {
     }
 
     /// The account `token` acts for: a session (see [`Self::session`]) or
-    /// an API key (read from the store; a revoked key fails at once).
+    /// an API key (the key always read from the store, so a revoked key fails
+    /// at once; its account as for a session).
     pub fn caller(&self, token: &str) -> Result<Option<(Account, Credential)>> {
         if is_api_key(token) {
-            let found = self.accounts.api_key(token)?;
-            return Ok(found.map(|(a, k)| (a, Credential::Key(k))));
+            let Some(key) = self.accounts.api_key_info(token)? else {
+                return Ok(None);
+            };
+            // The account from its actor's memory when that may answer (as
+            // for sessions), else from the store.
+            let held = Some(key.user_id.as_str())
+                .filter(|u| self.owns_account(u))
+                .and_then(|u| self.users.held(u))
+                .and_then(|h| h.account());
+            let account = match held {
+                Some(a) => a,
+                None => match self.accounts.get_account(&key.user_id) {
+                    Ok(a) => a,
+                    Err(AccountError::NotFound(_)) => return Ok(None),
+                    Err(e) => return Err(e),
+                },
+            };
+            return Ok(Some((account, Credential::Key(key))));
         }
         let found = self.session(token)?;
         Ok(found.map(|(a, s)| (a, Credential::Session(s))))

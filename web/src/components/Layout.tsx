@@ -63,6 +63,10 @@ export function Layout({ children }: { children: ComponentChildren }) {
     ["/credits", t("credits")],
     ["/developers", t("developers")],
   ];
+  // Phones: the navigation folds behind a Menu button (closed again on
+  // every page change); wider screens show it as a row.
+  const [open, setOpen] = useState(false);
+  useEffect(() => setOpen(false), [path]);
   const current = (href: string) =>
     href === "/" ? path === "/" || path.startsWith("/projects") : path.startsWith(href);
   async function signOut() {
@@ -75,11 +79,26 @@ export function Layout({ children }: { children: ComponentChildren }) {
       <a class="skip" href="#main">
         {t("skip")}
       </a>
-      <header class="top">
+      <header class={open ? "top open" : "top"}>
         <a href="/" class="brand">
           Clipforge
         </a>
-        <nav aria-label={t("nav")}>
+        <button
+          type="button"
+          class="secondary menu-toggle"
+          aria-expanded={open}
+          aria-controls="main-nav"
+          onClick={() => setOpen(!open)}
+        >
+          {t("menu")}
+          {unread > 0 && (
+            <span class="badge">
+              <span aria-hidden="true">{unread}</span>
+              <span class="sr-only">{tn("unread", unread)}</span>
+            </span>
+          )}
+        </button>
+        <nav id="main-nav" aria-label={t("nav")}>
           <ul>
             {links.map(([href, label]) => (
               <li key={href}>
