@@ -11,7 +11,10 @@
 #      then left idle: RSS after passivation (target < 500 MB);
 #   3. scripts/bench-hardening.sh on a fresh node: a reader's p99 during a
 #      sign-in flood from one address (target < 50 ms), and RSS growth under
-#      20 concurrent 1 GiB chunked bodies to sign-in and upload (< 100 MB).
+#      20 concurrent 1 GiB chunked bodies to sign-in and upload (< 100 MB);
+#   4. scripts/bench-webhooks.sh on a fresh node: 1,000 webhook events to a
+#      local receiver (events/s, delivery latency p50/p99, against the
+#      receiver's own rate).
 # BENCH_ACCOUNTS, BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes;
 # BENCH_BUILD=0 measures the binary already in $CARGO_TARGET_DIR/release
 # (e.g. the one `cargo test --release --workspace --no-run` built) instead
@@ -148,3 +151,4 @@ kill "$SERVER" 2>/dev/null || true
 wait "$SERVER" 2>/dev/null || true
 SERVER=""
 bash scripts/bench-hardening.sh
+bash scripts/bench-webhooks.sh

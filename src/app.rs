@@ -30,6 +30,7 @@ use crate::api::notifications::NotificationsApi;
 use crate::api::projects::ProjectsApi;
 use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
+use crate::api::webhooks::WebhooksApi;
 use crate::config::Config;
 use crate::error_body::error_response;
 use crate::state::{AppState, State};
@@ -47,12 +48,13 @@ pub type Apis = (
     ScheduleApi,
     IntegrationsApi,
     KeysApi,
+    WebhooksApi,
 );
 
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi),
+        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi, WebhooksApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )
@@ -189,6 +191,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     // the cluster's workers, and the scheduler knows it is clustered.
     let cluster = crate::cluster::start(&config, &services).await?;
     let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
+    crate::webhooks::start(&config, &services, links.clone()).await?;
     match &cluster {
         // Projects and posts are taken over by their owners once the node
         // has heard from its peers, and again on every membership change.

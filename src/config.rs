@@ -19,11 +19,13 @@ mod publish;
 mod security;
 mod serde_env;
 mod storage;
+mod webhooks;
 pub use cluster::ClusterConfig;
 pub use env::EnvVars;
 pub use publish::PublishConfig;
 pub use security::{IpNet, LimitsConfig, SecurityConfig};
 pub use storage::StorageConfig;
+pub use webhooks::WebhooksConfig;
 
 /// A string that never appears in logs or `Debug` output.
 #[derive(Clone, Default, Deserialize, PartialEq)]
@@ -59,6 +61,7 @@ pub struct Config {
     pub cluster: ClusterConfig,
     pub security: SecurityConfig,
     pub limits: LimitsConfig,
+    pub webhooks: WebhooksConfig,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -272,6 +275,7 @@ impl Default for Config {
             cluster: ClusterConfig::default(),
             security: SecurityConfig::default(),
             limits: LimitsConfig::default(),
+            webhooks: WebhooksConfig::default(),
         }
     }
 }

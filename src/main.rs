@@ -25,6 +25,7 @@ mod security;
 mod session;
 mod state;
 mod telemetry;
+mod webhooks;
 
 fn main() -> ExitCode {
     clipforge_actors::storage::objects::install_default_crypto_provider();

@@ -1,7 +1,8 @@
-//! Stripe webhooks and admin routes on any node of a cluster (real
-//! processes on 127.0.0.1, records in a real PostgreSQL, fake Stripe): a
-//! delivery reaching a node that does not host its account is sent to the
-//! node that does, applied once, and seen through every node.
+//! Webhooks both ways on a cluster (real processes on 127.0.0.1, records
+//! in a real PostgreSQL): a Stripe delivery reaching a node that does not
+//! host its account is sent to the node that does, applied once, and seen
+//! through every node (admin routes too); Clipforge's own webhook events,
+//! swept by every node, are each delivered by one node exactly once.
 
 #![recursion_limit = "256"]
 
@@ -16,6 +17,7 @@ mod cluster_common;
 use clipforge_actors::accounts::account_id_for_email;
 use clipforge_actors::cluster::placement;
 use cluster_common::{shared_env_local, Node, ADMIN};
+use common::receiver::receiver;
 use fake_stripe::*;
 use postgres::TestPostgres;
 use serde_json::{json, Value};
@@ -138,4 +140,74 @@ async fn a_stripe_delivery_to_a_node_not_hosting_the_account_is_applied_by_its_o
         assert_eq!(s, 200, "{v}");
         assert_eq!(v["nodes"].as_array().unwrap().len(), 2, "{v}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_webhook_event_is_delivered_by_one_node_once() {
+    use std::sync::atomic::Ordering;
+    let pg = TestPostgres::start();
+    let media = tempfile::tempdir().unwrap();
+    let mut env = shared_env_local(&pg, media.path().to_str().unwrap());
+    // Both nodes read the queue every 20 ms: they race for every event.
+    env.extend(
+        [
+            ("CLIPFORGE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"),
+            ("CLIPFORGE_WEBHOOKS_POLL_MS", "20"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    let a = Node::start("node-a", &[], &env);
+    let b = Node::start("node-b", &[&a], &env);
+    a.wait_up(&["node-b"]).await;
+    b.wait_up(&["node-a"]).await;
+    let (url, rx) = receiver().await;
+    rx.delay_ms.store(150, Ordering::SeqCst);
+    let token = a.app.sign_up("cluster-hooks@example.com").await;
+    let (s, hook) = b
+        .app
+        .post(
+            "/api/webhooks",
+            &token,
+            json!({"url": url, "events": ["project.completed"]}),
+        )
+        .await;
+    assert_eq!(s, 201, "{hook}");
+    let id = hook["id"].as_str().unwrap().to_string();
+    let mut sent = Vec::new();
+    for i in 0..12 {
+        let n = if i % 2 == 0 { &a } else { &b };
+        let (s, d) = n
+            .app
+            .post(&format!("/api/webhooks/{id}/test"), &token, json!({}))
+            .await;
+        assert_eq!(s, 202, "{d}");
+        sent.push(d["id"].as_str().unwrap().to_string());
+    }
+    rx.wait_for("every event", |h| {
+        sent.iter()
+            .all(|id| h.iter().any(|h| h.headers["clipforge-delivery"] == *id))
+    })
+    .await;
+    // Time for a second delivery of any of them to show (there must be none).
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let hits = rx.hits();
+    for d in &sent {
+        let n = hits
+            .iter()
+            .filter(|h| h.headers["clipforge-delivery"] == *d)
+            .count();
+        assert_eq!(n, 1, "event {d} delivered {n} times");
+    }
+    let (s, log) = a
+        .app
+        .get(&format!("/api/webhooks/{id}/deliveries?limit=50"), &token)
+        .await;
+    assert_eq!(s, 200, "{log}");
+    let log = log["deliveries"].as_array().unwrap();
+    assert_eq!(log.len(), 12);
+    assert!(
+        log.iter()
+            .all(|d| d["status"] == "delivered" && d["attempts"] == 1),
+        "{log:?}"
+    );
 }

@@ -169,6 +169,11 @@ async fn console_main_path_in_chromium() {
         &format!("{CONSOLE_PUBLIC}/credits"),
     ));
     env.push(("CLIPFORGE_SOURCES_EXTRA_HOSTS".into(), "127.0.0.1".into()));
+    // The console's webhook step runs its receiver on 127.0.0.1.
+    env.push((
+        "CLIPFORGE_WEBHOOKS_ALLOW_PRIVATE_TARGETS".into(),
+        "true".into(),
+    ));
     env.push((
         "CLIPFORGE_PLANS_FREE_UPLOAD_MAX_MB".into(),
         FREE_UPLOAD_MB.into(),

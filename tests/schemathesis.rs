@@ -58,6 +58,13 @@ async fn schemathesis_finds_nothing() {
     ] {
         env.push((name, value));
     }
+    // Webhooks the run registers point anywhere: their deliveries go to a
+    // closed port on 127.0.0.1 instead.
+    let nowhere = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    env.push(("CLIPFORGE_WEBHOOKS_PROXY_URL", &nowhere));
     let app = spawn_app_with(tempfile::tempdir().unwrap(), &env);
     let token = app.sign_up("schemathesis@example.com").await;
     // Sign-out and password changes end sessions: they get a session of

@@ -15,3 +15,4 @@ pub mod stage;
 pub mod storage;
 pub mod supervisor;
 pub mod transcript;
+pub mod webhooks;

@@ -24,6 +24,11 @@
 //!  │              handle, so nothing is published twice), at most 3 times
 //!  │              per post in 300 s, then the post fails; more than 50
 //!  │              failures in 10 s escalate
+//!  ├─ webhooks    Supervisor: the webhook DeliveryActor (one per node),
+//!  │              restarted with its arguments, at most 5 times in 60 s,
+//!  │              then the branch fails and `node` restarts it; more than
+//!  │              10 failures in 60 s escalate. Deliveries live in the
+//!  │              store: a restarted actor finds every due one
 //!  └─ cluster     Supervisor (clustered nodes only): one-for-one over the
 //!                 node's cluster actors (membership, HTTP relay, reply
 //!                 router, stage worker), each restarted with the arguments
@@ -86,6 +91,8 @@ pub mod policy {
     pub const PROJECTS: RestartPolicy = RestartPolicy::new(50, 10);
     pub const POST: RestartPolicy = RestartPolicy::new(3, 300);
     pub const SCHEDULER: RestartPolicy = RestartPolicy::new(50, 10);
+    pub const WEBHOOK_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+    pub const WEBHOOKS: RestartPolicy = RestartPolicy::new(10, 60);
     pub const CLUSTER_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
     pub const CLUSTER: RestartPolicy = RestartPolicy::new(10, 60);
 }
@@ -186,6 +193,9 @@ pub struct Tree {
     /// The cluster's own actors (only on a clustered node).
     pub cluster: Arc<Branch>,
     cluster_actors: Arc<FixedChildren>,
+    /// The webhook delivery actor.
+    pub webhooks: Arc<Branch>,
+    webhook_actors: Arc<FixedChildren>,
     node: RwLock<Option<ActorRef<NodeMsg>>>,
     node_restarts: AtomicU32,
     down: tokio::sync::watch::Sender<bool>,
@@ -200,6 +210,8 @@ impl Default for Tree {
             scheduler: Arc::new(Branch::new("scheduler")),
             cluster: Arc::new(Branch::new("cluster")),
             cluster_actors: Arc::default(),
+            webhooks: Arc::new(Branch::new("webhooks")),
+            webhook_actors: Arc::default(),
             node: RwLock::new(None),
             node_restarts: AtomicU32::new(0),
             down: tokio::sync::watch::channel(false).0,
@@ -260,6 +272,7 @@ impl Tree {
             &self.accounts,
             &self.projects,
             &self.scheduler,
+            &self.webhooks,
             &self.cluster,
         ]
         .into_iter()
@@ -287,6 +300,24 @@ impl Tree {
             .ok_or("the cluster branch is not running")?;
         // Known before it runs, so a failure at once is restarted too.
         self.cluster_actors.insert(name, spawn.clone());
+        spawn(sup).await.map(|_| ())
+    }
+
+    /// Starts the `webhooks` branch with the actor `name` under it, started
+    /// again with `spawn` whenever it fails.
+    pub async fn start_webhooks(&self, name: &str, spawn: Spawn) -> Result<(), String> {
+        self.webhook_actors.insert(name, spawn.clone());
+        self.start_branch(
+            &self.webhooks,
+            policy::WEBHOOK_ACTOR,
+            policy::WEBHOOKS,
+            self.webhook_actors.clone(),
+        )
+        .await?;
+        let sup = self
+            .webhooks
+            .cell()
+            .ok_or("the webhooks branch is not running")?;
         spawn(sup).await.map(|_| ())
     }
 

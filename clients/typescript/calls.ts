@@ -176,4 +176,24 @@ export async function everyOperation(file: Blob): Promise<void> {
   expectType<string | null | undefined>(keys.data?.keys[0]?.lastUsedAt);
   const revoked = await api.DELETE("/keys/{id}", { params: { path: { id: made.data?.id ?? "" } } });
   expectType<boolean | undefined>(revoked.data?.revoked);
+
+  // Webhooks (managed with a session; the signing secret is shown once)
+  const hook = await api.POST("/webhooks", {
+    body: { url: "https://example.com/clipforge", events: ["project.completed", "post.failed"] },
+  });
+  expectType<string | undefined>(hook.data?.secret);
+  expectType<Schemas["WebhookEventType"][] | undefined>(hook.data?.events);
+  const hooks = await api.GET("/webhooks");
+  expectType<string | null | undefined>(hooks.data?.webhooks[0]?.failingSince);
+  const hookId = { id: hook.data?.id ?? "" };
+  const test = await api.POST("/webhooks/{id}/test", { params: { path: hookId } });
+  expectType<Schemas["DeliveryStatus"] | undefined>(test.data?.status);
+  const log = await api.GET("/webhooks/{id}/deliveries", { params: { path: hookId, query: { page: 1, limit: 20 } } });
+  expectType<number | null | undefined>(log.data?.deliveries[0]?.responseCode);
+  const again = await api.POST("/webhooks/{id}/deliveries/{delivery_id}/redeliver", {
+    params: { path: { id: hookId.id, delivery_id: test.data?.id ?? "" } },
+  });
+  expectType<string | null | undefined>(again.data?.nextAttemptAt);
+  const removed = await api.DELETE("/webhooks/{id}", { params: { path: hookId } });
+  expectType<boolean | undefined>(removed.data?.deleted);
 }

@@ -338,8 +338,28 @@ string_enum!(
         "post_failed",
         "plan_changed",
         "credits_low",
-        "payment_failed"
+        "payment_failed",
+        "webhook_disabled"
     ]
+);
+string_enum!(
+    WebhookEventType,
+    "WebhookEventType",
+    "What a webhook event reports. `webhook.test` is sent only by `testWebhook` and cannot be subscribed to.",
+    [
+        "project.completed",
+        "project.failed",
+        "post.published",
+        "post.failed",
+        "credits.low",
+        "webhook.test"
+    ]
+);
+string_enum!(
+    DeliveryStatus,
+    "DeliveryStatus",
+    "Where a webhook delivery stands: `pending` (waiting for its next attempt), `delivered` (answered 2xx), `failed` (given up after 24 hours of failures, or its webhook was disabled).",
+    ["pending", "delivered", "failed"]
 );
 string_enum!(
     WebhookResult,

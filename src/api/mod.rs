@@ -25,6 +25,7 @@ pub mod projects_types;
 pub mod schedule;
 pub mod scopes;
 pub mod templates;
+pub mod webhooks;
 
 pub use crate::session::SESSION_COOKIE;
 pub use crate::state::State;

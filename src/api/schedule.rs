@@ -139,6 +139,11 @@ enum Created {
     Created(Json<ScheduledPost>),
 }
 
+/// A post as the API shows it, as JSON (webhook events).
+pub fn post_json(p: &PostRecord) -> Option<serde_json::Value> {
+    poem_openapi::types::ToJSON::to_json(&view(p))
+}
+
 fn view(p: &PostRecord) -> ScheduledPost {
     ScheduledPost {
         id: p.id.clone().into(),

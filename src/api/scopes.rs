@@ -1,8 +1,8 @@
 //! What an API key needs for each operation (issue 31): `read` for reads
 //! (GET), `publish` for platform connections and scheduling, `write` for
 //! every other change (projects, uploads, templates, notifications); the
-//! account itself (profile, password, sessions), billing and the keys are
-//! managed only with a signed-in session.
+//! account itself (profile, password, sessions), billing, the keys and the
+//! webhooks are managed only with a signed-in session.
 
 use clipforge_actors::accounts::{is_api_key, Account, Scope};
 use clipforge_actors::service::Credential;
@@ -32,7 +32,7 @@ pub fn gate(st: &State, req: &mut Request) -> Option<Response> {
     };
     let refused = match needed(req.method(), req.uri().path()) {
         Needed::Session => Some(
-            "this operation needs a signed-in session: API keys cannot manage the account, billing or keys"
+            "this operation needs a signed-in session: API keys cannot manage the account, billing, keys or webhooks"
                 .to_string(),
         ),
         Needed::Scope(scope) if !key.allows(scope) => Some(format!(
@@ -80,7 +80,12 @@ pub fn needed(method: &Method, path: &str) -> Needed {
                 .strip_prefix(prefix)
                 .is_some_and(|rest| rest.starts_with('/'))
     };
-    if under("/auth") || under("/stripe") || under("/keys") || under("/credits/select-plan") {
+    if under("/auth")
+        || under("/stripe")
+        || under("/keys")
+        || under("/webhooks")
+        || under("/credits/select-plan")
+    {
         return Needed::Session;
     }
     if method == Method::GET || method == Method::HEAD {
@@ -131,6 +136,8 @@ mod tests {
             (Method::POST, "/api/auth/sign-out", Session),
             (Method::GET, "/api/keys", Session),
             (Method::DELETE, "/api/keys/k1", Session),
+            (Method::POST, "/api/webhooks", Session),
+            (Method::GET, "/api/webhooks/w1/deliveries", Session),
             (Method::POST, "/api/stripe/checkout", Session),
             // A prefix is a whole path segment.
             (Method::GET, "/api/keystone", S(Scope::Read)),

@@ -16,9 +16,9 @@ use figment::{Error, Metadata, Profile, Provider};
 const PREFIX: &str = "CLIPFORGE_";
 
 /// The sections of `cluster.toml`.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "node", "storage", "pipeline", "auth", "sources", "plans", "billing", "publish", "cluster",
-    "security", "limits",
+    "security", "limits", "webhooks",
 ];
 const PLATFORMS: [&str; 3] = ["youtube", "tiktok", "instagram"];
 const PLATFORM_FIELDS: [&str; 6] = [

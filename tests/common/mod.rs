@@ -2,6 +2,8 @@
 //! with its own data directory, call it, upload, follow SSE, make media.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,10 +6,14 @@ harness.py). Prints one line per check and closes with "N passed, M failed".
 """
 
 import datetime as dt
+import hashlib
+import hmac
+import http.server
 import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -50,6 +54,36 @@ def with_key(key, method, path, body=None):
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
+
+
+class Hooks(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver on 127.0.0.1: keeps every request it gets."""
+    got = []
+
+    def do_POST(self):  # noqa: N802 - the standard library's name
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Hooks.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def start_hooks():
+    """Starts the receiver; its URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/hook"
+
+
+def signed_by(secret, header, body):
+    """Whether `Clipforge-Signature` is `body` signed with `secret` (what a
+    receiver does, as the README shows)."""
+    parts = dict(p.split("=", 1) for p in header.split(","))
+    mac = hmac.new(secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(mac, parts["v1"])
 
 
 def day_label(d):
@@ -301,6 +335,35 @@ def main_path(run: Run):
         expect(page.get_by_text("No API keys yet.")).to_be_visible()
         assert with_key(key, "GET", "/api/projects") == 401
 
+    def webhooks():
+        # A webhook added here gets a test event signed with the secret
+        # shown once; the log shows it delivered; deleting asks first.
+        url = start_hooks()
+        form = page.get_by_role("form", name="New webhook")
+        form.get_by_label("URL").fill(url)
+        expect(form.get_by_label("Project completed")).to_be_checked()
+        form.get_by_label("Post failed").check()
+        form.get_by_role("button", name="Add webhook").click()
+        shown = page.get_by_test_id("webhook-secret")
+        expect(shown).to_have_value(re.compile(r"^whsec_"))
+        secret = shown.input_value()
+        hook = page.get_by_role("group", name=url)
+        expect(hook).to_contain_text("Working")
+        seen = len(Hooks.got)
+        hook.get_by_role("button", name="Send test").click()
+        log = hook.get_by_role("region", name="Delivery log")
+        expect(log.get_by_role("row", name=re.compile("Test"))).to_contain_text("Delivered (200)", timeout=15_000)
+        headers, body = Hooks.got[seen]
+        assert headers["clipforge-event"] == "webhook.test", headers
+        assert signed_by(secret, headers["clipforge-signature"], body), headers
+        run.page_check("developers-webhooks")
+        page.get_by_role("button", name="Done").click()
+        assert secret not in page.content(), "the secret is still on the page"
+        with page.expect_event("dialog") as asked:
+            hook.get_by_role("button", name=f"Delete {url}").click()
+        assert url in asked.value.message, asked.value.message
+        expect(page.get_by_text("No webhooks yet.")).to_be_visible()
+
     def plurals():
         # Counts through the language's plural rules: "1 clip" / "1 corte",
         # "3 clips" / "3 cortes" — whatever the finished project's count.
@@ -516,7 +579,7 @@ def main_path(run: Run):
              ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
              ("rename a clip", rename_clip),
-             ("download SRT", download_srt), ("template", template), ("API keys", api_keys),
+             ("download SRT", download_srt), ("template", template), ("API keys", api_keys), ("webhooks", webhooks),
              ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),

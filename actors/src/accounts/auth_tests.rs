@@ -338,6 +338,7 @@ fn data_survives_a_sled_reopen() {
                 crate::accounts::NotificationKind::ProjectCompleted,
                 "Done",
                 "3 clips",
+                None,
             )
             .expect("notify");
         (account.id, token)

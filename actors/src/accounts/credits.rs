@@ -27,6 +27,7 @@ use super::notifications::NotificationKind;
 use super::store::{user_key, Batch, CREDITS, LEDGER, RESERVATIONS};
 use super::Accounts;
 use crate::storage::kv::{KvOp, StorageError};
+use crate::webhooks::Subject;
 
 /// Length of a credit cycle.
 pub const CYCLE_MS: i64 = 30 * DAY_MS;
@@ -452,6 +453,7 @@ impl Accounts {
             && total > 0
             && !book.state.low_notified
             && available.saturating_mul(100) <= total.saturating_mul(LOW_CREDITS_PERCENT);
+        let mut rings = false;
         if low {
             book.state.low_notified = true;
             let renews = iso8601(book.state.cycle_end);
@@ -468,9 +470,24 @@ impl Accounts {
                 &message,
                 now,
             )?;
+            let subject = Subject::Credits {
+                remaining: available,
+                monthly: total,
+            };
+            rings = self.push_event(
+                &mut batch,
+                user_id,
+                NotificationKind::CreditsLow,
+                Some(&subject),
+                now,
+            )?;
         }
         book.write(&mut batch)?;
-        self.commit(batch)
+        self.commit(batch)?;
+        if rings {
+            crate::webhooks::outbox::ring();
+        }
+        Ok(())
     }
 
     /// Gives the reservation of `project_id` back. Does nothing if it was

@@ -54,7 +54,7 @@ fn parts_are_loaded_on_first_need_and_then_answered_from_memory() {
     let user = account.id.as_str();
     let (a, slot) = acting(&fx, user);
     a.create_template(user, &named("Big")).expect("create");
-    a.notify(user, NotificationKind::PlanChanged, "Plan", "now pro")
+    a.notify(user, NotificationKind::PlanChanged, "Plan", "now pro", None)
         .expect("notify");
     // Only what these commands needed was loaded (the templates for the
     // cap on their number, the notifications for theirs).
@@ -115,7 +115,7 @@ fn commits_keep_the_held_parts_in_step() {
     assert_eq!(a.storage_used(user).expect("used"), 0);
 
     let created = a.create_template(user, &named("Small")).expect("create");
-    a.notify(user, NotificationKind::CreditsLow, "Low", "top up")
+    a.notify(user, NotificationKind::CreditsLow, "Low", "top up", None)
         .expect("notify");
     a.add_storage(user, 1000).expect("add");
     let (_, second) = a
@@ -224,7 +224,7 @@ fn a_failed_write_leaves_memory_as_it_was() {
     assert!(a.sign_out(&token).is_err());
     assert!(a.add_storage(user, 5).is_err());
     assert!(a
-        .notify(user, NotificationKind::PlanChanged, "Plan", "x")
+        .notify(user, NotificationKind::PlanChanged, "Plan", "x", None)
         .is_err());
     fx.fail_writes(false);
 
@@ -255,6 +255,7 @@ fn a_notification_written_outside_the_actor_moves_the_version_on() {
             "Posted",
             "ok",
             Vec::new(),
+            None,
             None,
         )
         .expect("notify")

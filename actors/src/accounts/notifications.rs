@@ -15,6 +15,7 @@ use super::held_parts::HeldNotifications;
 use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
 use super::{new_id, Accounts};
 use crate::storage::kv::{KvOp, StorageError};
+use crate::webhooks::{outbox, EventType, Subject};
 
 /// Most notifications kept per account; older ones are dropped.
 pub const MAX_NOTIFICATIONS: usize = 200;
@@ -35,6 +36,7 @@ pub enum NotificationKind {
     PlanChanged,
     CreditsLow,
     PaymentFailed,
+    WebhookDisabled,
 }
 
 impl NotificationKind {
@@ -47,6 +49,19 @@ impl NotificationKind {
             NotificationKind::PlanChanged => "plan_changed",
             NotificationKind::CreditsLow => "credits_low",
             NotificationKind::PaymentFailed => "payment_failed",
+            NotificationKind::WebhookDisabled => "webhook_disabled",
+        }
+    }
+
+    /// The webhook event a notification of this kind is sent as, if any.
+    pub fn event(self) -> Option<EventType> {
+        match self {
+            NotificationKind::ProjectCompleted => Some(EventType::ProjectCompleted),
+            NotificationKind::ProjectFailed => Some(EventType::ProjectFailed),
+            NotificationKind::PostPublished => Some(EventType::PostPublished),
+            NotificationKind::PostFailed => Some(EventType::PostFailed),
+            NotificationKind::CreditsLow => Some(EventType::CreditsLow),
+            _ => None,
         }
     }
 }
@@ -100,21 +115,48 @@ fn truncate(text: &str, max_chars: usize) -> String {
 
 impl Accounts {
     /// Adds a notification for the user; title and message are trimmed and
-    /// cut to 200 and 2000 characters.
+    /// cut to 200 and 2000 characters. With a `subject`, the webhooks
+    /// subscribed to the kind's event get it in the same write.
     pub fn notify(
         &self,
         user_id: &str,
         kind: NotificationKind,
         title: &str,
         message: &str,
+        subject: Option<&Subject>,
     ) -> Result<Notification> {
         let _guard = self.lock(user_id);
         self.stored_account(user_id)?;
         let mut batch = Batch::new();
+        let now = self.now();
         let notification =
-            self.push_notification(&mut batch, user_id, kind, title, message, self.now())?;
+            self.push_notification(&mut batch, user_id, kind, title, message, now)?;
+        let rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
         self.commit(batch)?;
+        if rings {
+            outbox::ring();
+        }
         Ok(notification)
+    }
+
+    /// Adds to `batch` the webhook deliveries of a `kind` notification
+    /// about `subject`; true when there are some (ring the outbox's bell
+    /// once the batch is written).
+    pub(crate) fn push_event(
+        &self,
+        batch: &mut Batch,
+        user_id: &str,
+        kind: NotificationKind,
+        subject: Option<&Subject>,
+        now: i64,
+    ) -> Result<bool> {
+        let (Some(event), Some(subject)) = (kind.event(), subject) else {
+            return Ok(false);
+        };
+        let ops = outbox::enqueue(&*self.kv, user_id, event, subject, now)?;
+        let any = !ops.is_empty();
+        batch.extend(ops);
+        Ok(any)
     }
 
     /// Adds a notification and applies `with` in the same atomic write, so
@@ -132,6 +174,7 @@ impl Accounts {
         title: &str,
         message: &str,
         with: Vec<KvOp>,
+        subject: Option<&Subject>,
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<Option<Notification>> {
         let _guard = self.lock(user_id);
@@ -141,15 +184,15 @@ impl Accounts {
             attempt += 1;
             let mut batch = Batch::new();
             batch.extend(with.clone());
+            let now = self.now();
+            let mut rings = false;
             let notification = match self.stored_account(user_id) {
-                Ok(_) => Some(self.push_notification(
-                    &mut batch,
-                    user_id,
-                    kind,
-                    title,
-                    message,
-                    self.now(),
-                )?),
+                Ok(_) => {
+                    let n =
+                        self.push_notification(&mut batch, user_id, kind, title, message, now)?;
+                    rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
+                    Some(n)
+                }
                 Err(AccountError::NotFound(_)) => None,
                 Err(e) => return Err(e),
             };
@@ -163,7 +206,12 @@ impl Accounts {
                 {
                     tracing::info!(user_id, %why, "account written meanwhile: notifying again");
                 }
-                written => return written.map(|()| notification),
+                written => {
+                    if rings && written.is_ok() {
+                        outbox::ring();
+                    }
+                    return written.map(|()| notification);
+                }
             }
         }
     }
@@ -313,6 +361,7 @@ mod tests {
                 NotificationKind::ProjectCompleted,
                 "Clips ready",
                 "Talk: 5 clips",
+                None,
             )
             .expect("notify");
         fx.advance(1000);
@@ -323,12 +372,19 @@ mod tests {
                 NotificationKind::PostFailed,
                 "  Post failed  ",
                 "TikTok refused it",
+                None,
             )
             .expect("notify");
         assert_eq!(second.title, "Post failed");
         let bobs = fx
             .accounts
-            .notify(&bob.id, NotificationKind::PostPublished, "Posted", "ok")
+            .notify(
+                &bob.id,
+                NotificationKind::PostPublished,
+                "Posted",
+                "ok",
+                None,
+            )
             .expect("notify bob");
 
         let list = fx.accounts.notifications(user).expect("list");
@@ -394,6 +450,7 @@ mod tests {
                     NotificationKind::ProjectFailed,
                     &format!("n{i}"),
                     "",
+                    None,
                 )
                 .expect("notify");
             ids.push(n.id);

@@ -19,6 +19,7 @@ use crate::accounts::now_ms;
 use crate::project::records::{self as records, ClipRecord};
 use crate::service::Services;
 use crate::storage::kv;
+use crate::webhooks::Subject;
 
 #[path = "engine_checks.rs"]
 mod checks;
@@ -193,9 +194,18 @@ impl Publishing {
                 // outcome also sees it, and a crash cannot keep one only.
                 match posts::outcome_notification(&old, &new) {
                     Some((kind, title, msg)) => {
+                        let subject = Subject::Post(kv::encode(&new)?);
                         this.services
                             .accounts
-                            .notify_with(&new.user_id, kind, title, &msg, ops, fence.as_ref())
+                            .notify_with(
+                                &new.user_id,
+                                kind,
+                                title,
+                                &msg,
+                                ops,
+                                Some(&subject),
+                                fence.as_ref(),
+                            )
                             .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
                         // Written outside the account's actor (versioned):
                         // the memory it holds here is stale now.

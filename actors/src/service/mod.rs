@@ -15,6 +15,7 @@ use crate::media::whisper::{ModelOptions, WhisperModel};
 use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
 use crate::storage::objects::ObjectStore;
+use crate::webhooks::Subject;
 
 pub mod export;
 mod handoff;
@@ -344,6 +345,13 @@ impl Services {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let title = project.title.clone();
         let clips = project.clip_count;
+        // Webhooks get the project as it is once this completes it.
+        let subject = {
+            let mut done = project.clone();
+            done.state = ProjectState::Completed;
+            done.step_progress = [100; 4];
+            kv::encode(&done).map(Subject::Project)
+        };
         let charged = self
             .with_account(&project.user_id, move |a| {
                 a.charge(&user, &pid, minutes)?;
@@ -356,6 +364,7 @@ impl Services {
                     NotificationKind::ProjectCompleted,
                     "Project completed",
                     &msg,
+                    subject.as_ref().ok(),
                 )
                 .map(|_| ())
             })
@@ -395,6 +404,12 @@ impl Services {
             project.title.clone(),
         );
         let why = reason.to_string();
+        let subject = {
+            let mut failed = project.clone();
+            failed.state = ProjectState::Failed;
+            failed.error = Some(reason.to_string());
+            kv::encode(&failed).map(Subject::Project)
+        };
         let released = self
             .with_account(&project.user_id, move |a| {
                 a.release(&user, &pid)?;
@@ -403,6 +418,7 @@ impl Services {
                     NotificationKind::ProjectFailed,
                     "Project failed",
                     &format!("\"{title}\" could not be processed: {why}"),
+                    subject.as_ref().ok(),
                 )
                 .map(|_| ())
             })

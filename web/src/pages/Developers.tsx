@@ -3,6 +3,7 @@ import { api, ok } from "../api/client";
 import type { CreatedKey, KeyList, KeyScope } from "../api/models";
 import { ErrorBox, Loading, Page, tk, useAction, useLoad } from "../components/ui";
 import { formatDate, t } from "../i18n";
+import { Webhooks } from "./Webhooks";
 
 const SCOPES: KeyScope[] = ["read", "write", "publish"];
 
@@ -121,6 +122,7 @@ export function Developers() {
         </table>
         </div>
       )}
+      <Webhooks />
     </Page>
   );
 }
