@@ -30,6 +30,7 @@ MKL_PREFIX=/usr/local/mkl
 PIP_PACKAGES=(yt-dlp)
 # The API fuzzer run by tests/schemathesis.rs (setup.sh --test).
 SCHEMATHESIS_VERSION=4.32.5
+MCP_VERSION=2.3.0
 # What the editor-export tests parse FCPXML, EDL and OTIO with (setup.sh --test).
 OTIO_VERSION=0.18.1
 OTIO_FCPX_VERSION=1.0.0
@@ -249,6 +250,11 @@ if [ "${1:-}" = "--test" ]; then
   if ! schemathesis --version 2>/dev/null | grep -qF "$SCHEMATHESIS_VERSION"; then
     log "installing schemathesis $SCHEMATHESIS_VERSION"
     pip_install "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  # the official MCP client, pinned, for tests/mcp.rs
+  if ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
+    log "installing mcp $MCP_VERSION (python client)"
+    pip_install "mcp==$MCP_VERSION"
   fi
   # OpenTimelineIO and its FCPXML and CMX3600 adapters, pinned: the tests
   # parse the editor exports with them (tests/export/check_timelines.py)

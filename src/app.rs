@@ -372,6 +372,7 @@ fn metrics(state: Data<&State>) -> Response {
 pub fn routes(state: State) -> impl Endpoint {
     let api = api_service();
     let spec = crate::api::openapi::finish(&api.spec());
+    crate::mcp::tools::init(&spec);
     let doc: Arc<serde_json::Value> =
         Arc::new(serde_json::from_str(&spec).expect("the document is JSON"));
     let docs = api.swagger_ui();
@@ -387,6 +388,7 @@ pub fn routes(state: State) -> impl Endpoint {
             }),
         )
         .nest("/docs", docs)
+        .at("/mcp", poem::endpoint::make(crate::mcp::http::mcp))
         .at("/healthz", get(healthz))
         .at("/readyz", get(readyz))
         .at("/metrics", get(metrics))

@@ -155,9 +155,15 @@ use crate::session::request_token;
 
 use crate::security::FORWARDED;
 
-type SharedEndpoint = Arc<poem::endpoint::BoxEndpoint<'static, Response>>;
+pub type SharedEndpoint = Arc<poem::endpoint::BoxEndpoint<'static, Response>>;
 
 static ENDPOINT: OnceLock<SharedEndpoint> = OnceLock::new();
+
+/// This node's routes (after the entry checks), for requests made in
+/// process: the relay's, and the MCP tools' (`crate::mcp`).
+pub fn local_endpoint() -> Option<SharedEndpoint> {
+    ENDPOINT.get().cloned()
+}
 
 /// The node's whole HTTP stack, shared by the server and the relay. The
 /// server's requests enter here: the internal headers are removed from

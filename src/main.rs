@@ -17,6 +17,7 @@ mod console;
 mod deadlines;
 mod error_body;
 mod leftovers;
+mod mcp;
 mod media;
 mod middleware;
 mod publishing;

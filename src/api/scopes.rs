@@ -88,7 +88,9 @@ pub fn needed(method: &Method, path: &str) -> Needed {
     {
         return Needed::Session;
     }
-    if method == Method::GET || method == Method::HEAD {
+    // The MCP endpoint: its tools call the operations, each with its own
+    // scope; listing them needs a key that can at least read.
+    if method == Method::GET || method == Method::HEAD || path == "/mcp" {
         return Needed::Scope(Scope::Read);
     }
     let publishing = under("/integrations")

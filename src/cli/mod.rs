@@ -12,6 +12,7 @@ mod bench_schedule;
 mod bench_seed;
 mod clip;
 mod cluster_certs;
+mod mcp;
 mod serve;
 mod transcribe;
 
@@ -99,6 +100,9 @@ pub enum Command {
     /// Cluster tools.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// The MCP server on stdin/stdout: tools that call a Clipforge server
+    /// (`--url`) with the API key in CLIPFORGE_API_KEY.
+    Mcp(mcp::McpArgs),
     /// Write the OpenAPI document (default: openapi/openapi.json).
     Openapi {
         #[arg(default_value = "openapi/openapi.json")]
@@ -134,6 +138,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::Cluster(ClusterCommand::InitCerts(args)) => cluster_certs::run(args),
+        Command::Mcp(args) => mcp::run(args).await,
         Command::Openapi { out } => {
             let spec = crate::api::openapi::finish(&crate::app::api_service().spec());
             if let Some(dir) = out.parent() {
