@@ -6,7 +6,7 @@ CARGO ?= cargo
 CARGO_FLAGS ?= --release --locked
 BIN := $(CARGO_TARGET_DIR)/release/clipforge
 
-.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-asr bench-quality bench-api bench-schedule bench-cluster fmt
+.PHONY: setup setup-test console build clip run openapi test client-check bench-pipeline bench-asr bench-quality bench-api bench-edit bench-schedule bench-cluster fmt
 
 setup:
 	@bash scripts/setup.sh
@@ -69,6 +69,10 @@ bench-quality: setup-test
 # wrk on the API against the bare route; RSS of 100,000 idle accounts.
 bench-api: setup
 	bash scripts/bench-api.sh
+
+# The clip editor: re-rendering one clip against its bare encode.
+bench-edit: build
+	bash scripts/bench-edit.sh
 
 bench-schedule: build
 	bash scripts/bench-schedule.sh

@@ -179,6 +179,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         stage_retries: p.stage_retries,
         workers: p.workers,
         max_clips: 10,
+        renders_per_account: p.renders_per_account.max(1),
         idle: Duration::from_secs(p.idle_secs),
         rerank: p.rerank(),
     };

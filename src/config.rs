@@ -94,6 +94,9 @@ pub struct PipelineConfig {
     /// Retries of a failed stage before the project fails.
     pub stage_retries: u32,
     pub x264_preset: String,
+    /// Clip renders (editor re-renders) one account may have running or
+    /// queued at once on this node; more answer 429.
+    pub renders_per_account: usize,
     /// Entity actors idle this long are passivated.
     pub idle_secs: u64,
     /// Base URL of an OpenAI-compatible chat API that re-ranks clip
@@ -303,6 +306,7 @@ impl Default for PipelineConfig {
             workers: 1,
             stage_retries: 2,
             x264_preset: "veryfast".into(),
+            renders_per_account: 2,
             idle_secs: 300,
             rerank_url: None,
             rerank_model: "gpt-4o-mini".into(),

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use clipforge_actors::accounts::NotificationKind;
-use clipforge_actors::project::records::ProjectRecord;
+use clipforge_actors::project::records::{ClipRecord, ProjectRecord};
 use clipforge_actors::publish::posts::PostRecord;
 use clipforge_actors::service::Services;
 use clipforge_actors::storage::kv::decode;
@@ -35,6 +35,10 @@ impl Render for Views {
             }
             Subject::Credits { remaining, monthly } => {
                 Some(json!({ "credits": remaining, "totalCredits": monthly }))
+            }
+            Subject::Clip(bytes) => {
+                let c: ClipRecord = decode(bytes).map_err(|e| e.to_string())?;
+                crate::api::projects_types::clip_view(&c, &self.0).to_json()
             }
             Subject::Test { webhook_id } => Some(json!({
                 "webhookId": webhook_id,

@@ -14,7 +14,11 @@
 //! - `project-panic:once|always` — a project actor panics when it starts a
 //!   stage;
 //! - `relay-panic:once|always` — a clustered node's HTTP relay panics when a
-//!   request forwarded by another node reaches it.
+//!   request forwarded by another node reaches it;
+//! - `render-panic:once|always` — a clip editor's render panics before it
+//!   encodes;
+//! - `render-stall:once|always` — a clip editor's render waits forever
+//!   before it encodes (to stop a server in the middle of one).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -27,6 +31,8 @@ pub enum Point<'a> {
     Schedule,
     Project,
     Relay,
+    Render,
+    RenderStall,
 }
 
 #[derive(Debug)]
@@ -62,7 +68,7 @@ impl Faults {
             let needs_target = kind == "stage-panic";
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
-                | "relay-panic" => {}
+                | "relay-panic" | "render-panic" | "render-stall" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -99,6 +105,8 @@ impl Faults {
             Point::Schedule => ("schedule-panic", None),
             Point::Project => ("project-panic", None),
             Point::Relay => ("relay-panic", None),
+            Point::Render => ("render-panic", None),
+            Point::RenderStall => ("render-stall", None),
         };
         self.rules.iter().any(|r| {
             r.kind == kind
@@ -127,6 +135,12 @@ pub fn install_from_env() -> Result<(), String> {
     let spec = std::env::var("CLIPFORGE_FAULTS").unwrap_or_default();
     install(Faults::parse(&spec)?);
     Ok(())
+}
+
+/// True when a fault is set for `point` now (for faults that are not a
+/// panic, such as `render-stall`).
+pub fn hit(point: Point<'_>) -> bool {
+    FAULTS.get().is_some_and(|f| f.hit(point))
 }
 
 /// Panics when a fault is set for `point`: call it where the named actor

@@ -85,12 +85,38 @@ export async function everyOperation(file: Blob): Promise<void> {
   const deleted = await api.DELETE("/projects/{id}", { params: { path: { id: projectId } } });
   expectType<boolean | undefined>(deleted.data?.deleted);
 
-  // Clip editing (the title, for now)
+  // Clip editing: the title at once; a range, words, layout, frame or
+  // template as a new rendered version; versions; added clips
+  const clipPath = { id: projectId, clip_id: "00000000-0000-4000-8000-000000000000" };
   const edited = await api.PATCH("/projects/{id}/clips/{clip_id}", {
-    params: { path: { id: projectId, clip_id: "00000000-0000-4000-8000-000000000000" } },
+    params: { path: clipPath },
     body: { title: "Open with a question" },
   });
   expectType<string | undefined>(edited.data?.title);
+  const rerendered = await api.PATCH("/projects/{id}/clips/{clip_id}", {
+    params: { path: clipPath },
+    body: { startSec: 3.2, endSec: 31.5, words: [{ index: 4, text: "creator" }], layout: "fit", aspectRatio: "1:1", captionTemplate: "bold" },
+  });
+  expectType<Schemas["ClipStatus"] | undefined>(rerendered.data?.status);
+  expectType<number | undefined>(rerendered.data?.version);
+  const words = await api.GET("/projects/{id}/clips/{clip_id}/words", { params: { path: clipPath } });
+  expectType<number | undefined>(words.data?.words[0]?.startSec);
+  const versions = await api.GET("/projects/{id}/clips/{clip_id}/versions", { params: { path: clipPath } });
+  expectType<boolean | undefined>(versions.data?.versions[0]?.current);
+  const restored = await api.POST("/projects/{id}/clips/{clip_id}/versions/{version}/restore", {
+    params: { path: { ...clipPath, version: 1 } },
+  });
+  expectType<number | undefined>(restored.data?.version);
+  const added = await api.POST("/projects/{id}/clips", {
+    params: { path: { id: projectId } },
+    body: { startSec: 40, endSec: 70 },
+  });
+  expectType<string | undefined>(added.data?.id);
+  const more = await api.POST("/projects/{id}/more-clips", {
+    params: { path: { id: projectId } },
+    body: { count: 2 },
+  });
+  expectType<string | undefined>(more.data?.clips[0]?.title);
 
   // Caption templates
   const templates = await api.GET("/caption-templates");

@@ -267,6 +267,12 @@ string_enum!(
     ["auto", "single", "split", "speaker", "screen", "fit"]
 );
 string_enum!(
+    ClipStatus,
+    "ClipStatus",
+    "Whether a clip's newest version is playable: `ready`, `rendering` (an edit is being rendered; the files are the previous version's) or `failed` (the edit's render failed; the previous version stays).",
+    ["ready", "rendering", "failed"]
+);
+string_enum!(
     AspectRatio,
     "AspectRatio",
     "Shape of the clips: 9:16 (1080x1920), 1:1 (1080x1080), 4:5 (1080x1350) or 16:9 (1920x1080).",
@@ -319,7 +325,14 @@ string_enum!(
     ProjectEventType,
     "ProjectEventType",
     "What a processing event reports.",
-    ["progress", "clip", "completed", "failed", "cancelled"]
+    [
+        "progress",
+        "clip",
+        "completed",
+        "failed",
+        "cancelled",
+        "render"
+    ]
 );
 string_enum!(
     PostStatus,
@@ -339,7 +352,8 @@ string_enum!(
         "plan_changed",
         "credits_low",
         "payment_failed",
-        "webhook_disabled"
+        "webhook_disabled",
+        "clip_rendered"
     ]
 );
 string_enum!(
@@ -349,6 +363,7 @@ string_enum!(
     [
         "project.completed",
         "project.failed",
+        "clip.rendered",
         "post.published",
         "post.failed",
         "credits.low",

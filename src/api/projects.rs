@@ -66,6 +66,17 @@ pub(super) fn project_error(e: ProjectError) -> ApiError {
             ),
         ),
         ProjectError::Account(e) => e.into(),
+        ProjectError::Conflict { code, message } => ApiError::conflict(code, message),
+        ProjectError::Busy {
+            retry_after_secs,
+            message,
+        } => {
+            crate::ratelimit::note_retry_after(retry_after_secs);
+            ApiError::TooManyRequests(Json(super::ErrorBody {
+                error: "too_many_renders".into(),
+                message,
+            }))
+        }
         ProjectError::Internal(e) => ApiError::internal("project operation", e),
     }
 }

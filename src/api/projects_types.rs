@@ -5,10 +5,11 @@ use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Object};
 
 use super::formats::{
-    AspectRatio, ClipDurationPreset, ClipLayout, Date, DateTime, ProjectEventType, ProjectState,
-    ProjectStatusText, Text, Uri, Uuid,
+    AspectRatio, ClipDurationPreset, ClipLayout, ClipStatus, Date, DateTime, ProjectEventType,
+    ProjectState, ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
+use clipforge_actors::project::clip_history::RenderState;
 use clipforge_actors::project::events::ProjectEventBody;
 use clipforge_actors::project::records::{
     self as records, date_of, iso8601, ClipRecord, ProjectRecord, ProjectState as State, Source,
@@ -304,6 +305,17 @@ pub struct Clip {
     pub cuts: Vec<ClipCut>,
     pub transcripts: Vec<Transcript>,
     pub created_at: DateTime,
+    /// The clip's newest version: 1 as processing made it, one more per
+    /// edit that renders and per restore. While `status` is `rendering`
+    /// this is the version being made, and the files are still the
+    /// previous version's.
+    pub version: u32,
+    /// `ready`, `rendering` (an edit's new version is being made) or
+    /// `failed` (the last edit's render failed: `renderError` says why; the
+    /// files are the previous version's).
+    pub status: ClipStatus,
+    #[oai(nullable)]
+    pub render_error: Option<Text>,
 }
 
 /// A span of the source cut out of a clip.
@@ -419,6 +431,15 @@ pub fn project_view(p: &ProjectRecord, links: &StableLinks) -> Project {
     }
 }
 
+/// `ready`, `rendering` or `failed` (see [`Clip::status`]).
+pub fn clip_status(c: &ClipRecord) -> &'static str {
+    match &c.render {
+        Some(r) if r.state == RenderState::Failed => "failed",
+        Some(_) => "rendering",
+        None => "ready",
+    }
+}
+
 /// A clip with the stable links of its files.
 pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
     let [thumbnail, url, subtitle_url, vtt_url] =
@@ -439,6 +460,14 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
         duration: records::duration_display(c.duration()).into(),
         quality: c.quality.clone().into(),
         layout: c.layout.as_str().into(),
+        version: c.latest_version(),
+        status: clip_status(c).into(),
+        render_error: c
+            .render
+            .as_ref()
+            .filter(|r| r.state == RenderState::Failed)
+            .and_then(|r| r.error.clone())
+            .map(Text),
         thumbnail: thumbnail.into(),
         url: url.into(),
         subtitle_url: subtitle_url.into(),

@@ -76,6 +76,7 @@ async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
         stage_retries: 0,
         workers: 1,
         max_clips: 1,
+        renders_per_account: 1,
         idle: Duration::from_secs(300),
         rerank: None,
     };

@@ -125,7 +125,8 @@ impl ServerHandler for Clipforge {
             .with_instructions(
                 "Clipforge turns long videos into captioned short clips. Create a project \
                  from a video link (create_project), follow it with get_project until its \
-                 state is completed, then read its clips, rename one (edit_clip) or schedule \
+                 state is completed, then read its clips, fix one (edit_clip: title, range, \
+                 caption words, layout), ask for more (find_more_clips) or schedule \
                  it to a connected platform (list_integrations, schedule_clip). Every tool \
                  acts as the API key's account, within the key's scopes.",
             )

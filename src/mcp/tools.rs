@@ -28,7 +28,12 @@ const TOOLS: &[(&str, &str, &str)] = &[
     (
         "edit_clip",
         "editClip",
-        "Change a clip of a completed project (its title).",
+        "Fix a clip of a completed project: its title (saved at once), or its range in the source (startSec/endSec), misheard caption words (words: [{index, text}], indices from the clip's word list), layout, aspect ratio or caption template — those render a new version in the background (status `rendering`, then `ready`; follow it with get_project).",
+    ),
+    (
+        "find_more_clips",
+        "findMoreClips",
+        "Add the next best clips (count 1–5) of a completed project, chosen from its kept transcript without transcribing again and overlapping none of its clips; they render in the background (follow them with get_project).",
     ),
     (
         "list_integrations",

@@ -29,7 +29,7 @@ async def exercise(session, transport):
     await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
     expected = {"create_project", "get_project", "list_projects", "edit_clip",
-                "list_integrations", "schedule_clip", "get_credits"}
+                "find_more_clips", "list_integrations", "schedule_clip", "get_credits"}
     assert expected <= set(tools), sorted(tools)
     schema = tools["create_project"].input_schema
     assert {"sourceUrl", "fileKey", "title", "clipDurationPreset"} <= set(schema["properties"]), schema
@@ -52,6 +52,10 @@ async def exercise(session, transport):
     assert missing.is_error and text(missing).startswith("404"), text(missing)
     bad = await session.call_tool("create_project", {"title": "neither a URL nor a file"})
     assert bad.is_error and text(bad).startswith("400"), text(bad)
+    # More clips of a project still processing: 409, in words.
+    early = await session.call_tool("find_more_clips", {"projectId": project, "count": 1})
+    assert early.is_error and text(early).startswith("409"), text(early)
+    assert "count" in tools["find_more_clips"].input_schema["properties"]
     print(json.dumps({"transport": transport, "project": project}), flush=True)
 
 

@@ -37,6 +37,8 @@ pub enum NotificationKind {
     CreditsLow,
     PaymentFailed,
     WebhookDisabled,
+    /// An edited or added clip's new version is ready.
+    ClipRendered,
 }
 
 impl NotificationKind {
@@ -50,6 +52,7 @@ impl NotificationKind {
             NotificationKind::CreditsLow => "credits_low",
             NotificationKind::PaymentFailed => "payment_failed",
             NotificationKind::WebhookDisabled => "webhook_disabled",
+            NotificationKind::ClipRendered => "clip_rendered",
         }
     }
 
@@ -61,6 +64,7 @@ impl NotificationKind {
             NotificationKind::PostPublished => Some(EventType::PostPublished),
             NotificationKind::PostFailed => Some(EventType::PostFailed),
             NotificationKind::CreditsLow => Some(EventType::CreditsLow),
+            NotificationKind::ClipRendered => Some(EventType::ClipRendered),
             _ => None,
         }
     }

@@ -51,6 +51,8 @@ pub enum ProjectEventBody {
     Completed(CompletedEvent),
     Failed(FailedEvent),
     Cancelled(CancelledEvent),
+    /// Added last: bincode numbers variants in order.
+    Render(RenderEvent),
 }
 
 /// `progress`: the project's state and each stage's percent.
@@ -103,6 +105,21 @@ pub struct ClipEvent {
     pub reason: String,
     #[serde(default)]
     pub scores: ClipScores,
+}
+
+/// `render`: an edited clip's new version is rendering (`percent`), was
+/// rendered, or failed (`message`; the previous version stays current).
+/// After the last render of a project ends, `completed` is sent again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenderEvent {
+    pub project_id: String,
+    pub clip_id: String,
+    pub version: u32,
+    /// `rendering`, `rendered` or `failed`.
+    pub state: String,
+    pub percent: u8,
+    pub message: Option<String>,
 }
 
 /// `completed`: every clip is ready (`state` is always `completed`).
@@ -205,6 +222,7 @@ impl ProjectEventBody {
             Self::Completed(_) => "completed",
             Self::Failed(_) => "failed",
             Self::Cancelled(_) => "cancelled",
+            Self::Render(_) => "render",
         }
     }
 
@@ -212,7 +230,7 @@ impl ProjectEventBody {
     pub fn is_terminal(&self) -> bool {
         match self {
             Self::Completed(_) | Self::Failed(_) | Self::Cancelled(_) => true,
-            Self::Progress(_) | Self::Clip(_) => false,
+            Self::Progress(_) | Self::Clip(_) | Self::Render(_) => false,
         }
     }
 
@@ -223,7 +241,7 @@ impl ProjectEventBody {
             Self::Completed(e) => Some(e.state),
             Self::Failed(e) => Some(e.state),
             Self::Cancelled(e) => Some(e.state),
-            Self::Clip(_) => None,
+            Self::Clip(_) | Self::Render(_) => None,
         }
     }
 
@@ -235,6 +253,7 @@ impl ProjectEventBody {
             Self::Completed(e) => serde_json::to_value(e),
             Self::Failed(e) => serde_json::to_value(e),
             Self::Cancelled(e) => serde_json::to_value(e),
+            Self::Render(e) => serde_json::to_value(e),
         };
         // Plain structs with string keys: serializing them cannot fail.
         value.unwrap_or_default()
@@ -250,6 +269,7 @@ impl ProjectEventBody {
             "completed" => Self::Completed(serde_json::from_str(data)?),
             "failed" => Self::Failed(serde_json::from_str(data)?),
             "cancelled" => Self::Cancelled(serde_json::from_str(data)?),
+            "render" => Self::Render(serde_json::from_str(data)?),
             other => return Err(serde_json::Error::custom(format!("unknown event {other}"))),
         })
     }
@@ -380,6 +400,12 @@ mod tests {
                 prompt_match: None,
             },
             cuts: Vec::new(),
+            version: 1,
+            edits: Default::default(),
+            history: Vec::new(),
+            render: None,
+            current_bytes: 0,
+            version_at: 1,
         }
     }
 

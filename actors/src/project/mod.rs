@@ -2,8 +2,12 @@
 //! the stages it runs in order, layouts and editor exports. The engine
 //! (`crate::service`) runs projects as actors over these.
 
+pub mod clip_history;
+mod clip_versions;
+pub mod edit;
 pub mod events;
 pub mod export;
+pub mod more_clips;
 pub mod pipeline;
 pub mod records;
 pub mod reframe;

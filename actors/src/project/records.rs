@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::captions::template::CaptionStyle;
 use crate::project::reframe::{AspectRatio, Layout};
 // `ProjectRecord` and `ClipRecord` implement `Record` (schema versions and
@@ -176,6 +177,19 @@ pub struct ClipRecord {
     /// Spans of the source (seconds) cut out of the clip (filler words);
     /// `segments` are on the cut clip's timeline.
     pub cuts: Vec<(f64, f64)>,
+    /// The version the fields above describe (1: as the pipeline made it;
+    /// see `clip_history`).
+    pub version: u32,
+    /// What this version was rendered with beyond its range.
+    pub edits: ClipEdits,
+    /// Earlier versions, oldest first (their files are kept).
+    pub history: Vec<ClipVersion>,
+    /// The render the last edit asked for, while it runs or when it failed.
+    pub render: Option<ClipRender>,
+    /// Bytes of the current version's files counted against the quota.
+    pub current_bytes: u64,
+    /// When the current version was made (`created_at` for version 1).
+    pub version_at: i64,
 }
 
 impl ClipRecord {
@@ -183,6 +197,79 @@ impl ClipRecord {
     pub fn duration(&self) -> f64 {
         let removed: f64 = self.cuts.iter().map(|(a, b)| (b - a).max(0.0)).sum();
         (self.end - self.start - removed).max(0.0)
+    }
+
+    /// The current version as a history entry (`bytes`: its files' bytes
+    /// counted against the quota).
+    pub fn current(&self, bytes: u64) -> ClipVersion {
+        ClipVersion {
+            version: self.version,
+            title: self.title.clone(),
+            start: self.start,
+            end: self.end,
+            cuts: self.cuts.clone(),
+            layout: self.layout.clone(),
+            quality: self.quality.clone(),
+            video_key: self.video_key.clone(),
+            subtitle_key: self.subtitle_key.clone(),
+            vtt_key: self.vtt_key.clone(),
+            thumbnail_key: self.thumbnail_key.clone(),
+            segments: self.segments.clone(),
+            edits: self.edits.clone(),
+            created_at: self.version_at,
+            bytes,
+        }
+    }
+
+    /// Makes `v` the current version; the one it replaces joins the
+    /// history (with `bytes` of its own, kept from its entry).
+    pub fn make_current(&mut self, v: ClipVersion) {
+        // Version 0 (an added clip before its first render) had no files.
+        if self.version > 0 {
+            let old = self.current(self.current_bytes);
+            self.history.push(old);
+        }
+        self.version = v.version;
+        self.title = v.title;
+        self.start = v.start;
+        self.end = v.end;
+        self.cuts = v.cuts;
+        self.layout = v.layout;
+        self.quality = v.quality;
+        self.video_key = v.video_key;
+        self.subtitle_key = v.subtitle_key;
+        self.vtt_key = v.vtt_key;
+        self.thumbnail_key = v.thumbnail_key;
+        self.segments = v.segments;
+        self.edits = v.edits;
+        self.version_at = v.created_at;
+        self.current_bytes = v.bytes;
+    }
+
+    /// False for a clip added after processing until its first render is
+    /// done (version 0: no files yet).
+    pub fn playable(&self) -> bool {
+        self.version > 0
+    }
+
+    /// The newest version number used so far (a running render's included).
+    pub fn latest_version(&self) -> u32 {
+        let rendering = self
+            .render
+            .as_ref()
+            .filter(|r| r.state == super::clip_history::RenderState::Rendering)
+            .map_or(0, |r| r.version);
+        self.history
+            .iter()
+            .map(|v| v.version)
+            .chain([self.version, rendering])
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Bytes of every version's files counted against the quota.
+    pub fn counted_bytes(&self) -> u64 {
+        self.current_bytes + self.history.iter().map(|v| v.bytes).sum::<u64>()
     }
 }
 // Its stored versions (`Record` impl): `project_versions.rs`.

@@ -6,10 +6,9 @@
 //! tuples exactly like one sequence) and given the defaults of later fields.
 
 use super::events::{ProjectEvent, ProjectEventBody};
-use super::records::{ClipRecord, ProjectRecord, ProjectState, SegmentRecord, Source};
+use super::records::{ProjectRecord, ProjectState, Source};
 use crate::captions::template::CaptionStyleV1;
 use crate::project::reframe::{AspectRatio, Layout};
-use crate::project::stages::reasons::ClipScores;
 use crate::project::stages::Stage;
 use crate::storage::kv::Result;
 use crate::storage::record::{decode_payload, Record};
@@ -210,99 +209,6 @@ fn from_v1((head, tail): ProjectRecordV1) -> ProjectRecord {
             remove_fillers: false,
             language_given: false,
             language_probability: None,
-        }
-    }
-}
-
-/// A clip as stored by version 1 (before `layout`), its fields in order.
-type ClipRecordV1 = (
-    String,
-    String,
-    u32,
-    String,
-    u8,
-    f64,
-    f64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Vec<SegmentRecord>,
-    i64,
-);
-
-/// A clip as stored by version 2: version 1's fields, then `layout`,
-/// `reason` and `scores`.
-type ClipRecordV2 = (ClipRecordV1, String, String, ClipScores);
-
-/// Version 3 added `cuts` (none: older clips were never cut inside);
-/// version 2 added `layout`, `reason` and `scores`; version 1 clips were all
-/// rendered by the single-face reframe and are read as `single`, with no
-/// reason and zero sub-scores (what they did not record).
-impl Record for ClipRecord {
-    const KIND: &'static str = "clip";
-    const VERSION: u16 = 3;
-
-    fn upgrade(version: u16, payload: &[u8]) -> Result<Self> {
-        match version {
-            1 => Ok(clip_from_v1(decode_payload(payload)?)),
-            2 => {
-                let (v1, layout, reason, scores): ClipRecordV2 = decode_payload(payload)?;
-                Ok(ClipRecord {
-                    layout,
-                    reason,
-                    scores,
-                    ..clip_from_v1(v1)
-                })
-            }
-            _ => Err(crate::storage::error::StorageError::Version {
-                kind: Self::KIND,
-                found: version,
-                supported: Self::VERSION,
-            }),
-        }
-    }
-}
-
-/// A version-1 clip with the defaults of every later field.
-fn clip_from_v1(v1: ClipRecordV1) -> ClipRecord {
-    {
-        let (
-            id,
-            project_id,
-            index,
-            title,
-            score,
-            start,
-            end,
-            quality,
-            video_key,
-            subtitle_key,
-            vtt_key,
-            thumbnail_key,
-            segments,
-            created_at,
-        ) = v1;
-        ClipRecord {
-            id,
-            project_id,
-            index,
-            title,
-            score,
-            start,
-            end,
-            quality,
-            video_key,
-            subtitle_key,
-            vtt_key,
-            thumbnail_key,
-            segments,
-            created_at,
-            layout: Layout::Single.as_str().into(),
-            reason: String::new(),
-            scores: ClipScores::default(),
-            cuts: Vec::new(),
         }
     }
 }
@@ -509,47 +415,5 @@ mod tests {
         bincode::serde::encode_into_std_write(&bad, &mut bytes, bincode::config::standard())
             .unwrap();
         assert!(kv::decode::<ProjectEvent>(&bytes).is_err());
-    }
-
-    #[test]
-    fn first_version_clips_are_read_as_single() {
-        let seg = SegmentRecord {
-            id: "s".into(),
-            start: 0.0,
-            end: 1.0,
-            text: "hi".into(),
-        };
-        let v1: ClipRecordV1 = (
-            "c1".into(),
-            "p1".into(),
-            1,
-            "Title".into(),
-            80,
-            1.0,
-            9.0,
-            "1080p".into(),
-            "v".into(),
-            "s".into(),
-            "t".into(),
-            "j".into(),
-            vec![seg],
-            5,
-        );
-        let mut bytes = crate::storage::record::header(1);
-        bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard())
-            .unwrap();
-        let c: ClipRecord = kv::decode(&bytes).expect("upgraded");
-        assert_eq!((c.id.as_str(), c.index, c.created_at), ("c1", 1, 5));
-        assert_eq!(c.layout, "single");
-        assert_eq!((c.reason.as_str(), &c.scores), ("", &ClipScores::default()));
-        let mut now = c.clone();
-        now.layout = "split".into();
-        now.reason = "Opens with a strong hook (hook 80).".into();
-        now.scores.prompt_match = Some(40);
-        now.cuts = vec![(2.0, 2.4)];
-        assert_eq!(
-            kv::decode::<ClipRecord>(&kv::encode(&now).unwrap()).unwrap(),
-            now
-        );
     }
 }

@@ -251,6 +251,7 @@ impl Publishing {
         self.services
             .blocking(move |kv| records::find_clip(kv, &uid, &cid))
             .await?
+            .filter(ClipRecord::playable)
             .ok_or(PublishError::NotFound("clip"))
     }
 
@@ -313,7 +314,12 @@ impl Publishing {
             .services
             .blocking(move |kv| {
                 Ok(match records::load_project(kv, &uid, &pid)? {
-                    Some(_) => Some(records::load_clips(kv, &pid)?),
+                    Some(_) => Some(
+                        records::load_clips(kv, &pid)?
+                            .into_iter()
+                            .filter(ClipRecord::playable)
+                            .collect::<Vec<_>>(),
+                    ),
                     None => None,
                 })
             })

@@ -184,7 +184,10 @@ impl Services {
         let clips = self
             .blocking(move |kv| records::load_clips(kv, &pid))
             .await
-            .map_err(|e| ExportError::Storage(format!("loading clips: {e}")))?;
+            .map_err(|e| ExportError::Storage(format!("loading clips: {e}")))?
+            .into_iter()
+            .filter(ClipRecord::playable)
+            .collect::<Vec<_>>();
         // Absent for projects finished before exports existed.
         let stored = match self.objects.get_bytes(&source_key(&p.id)).await {
             Ok(bytes) => serde_json::from_slice(&bytes).ok(),

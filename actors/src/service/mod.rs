@@ -17,6 +17,11 @@ use crate::storage::leases::Fence;
 use crate::storage::objects::ObjectStore;
 use crate::webhooks::Subject;
 
+mod clip_add;
+pub mod clip_edit;
+mod clip_render;
+mod clip_settle;
+mod edit_kit;
 pub mod export;
 mod handoff;
 mod leases;
@@ -54,6 +59,8 @@ pub struct Settings {
     pub stage_retries: u32,
     pub workers: usize,
     pub max_clips: usize,
+    /// Clip renders per account at once on this node (`clip_render`).
+    pub renders_per_account: usize,
     pub idle: Duration,
     /// The optional LLM re-ranker of clip candidates (off when `None`).
     pub rerank: Option<crate::project::stages::rerank::RerankConfig>,
@@ -81,6 +88,8 @@ pub struct Services {
     pub stage_jobs: std::sync::atomic::AtomicU32,
     /// The node's supervision tree (`crate::supervisor`).
     pub tree: Arc<crate::supervisor::Tree>,
+    /// Clip renders per account on this node (`clip_render`).
+    renders: clip_render::RenderCounts,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
@@ -110,6 +119,7 @@ impl Services {
             cluster: std::sync::OnceLock::new(),
             stage_jobs: std::sync::atomic::AtomicU32::new(0),
             tree,
+            renders: Default::default(),
             projects: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             listings_gen: std::sync::atomic::AtomicU64::new(0),
@@ -235,6 +245,13 @@ impl Services {
         for p in unfinished {
             tracing::info!(project_id = %p.id, state = p.state.as_str(), "resuming project");
             self.start_project(p).await?;
+        }
+        let renders = self.fail_interrupted_renders().await?;
+        if renders > 0 {
+            tracing::warn!(
+                renders,
+                "clip renders interrupted by the restart were failed"
+            );
         }
         Ok(n)
     }
@@ -466,37 +483,48 @@ impl Services {
     pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let order = records::order_key(project);
-        self.blocking(move |kv| {
-            let mut ops = vec![
-                KvOp::Delete {
-                    tree: records::PROJECTS.into(),
-                    key: records::project_key(&user, &pid),
-                },
-                KvOp::Delete {
-                    tree: records::PROJECT_OWNER.into(),
-                    key: pid.as_bytes().to_vec(),
-                },
-                KvOp::Delete {
-                    tree: records::PROJECT_ORDER.into(),
-                    key: order,
-                },
-            ];
-            for (k, _) in kv.scan_prefix(records::CLIPS, format!("{pid}/").as_bytes())? {
-                ops.push(KvOp::Delete {
-                    tree: records::CLIPS.into(),
-                    key: k,
-                });
-            }
-            for (k, _) in kv.scan_prefix(records::EVENTS, format!("{pid}/").as_bytes())? {
-                ops.push(KvOp::Delete {
-                    tree: records::EVENTS.into(),
-                    key: k,
-                });
-            }
-            kv.apply(ops)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
+        let counted = self
+            .blocking(move |kv| {
+                let mut ops = vec![
+                    KvOp::Delete {
+                        tree: records::PROJECTS.into(),
+                        key: records::project_key(&user, &pid),
+                    },
+                    KvOp::Delete {
+                        tree: records::PROJECT_OWNER.into(),
+                        key: pid.as_bytes().to_vec(),
+                    },
+                    KvOp::Delete {
+                        tree: records::PROJECT_ORDER.into(),
+                        key: order,
+                    },
+                ];
+                // Edited versions' bytes were counted against the quota.
+                let mut counted = 0u64;
+                for (k, v) in kv.scan_prefix(records::CLIPS, format!("{pid}/").as_bytes())? {
+                    counted += kv::decode::<ClipRecord>(&v).map_or(0, |c| c.counted_bytes());
+                    ops.push(KvOp::Delete {
+                        tree: records::CLIPS.into(),
+                        key: k,
+                    });
+                }
+                for (k, _) in kv.scan_prefix(records::EVENTS, format!("{pid}/").as_bytes())? {
+                    ops.push(KvOp::Delete {
+                        tree: records::EVENTS.into(),
+                        key: k,
+                    });
+                }
+                kv.apply(ops)?;
+                Ok(counted)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if counted > 0 {
+            let uid = project.user_id.clone();
+            self.with_account(&project.user_id, move |a| a.remove_storage(&uid, counted))
+                .await?
+                .map_err(|e| e.to_string())?;
+        }
         self.projects_changed(&project.user_id);
         self.objects
             .delete_prefix(&format!("projects/{}/", project.id))

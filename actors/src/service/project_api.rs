@@ -40,12 +40,19 @@ pub enum ProjectError {
     Processing(ProjectState),
     /// The account refused (credits, plan, template…).
     Account(AccountError),
+    /// The resource's state does not allow it (`code` names why).
+    Conflict { code: &'static str, message: String },
+    /// Too much of this at once: try again after `retry_after_secs`.
+    Busy {
+        retry_after_secs: u64,
+        message: String,
+    },
     /// Storage or actor failure; the text is for logs only.
     Internal(String),
 }
 
 impl ProjectError {
-    fn internal(context: &str, e: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(context: &str, e: impl std::fmt::Display) -> Self {
         ProjectError::Internal(format!("{context}: {e}"))
     }
 }
@@ -292,73 +299,6 @@ impl Services {
             .await
             .map_err(|e| ProjectError::internal("loading clips", e))?;
         Ok((p, clips))
-    }
-
-    /// Gives clip `clip_id` of the user's completed project `project_id` a
-    /// new title (one line, 1 to [`CLIP_TITLE_MAX_CHARS`] characters; no
-    /// render: the title is not drawn in the video). The write is
-    /// conditional on the clip as read, so a clip deleted meanwhile (its
-    /// project deleted) is not written back.
-    pub async fn retitle_clip(
-        &self,
-        user_id: &str,
-        project_id: &str,
-        clip_id: &str,
-        title: &str,
-    ) -> Result<ClipRecord, ProjectError> {
-        let title = title.trim().to_string();
-        let chars = title.chars().count();
-        if chars == 0 || chars > CLIP_TITLE_MAX_CHARS || !text::line_ok(&title) {
-            return Err(ProjectError::Invalid {
-                field: "title",
-                message: format!(
-                    "must be 1 to {CLIP_TITLE_MAX_CHARS} characters on one line, without control characters"
-                ),
-            });
-        }
-        let p = self.project(user_id, project_id).await?;
-        if !p.state.is_terminal() {
-            return Err(ProjectError::Processing(p.state));
-        }
-        let (pid, cid) = (p.id.clone(), clip_id.to_string());
-        let edited = self
-            .blocking(move |kv| {
-                let Some(old) = records::load_clips(kv, &pid)?
-                    .into_iter()
-                    .find(|c| c.id == cid)
-                else {
-                    return Ok(None);
-                };
-                let key = records::clip_key(&pid, old.index);
-                // The bytes as stored (an older record version re-encodes
-                // differently).
-                let Some(stored) = kv.get(records::CLIPS, &key)? else {
-                    return Ok(None);
-                };
-                let mut new: ClipRecord = kv::decode(&stored)?;
-                new.title = title;
-                kv.apply(vec![
-                    kv::KvOp::Expect {
-                        tree: records::CLIPS.into(),
-                        key: key.clone(),
-                        value: Some(stored),
-                    },
-                    kv::KvOp::Put {
-                        tree: records::CLIPS.into(),
-                        key,
-                        value: kv::encode(&new)?,
-                    },
-                ])?;
-                Ok(Some(new))
-            })
-            .await
-            .map_err(|e| match e {
-                kv::StorageError::Conflict(_) => ProjectError::NotFound("clip"),
-                e => ProjectError::internal("editing a clip", e),
-            })?
-            .ok_or(ProjectError::NotFound("clip"))?;
-        self.projects_changed(user_id);
-        Ok(edited)
     }
 
     /// Cancels a running project: its stage stops (child processes

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use super::Services;
 use crate::media::whisper::WhisperModel;
+use crate::project::clip_history::framing_key;
 use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
-use crate::project::stages::caption::CaptionOptions;
+use crate::project::stages::caption::{CaptionOptions, RenderedClip};
 use crate::project::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
 use crate::project::stages::score::preset_range;
 use crate::project::stages::{Progress, Stage, StageCtx, StageError};
@@ -128,7 +129,11 @@ pub async fn run_stage_in(
     };
     let enc_ctx = StageCtx::new(ctx.cancel.clone(), encode_progress);
     match run_in(stage, dir, &params, services.as_ref(), &enc_ctx).await? {
-        Outcome::Captioned(c) => store_rendered(&services, &project, c, &ctx).await.map(Some),
+        Outcome::Captioned(c) => {
+            let stored = store_rendered(&services, &project, c, &ctx).await?;
+            super::edit_kit::save(&services, &project, dir).await?;
+            Ok(Some(stored))
+        }
         _ => Err(StageError::Io("the caption stage rendered nothing".into())),
     }
 }
@@ -150,28 +155,10 @@ async fn store_rendered(
     for c in &rendered {
         ctx.check_cancelled()?;
         let base = format!("projects/{}/clip-{}", project.id, c.index);
-        let keys = [
-            (format!("{base}.mp4"), &c.video, "video/mp4"),
-            (format!("{base}.srt"), &c.srt, "application/x-subrip"),
-            (format!("{base}.vtt"), &c.vtt, "text/vtt"),
-            (format!("{base}.jpg"), &c.thumbnail, "image/jpeg"),
-        ];
-        for (key, path, ctype) in &keys {
-            services
-                .objects
-                .put_file(key, path, ctype)
-                .await
-                .map_err(|e| StageError::Io(format!("storing clip {}: {e}", c.index)))?;
-        }
-        let segments = crate::transcript::sentences_from_words(&c.words)
-            .into_iter()
-            .map(|s| SegmentRecord {
-                id: uuid::Uuid::new_v4().to_string(),
-                start: s.start,
-                end: s.end,
-                text: s.text,
-            })
-            .collect();
+        let (keys, _) = store_clip_files(services, &base, c)
+            .await
+            .map_err(|e| StageError::Io(format!("storing clip {}: {e}", c.index)))?;
+        let segments = segments_of(&c.words);
         clips.push(ClipRecord {
             id: uuid::Uuid::new_v4().to_string(),
             project_id: project.id.clone(),
@@ -181,16 +168,22 @@ async fn store_rendered(
             start: c.plan.start,
             end: c.plan.end,
             quality: c.quality.clone(),
-            video_key: keys[0].0.clone(),
-            subtitle_key: keys[1].0.clone(),
-            vtt_key: keys[2].0.clone(),
-            thumbnail_key: keys[3].0.clone(),
+            video_key: keys[0].clone(),
+            subtitle_key: keys[1].clone(),
+            vtt_key: keys[2].clone(),
+            thumbnail_key: keys[3].clone(),
             segments,
             created_at: now,
             layout: c.layout.as_str().into(),
             reason: c.plan.reason.clone(),
             scores: c.plan.scores.clone(),
             cuts: c.plan.cuts.clone(),
+            version: 1,
+            edits: Default::default(),
+            history: Vec::new(),
+            render: None,
+            current_bytes: 0,
+            version_at: now,
         });
     }
     // What editor exports need to know about the source (service/export.rs).
@@ -211,4 +204,51 @@ async fn store_rendered(
         language: transcript.language.clone(),
         language_probability: transcript.language_probability,
     })
+}
+
+/// Stores a rendered clip's video, SRT, WebVTT and thumbnail as
+/// `<base>.mp4|srt|vtt|jpg` and the framing it was drawn with next to the
+/// video; returns the four keys (in that order) and the bytes stored.
+pub(super) async fn store_clip_files(
+    services: &Services,
+    base: &str,
+    c: &RenderedClip,
+) -> Result<([String; 4], u64), String> {
+    let files = [
+        (format!("{base}.mp4"), &c.video, "video/mp4"),
+        (format!("{base}.srt"), &c.srt, "application/x-subrip"),
+        (format!("{base}.vtt"), &c.vtt, "text/vtt"),
+        (format!("{base}.jpg"), &c.thumbnail, "image/jpeg"),
+    ];
+    let mut bytes = 0;
+    for (key, path, ctype) in &files {
+        bytes += services
+            .objects
+            .put_file(key, path, ctype)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(framing) = &c.framing {
+        let json = serde_json::to_vec(framing).map_err(|e| e.to_string())?;
+        bytes += json.len() as u64;
+        services
+            .objects
+            .put_bytes(&framing_key(&files[0].0), json, "application/json")
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok((files.map(|(k, _, _)| k), bytes))
+}
+
+/// A clip's transcript segments (sentences) from its words.
+pub(super) fn segments_of(words: &[crate::transcript::Word]) -> Vec<SegmentRecord> {
+    crate::transcript::sentences_from_words(words)
+        .into_iter()
+        .map(|s| SegmentRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            start: s.start,
+            end: s.end,
+            text: s.text,
+        })
+        .collect()
 }

@@ -55,13 +55,17 @@ pub enum EventType {
     CreditsLow,
     /// Sent only by `POST /api/webhooks/{id}/test`, to that webhook.
     Test,
+    /// An edited or added clip's new version was rendered (after `Test`:
+    /// bincode numbers variants in order).
+    ClipRendered,
 }
 
 impl EventType {
     /// The types a webhook may subscribe to.
-    pub const SUBSCRIBABLE: [EventType; 5] = [
+    pub const SUBSCRIBABLE: [EventType; 6] = [
         EventType::ProjectCompleted,
         EventType::ProjectFailed,
+        EventType::ClipRendered,
         EventType::PostPublished,
         EventType::PostFailed,
         EventType::CreditsLow,
@@ -75,6 +79,7 @@ impl EventType {
             EventType::PostFailed => "post.failed",
             EventType::CreditsLow => "credits.low",
             EventType::Test => "webhook.test",
+            EventType::ClipRendered => "clip.rendered",
         }
     }
 
@@ -99,6 +104,8 @@ pub enum Subject {
     Test {
         webhook_id: String,
     },
+    /// An encoded `ClipRecord`.
+    Clip(Vec<u8>),
 }
 
 /// A registered endpoint.

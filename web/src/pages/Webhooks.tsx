@@ -4,7 +4,7 @@ import type { CreatedWebhook, DeliveryPage, Webhook, WebhookEventType, WebhookLi
 import { ErrorBox, Loading, tk, useAction, useLoad } from "../components/ui";
 import { formatDate, t } from "../i18n";
 
-const EVENTS: WebhookEventType[] = ["project.completed", "project.failed", "post.published", "post.failed", "credits.low"];
+const EVENTS: WebhookEventType[] = ["project.completed", "project.failed", "clip.rendered", "post.published", "post.failed", "credits.low"];
 const eventName = (e: string) => tk(`event_${e.replace(".", "_")}`);
 
 /** Webhooks: add (the signing secret shown once), list, test, delivery log with redeliver, delete. */

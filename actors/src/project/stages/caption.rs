@@ -93,6 +93,10 @@ pub struct RenderedClip {
     /// Where the clip's time went (for benchmarks).
     #[serde(default)]
     pub seconds: ClipSeconds,
+    /// How it was framed, for what: an edit that keeps the range, frame
+    /// and layout draws it again without analysing the faces.
+    #[serde(default)]
+    pub framing: Option<Preframed>,
 }
 
 /// Wall times of one clip's steps. Faces and loudness run at the same time
@@ -243,7 +247,9 @@ async fn prepare(
     } else {
         &transcript.words[..]
     };
-    let words = fillers::clip_words(candidates, plan.start, plan.end, &plan.cuts);
+    // A word the editor left out has empty text.
+    let mut words = fillers::clip_words(candidates, plan.start, plan.end, &plan.cuts);
+    words.retain(|w| !w.text.trim().is_empty());
     // Filler cuts: audio inside them is dropped before it is measured.
     let (_, audio_cut) = graph::cut_filters(&plan.cuts, plan.start);
 
@@ -510,6 +516,15 @@ async fn encode(
     std::fs::write(&vtt, to_vtt(&cues)).map_err(|e| StageError::io("writing subtitles", e))?;
     progress(1.0);
     seconds.encode = started.elapsed().as_secs_f64();
+    let used = Preframed {
+        start: plan.start,
+        duration,
+        width: opts.width,
+        height: opts.height,
+        requested: opts.layout,
+        framing: framing.clone(),
+        seconds: seconds.faces,
+    };
 
     let segments = crate::transcript::sentences_from_words(&words)
         .into_iter()
@@ -532,6 +547,7 @@ async fn encode(
         segments,
         words,
         seconds,
+        framing: Some(used),
     })
 }
 

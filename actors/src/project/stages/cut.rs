@@ -248,9 +248,13 @@ async fn plan(
         }
     }
     ctx.progress.done();
-    Ok(candidates
-        .into_iter()
-        .map(|c| ClipPlan {
+    Ok(candidates.into_iter().map(ClipPlan::from).collect())
+}
+
+/// A candidate as a plan (no cuts yet).
+impl From<score::Candidate> for ClipPlan {
+    fn from(c: score::Candidate) -> Self {
+        ClipPlan {
             start: c.start,
             end: c.end,
             score: c.score,
@@ -260,8 +264,8 @@ async fn plan(
             reason: c.reason,
             scores: c.scores,
             cuts: Vec::new(),
-        })
-        .collect())
+        }
+    }
 }
 
 /// The shortest clips the `auto` preset looks for when none of its range

@@ -1,0 +1,290 @@
+//! Rendering one new version of an edited clip (issue 29): only the caption
+//! stage, for that clip, from what the project kept (`edit_kit`: no new
+//! transcription; the faces are analysed again only when the range, frame
+//! or layout changed). The render waits for a slot of the node's worker
+//! pool; its progress, its end (`render` events, then `clip` and
+//! `completed` again) go to the project's event stream. The new files get
+//! their own keys (`clip-<n>-v<version>.*`) and the clip record switches
+//! to them in one conditional write, so the clip always plays a complete
+//! version: a failed, panicked or interrupted render leaves the previous
+//! one current and says why on the clip.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::edit_kit;
+use super::Services;
+use crate::project::clip_history::{framing_key, ClipEdits, ClipRender, ClipVersion};
+use crate::project::edit;
+use crate::project::events::{ProjectEventBody, RenderEvent};
+use crate::project::records::{now_ms, ClipRecord, ProjectRecord};
+use crate::project::stages::ahead::Preframed;
+use crate::project::stages::caption::{self, CaptionOptions};
+use crate::project::stages::cut::ClipPlan;
+use crate::project::stages::{Progress, StageCtx};
+
+/// A render still `rendering` after this long was left by a node that
+/// stopped and did not come back: it no longer blocks edits.
+const STALE_MS: i64 = 2 * 3600 * 1000;
+/// Progress events are written at most every this many percent.
+const PROGRESS_STEP: u8 = 10;
+
+/// What a new version is made of.
+#[derive(Clone, Debug)]
+pub struct RenderJob {
+    pub version: u32,
+    pub title: String,
+    pub start: f64,
+    pub end: f64,
+    pub edits: ClipEdits,
+}
+
+/// True when a `rendering` render is too old to be running.
+pub fn stale(r: &ClipRender) -> bool {
+    now_ms() - r.started_at > STALE_MS
+}
+
+/// Renders running or waiting per account on this node.
+#[derive(Default)]
+pub struct RenderCounts(Mutex<HashMap<String, usize>>);
+
+/// One of an account's `renders_per_account` render slots, given back
+/// when dropped.
+pub struct RenderSlot {
+    services: Arc<Services>,
+    user_id: String,
+}
+
+impl RenderSlot {
+    pub fn take(services: &Arc<Services>, user_id: &str) -> Option<Self> {
+        let mut counts = services.renders.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(user_id.to_string()).or_insert(0);
+        if *n >= services.settings.renders_per_account {
+            return None;
+        }
+        *n += 1;
+        Some(Self {
+            services: services.clone(),
+            user_id: user_id.to_string(),
+        })
+    }
+}
+
+impl Drop for RenderSlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .services
+            .renders
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(&self.user_id) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.user_id);
+            }
+        }
+    }
+}
+
+/// Runs the renders one after the other in a task of their own, which
+/// always records how each ended (a panic inside one is caught and
+/// recorded as its failure).
+pub fn spawn(
+    services: Arc<Services>,
+    project: ProjectRecord,
+    jobs: Vec<(ClipRecord, RenderJob)>,
+    slot: RenderSlot,
+) {
+    tokio::spawn(async move {
+        let _slot = slot;
+        for (clip, job) in jobs {
+            render_one(&services, &project, clip, job).await;
+        }
+    });
+}
+
+async fn render_one(
+    services: &Arc<Services>,
+    project: &ProjectRecord,
+    clip: ClipRecord,
+    job: RenderJob,
+) {
+    {
+        let (tx, mut rx) = tokio::sync::watch::channel(0u8);
+        // Its own task, so a panic in it reaches this one as a JoinError.
+        let inner = {
+            let (s, p, c, j) = (services.clone(), project.clone(), clip.clone(), job.clone());
+            tokio::spawn(async move { render(&s, &p, &c, &j, tx).await })
+        };
+        let rendering = async {
+            inner
+                .await
+                .unwrap_or_else(|_| Err("the render stopped unexpectedly".to_string()))
+        };
+        let reporting = async {
+            let mut written = 0u8;
+            while rx.changed().await.is_ok() {
+                let pct = *rx.borrow_and_update();
+                if pct >= written.saturating_add(PROGRESS_STEP) && pct < 100 {
+                    written = pct;
+                    let body = render_event(&clip, job.version, "rendering", pct, None);
+                    services.append_event(project, body).await;
+                }
+            }
+        };
+        let (outcome, ()) = tokio::join!(rendering, reporting);
+        services.finish_render(project, &clip, &job, outcome).await;
+    }
+}
+
+pub(super) fn render_event(
+    clip: &ClipRecord,
+    version: u32,
+    state: &str,
+    percent: u8,
+    message: Option<String>,
+) -> ProjectEventBody {
+    ProjectEventBody::Render(RenderEvent {
+        project_id: clip.project_id.clone(),
+        clip_id: clip.id.clone(),
+        version,
+        state: state.into(),
+        percent,
+        message,
+    })
+}
+
+/// The files of the new version, stored, and their bytes.
+async fn render(
+    services: &Arc<Services>,
+    project: &ProjectRecord,
+    clip: &ClipRecord,
+    job: &RenderJob,
+    progress: tokio::sync::watch::Sender<u8>,
+) -> Result<ClipVersion, String> {
+    let _permit = services
+        .pool
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| "the node is shutting down".to_string())?;
+    services
+        .append_event(
+            project,
+            render_event(clip, job.version, "rendering", 0, None),
+        )
+        .await;
+    let kit = edit_kit::load(services, &project.id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let work = services.settings.data_dir.join("work");
+    std::fs::create_dir_all(&work).map_err(|e| format!("creating a work folder: {e}"))?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("edit-{}-", clip.id))
+        .tempdir_in(&work)
+        .map_err(|e| format!("creating a work folder: {e}"))?;
+    let source = edit_kit::fetch_source(services, project, dir.path())
+        .await
+        .map_err(|e| e.to_string())?;
+    let transcript = edit::fixed_transcript(&kit.transcript, &job.edits);
+    let base = kit
+        .plans
+        .get((clip.index as usize).wrapping_sub(1))
+        .cloned()
+        .unwrap_or_else(|| plan_of(clip));
+    let mut plan = edit::plan_for(
+        &transcript,
+        &base,
+        job.start,
+        job.end,
+        project.remove_fillers,
+    );
+    plan.title = job.title.clone();
+
+    let style = job
+        .edits
+        .style
+        .clone()
+        .unwrap_or_else(|| project.style.clone());
+    let mut opts = CaptionOptions::new(dir.path().join("out"), style);
+    opts.x264_preset = services.settings.x264_preset.clone();
+    (opts.width, opts.height) = job
+        .edits
+        .aspect_ratio
+        .unwrap_or(project.aspect_ratio)
+        .size();
+    opts.layout = job.edits.layout.unwrap_or(project.layout);
+    // The current version's framing, used when it fits (same range, frame
+    // and layout asked for).
+    let framed: Option<Preframed> = services
+        .objects
+        .get_bytes(&framing_key(&clip.video_key))
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    crate::faults::check(crate::faults::Point::Render);
+    if crate::faults::hit(crate::faults::Point::RenderStall) {
+        std::future::pending::<()>().await;
+    }
+    let ctx = StageCtx::new(
+        tokio_util::sync::CancellationToken::new(),
+        Progress::new(move |pct| {
+            let _ = progress.send(pct.min(95));
+        }),
+    );
+    let rendered = caption::run_stage(
+        &source,
+        &kit.media,
+        &transcript,
+        std::slice::from_ref(&plan),
+        framed,
+        &opts,
+        &ctx,
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .pop()
+    .ok_or("nothing was rendered")?;
+
+    let base_key = format!(
+        "projects/{}/clip-{}-v{}",
+        project.id, clip.index, job.version
+    );
+    let (keys, bytes) = super::work::store_clip_files(services, &base_key, &rendered)
+        .await
+        .map_err(|e| format!("storing the clip: {e}"))?;
+    let segments = super::work::segments_of(&rendered.words);
+    Ok(ClipVersion {
+        version: job.version,
+        title: job.title.clone(),
+        start: plan.start,
+        end: plan.end,
+        cuts: plan.cuts.clone(),
+        layout: rendered.layout.as_str().into(),
+        quality: rendered.quality.clone(),
+        video_key: keys[0].clone(),
+        subtitle_key: keys[1].clone(),
+        vtt_key: keys[2].clone(),
+        thumbnail_key: keys[3].clone(),
+        segments,
+        edits: job.edits.clone(),
+        created_at: now_ms(),
+        bytes,
+    })
+}
+
+/// A plan for a clip the kept plans do not have (added by the user).
+fn plan_of(clip: &ClipRecord) -> ClipPlan {
+    ClipPlan {
+        start: clip.start,
+        end: clip.end,
+        score: clip.score,
+        title: clip.title.clone(),
+        first_word: 0,
+        end_word: 0,
+        reason: clip.reason.clone(),
+        scores: clip.scores.clone(),
+        cuts: clip.cuts.clone(),
+    }
+}

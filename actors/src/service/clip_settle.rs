@@ -1,0 +1,398 @@
+//! How a clip render ends (issue 29): the new version made current in one
+//! conditional write with its notification and webhook deliveries, or the
+//! failure recorded on the clip (an added clip that never rendered is
+//! removed); the project's `render`, `clip` and `completed` events; the
+//! renders a restart interrupted. The render itself: `clip_render.rs`.
+
+use std::sync::Arc;
+
+use super::clip_render::{render_event, stale, RenderJob};
+use super::Services;
+use crate::accounts::{AccountError, NotificationKind};
+use crate::project::clip_history::{ClipVersion, RenderState};
+use crate::project::events::{ProjectEvent, ProjectEventBody};
+use crate::project::records::{self, ClipRecord, ProjectRecord};
+use crate::storage::kv::{self, KvOp};
+use crate::webhooks::Subject;
+
+impl Services {
+    /// Records how a render ended: the new version current (its bytes
+    /// counted against the owner's storage quota), or the failure on the
+    /// clip with its files removed; then the events.
+    pub(super) async fn finish_render(
+        &self,
+        project: &ProjectRecord,
+        clip: &ClipRecord,
+        job: &RenderJob,
+        outcome: Result<ClipVersion, String>,
+    ) {
+        let outcome = match outcome {
+            Ok(v) => self.count_storage(project, v).await,
+            Err(e) => Err(e),
+        };
+        let version = outcome.as_ref().ok().cloned();
+        let error = outcome.as_ref().err().cloned();
+        let announce = version.as_ref().map(|v| {
+            (
+                "Clip rendered".to_string(),
+                format!("Version {} of \"{}\" is ready.", v.version, v.title),
+            )
+        });
+        let saved = self
+            .settle(
+                project,
+                clip,
+                job.version,
+                announce,
+                move |c| match &version {
+                    Some(v) => {
+                        c.make_current(v.clone());
+                        c.render = None;
+                    }
+                    None => {
+                        if let Some(r) = &mut c.render {
+                            r.state = RenderState::Failed;
+                            r.error = error.clone();
+                        }
+                    }
+                },
+            )
+            .await;
+        match (&outcome, saved) {
+            (Ok(_), Some(c)) => {
+                tracing::info!(project_id = %project.id, clip_id = %clip.id, version = job.version, "clip rendered");
+                self.append_event(
+                    project,
+                    render_event(&c, job.version, "rendered", 100, None),
+                )
+                .await;
+                self.append_event(project, ProjectEventBody::clip(&project.id, &c))
+                    .await;
+            }
+            (Ok(v), None) => {
+                // The clip or its project went meanwhile.
+                self.drop_version_files(project, v).await;
+            }
+            (Err(e), _) => {
+                tracing::warn!(project_id = %project.id, clip_id = %clip.id, error = %e, "clip render failed");
+                if clip.version == 0 {
+                    // An added clip that never rendered goes again.
+                    self.discard_added_clip(project, clip).await;
+                }
+                let base = format!(
+                    "projects/{}/clip-{}-v{}.",
+                    project.id, clip.index, job.version
+                );
+                let _ = self.objects.delete_prefix(&base).await;
+                self.append_event(
+                    project,
+                    render_event(clip, job.version, "failed", 0, Some(e.clone())),
+                )
+                .await;
+            }
+        }
+        self.projects_changed(&project.user_id);
+        if !self.project_renders(&project.id).await {
+            self.append_event(project, ProjectEventBody::completed(project))
+                .await;
+        }
+    }
+
+    /// Removes an added clip whose first render failed, and takes it off
+    /// the project's clip count (one write, retried when the project moved).
+    async fn discard_added_clip(&self, project: &ProjectRecord, clip: &ClipRecord) {
+        let key = records::project_key(&project.user_id, &project.id);
+        let ckey = records::clip_key(&project.id, clip.index);
+        let cid = clip.id.clone();
+        for _ in 0..5 {
+            let (k, ck, cid) = (key.clone(), ckey.clone(), cid.clone());
+            let done = self
+                .blocking(move |kv| {
+                    let (Some(stored), Some(cstored)) =
+                        (kv.get(records::PROJECTS, &k)?, kv.get(records::CLIPS, &ck)?)
+                    else {
+                        return Ok(());
+                    };
+                    let c: ClipRecord = kv::decode(&cstored)?;
+                    if c.id != cid || c.version != 0 {
+                        return Ok(());
+                    }
+                    let mut p = records::decode_project(&stored)?;
+                    p.clip_count = p.clip_count.saturating_sub(1);
+                    kv.apply(vec![
+                        KvOp::Expect {
+                            tree: records::PROJECTS.into(),
+                            key: k.clone(),
+                            value: Some(stored),
+                        },
+                        KvOp::Expect {
+                            tree: records::CLIPS.into(),
+                            key: ck.clone(),
+                            value: Some(cstored),
+                        },
+                        records::put_project_op(&p)?,
+                        KvOp::Delete {
+                            tree: records::CLIPS.into(),
+                            key: ck,
+                        },
+                    ])
+                })
+                .await;
+            match done {
+                Ok(()) => return,
+                Err(kv::StorageError::Conflict(_)) => continue,
+                Err(e) => {
+                    tracing::error!(clip_id = %clip.id, error = %e, "cannot remove a clip that failed to render");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Counts the version's bytes against the owner's quota (or fails the
+    /// render, removing its files, when they do not fit).
+    async fn count_storage(
+        &self,
+        project: &ProjectRecord,
+        v: ClipVersion,
+    ) -> Result<ClipVersion, String> {
+        let (uid, bytes) = (project.user_id.clone(), v.bytes);
+        let counted = self
+            .with_account(&project.user_id, move |a| a.add_storage(&uid, bytes))
+            .await;
+        match counted {
+            Ok(Ok(_)) => Ok(v),
+            Ok(Err(e)) => {
+                self.drop_files(project, &v).await;
+                Err(e.to_string())
+            }
+            Err(e) => {
+                self.drop_files(project, &v).await;
+                Err(format!("the account could not be reached: {e}"))
+            }
+        }
+    }
+
+    async fn drop_files(&self, project: &ProjectRecord, v: &ClipVersion) {
+        if let Some(base) = v.video_key.strip_suffix("mp4") {
+            let _ = self.objects.delete_prefix(base).await;
+        }
+        let _ = project;
+    }
+
+    /// A version nobody will play: its files and counted bytes go.
+    async fn drop_version_files(&self, project: &ProjectRecord, v: &ClipVersion) {
+        self.drop_files(project, v).await;
+        let (uid, bytes) = (project.user_id.clone(), v.bytes);
+        let _ = self
+            .with_account(&project.user_id, move |a| a.remove_storage(&uid, bytes))
+            .await;
+    }
+
+    /// Applies `change` to the stored clip while its render is `version`
+    /// (retried when the record moved); `None` when the clip is gone or
+    /// another render took over. With `announce` (title, message), a
+    /// `clip_rendered` notification and its `clip.rendered` webhook
+    /// deliveries are written in the same atomic write.
+    async fn settle(
+        &self,
+        project: &ProjectRecord,
+        clip: &ClipRecord,
+        version: u32,
+        announce: Option<(String, String)>,
+        change: impl Fn(&mut ClipRecord) + Send + Sync + 'static,
+    ) -> Option<ClipRecord> {
+        let change = Arc::new(change);
+        let announce = Arc::new(announce);
+        let key = records::clip_key(&project.id, clip.index);
+        for _ in 0..5 {
+            let (k, cid, change) = (key.clone(), clip.id.clone(), change.clone());
+            let (accounts, announce) = (self.accounts.clone(), announce.clone());
+            let user = project.user_id.clone();
+            let done = self
+                .blocking(move |kv| {
+                    let Some(stored) = kv.get(records::CLIPS, &k)? else {
+                        return Ok(None);
+                    };
+                    let mut c: ClipRecord = kv::decode(&stored)?;
+                    if c.id != cid || c.render.as_ref().map(|r| r.version) != Some(version) {
+                        return Ok(None);
+                    }
+                    change(&mut c);
+                    let ops = vec![
+                        KvOp::Expect {
+                            tree: records::CLIPS.into(),
+                            key: k.clone(),
+                            value: Some(stored),
+                        },
+                        KvOp::Put {
+                            tree: records::CLIPS.into(),
+                            key: k,
+                            value: kv::encode(&c)?,
+                        },
+                    ];
+                    let Some((title, message)) = announce.as_ref() else {
+                        kv.apply(ops)?;
+                        return Ok(Some((c, false)));
+                    };
+                    let subject = Subject::Clip(kv::encode(&c)?);
+                    accounts
+                        .notify_with(
+                            &user,
+                            NotificationKind::ClipRendered,
+                            title,
+                            message,
+                            ops,
+                            Some(&subject),
+                            None,
+                        )
+                        .map_err(|e| match e {
+                            AccountError::Storage(e) => e,
+                            e => kv::StorageError::Backend(format!("notification: {e}")),
+                        })?;
+                    Ok(Some((c, true)))
+                })
+                .await;
+            match done {
+                Ok(Some((c, notified))) => {
+                    if notified {
+                        // Written outside the account's actor (versioned):
+                        // the memory it holds is stale now.
+                        self.users.unload(&project.user_id);
+                    }
+                    return Some(c);
+                }
+                Ok(None) => return None,
+                Err(kv::StorageError::Conflict(_)) => continue,
+                Err(e) => {
+                    tracing::error!(clip_id = %clip.id, error = %e, "cannot record a render's end");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// True while a clip of the project is rendering.
+    async fn project_renders(&self, project_id: &str) -> bool {
+        let pid = project_id.to_string();
+        self.blocking(move |kv| records::load_clips(kv, &pid))
+            .await
+            .map(|clips| {
+                clips.iter().any(|c| {
+                    c.render
+                        .as_ref()
+                        .is_some_and(|r| r.state == RenderState::Rendering && !stale(r))
+                })
+            })
+            .unwrap_or(false)
+    }
+
+    /// Stores an event after the project's last one (a write conditional on
+    /// the project as read, retried) and sends it to live subscribers.
+    pub(crate) async fn append_event(&self, project: &ProjectRecord, body: ProjectEventBody) {
+        let key = records::project_key(&project.user_id, &project.id);
+        for _ in 0..5 {
+            let (k, body) = (key.clone(), body.clone());
+            let done = self
+                .blocking(move |kv| {
+                    let Some(stored) = kv.get(records::PROJECTS, &k)? else {
+                        return Ok(None);
+                    };
+                    let mut p = records::decode_project(&stored)?;
+                    p.last_event += 1;
+                    let event = ProjectEvent {
+                        id: p.last_event,
+                        body,
+                    };
+                    kv.apply(vec![
+                        KvOp::Expect {
+                            tree: records::PROJECTS.into(),
+                            key: k.clone(),
+                            value: Some(stored),
+                        },
+                        KvOp::Put {
+                            tree: records::PROJECTS.into(),
+                            key: k,
+                            value: kv::encode(&p)?,
+                        },
+                        crate::project::events::event_op(&p.id, &event)?,
+                    ])?;
+                    Ok(Some(event))
+                })
+                .await;
+            match done {
+                Ok(Some(event)) => {
+                    self.hub.publish(&project.id, event);
+                    return;
+                }
+                Ok(None) => return,
+                Err(kv::StorageError::Conflict(_)) => continue,
+                Err(e) => {
+                    tracing::error!(project_id = %project.id, error = %e, "cannot store a project event");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// After a restart: this node's renders that were running are failed
+    /// (their clips keep the previous version), and their work folders go.
+    pub async fn fail_interrupted_renders(&self) -> Result<usize, String> {
+        if let Ok(entries) = std::fs::read_dir(self.settings.data_dir.join("work")) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("edit-") {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let node = self.node_label();
+        let clips = self
+            .blocking(move |kv| {
+                let mut out = Vec::new();
+                for (_, v) in kv.scan_prefix(records::CLIPS, b"")? {
+                    let c: ClipRecord = kv::decode(&v)?;
+                    if c.render
+                        .as_ref()
+                        .is_some_and(|r| r.state == RenderState::Rendering && r.node == node)
+                    {
+                        out.push(c);
+                    }
+                }
+                Ok(out)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let n = clips.len();
+        for c in clips {
+            let version = c.render.as_ref().map_or(0, |r| r.version);
+            let owner = self
+                .blocking({
+                    let pid = c.project_id.clone();
+                    move |kv| records::owner_of(kv, &pid)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(owner) = owner else { continue };
+            let project = self
+                .blocking({
+                    let pid = c.project_id.clone();
+                    move |kv| records::load_project(kv, &owner, &pid)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(project) = project else { continue };
+            let job = RenderJob {
+                version,
+                title: c.title.clone(),
+                start: c.start,
+                end: c.end,
+                edits: c.edits.clone(),
+            };
+            let why = "the server restarted during the render; the previous version is current"
+                .to_string();
+            self.finish_render(&project, &c, &job, Err(why)).await;
+        }
+        Ok(n)
+    }
+}
