@@ -387,7 +387,7 @@ impl ClipsApi {
         auth: Auth,
         id: Path<String>,
         clip_id: Path<String>,
-        version: Path<u32>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "4294967295")))] version: Path<u32>,
     ) -> ApiResult<Json<Clip>> {
         let clip = state
             .services

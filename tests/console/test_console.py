@@ -281,6 +281,38 @@ def main_path(run: Run):
             page.get_by_role("link", name="All files (ZIP)").click()
         assert open(d.value.path(), "rb").read(2) == b"PK", "not a ZIP"
 
+    def edit_clip():
+        # The editor: a word fixed (drawn live over the player before any
+        # render), the start nudged, saved and rendered as version 2, which
+        # plays; then version 1 restored (as version 3).
+        clip = page.get_by_role("article").first
+        clip.get_by_role("link", name=re.compile(r"^Edit: ")).click()
+        expect(page.get_by_role("heading", name=re.compile(r"^Edit “"))).to_be_visible()
+        video = page.locator(".editor-player video")
+        page.wait_for_function("v => v.readyState >= 1", arg=video.element_handle(), timeout=30_000)
+        words = page.get_by_role("group", name="Caption words").get_by_role("button")
+        expect(words.nth(2)).to_be_visible()
+        words.nth(1).click()
+        expect(words.nth(1)).to_have_attribute("aria-pressed", "true")
+        page.get_by_label(re.compile(r"^Text of the word at")).fill("Creators")
+        expect(page.get_by_test_id("caption-overlay")).to_contain_text("Creators")
+        page.get_by_role("button", name="Start 0.1 s later").click()
+        run.page_check("clip-editor")
+        page.get_by_role("button", name="Save and render").click()
+        expect(page.get_by_role("button", name="Restore version 1")).to_be_visible(timeout=600_000)
+        expect(page.locator(".meta").first).to_contain_text("Version 2")
+        expect(words.nth(1)).to_have_text("Creators")
+        video = page.locator(".editor-player video")
+        video.evaluate("v => { v.muted = true; return v.play(); }")
+        page.wait_for_function(
+            "v => v.readyState >= 2 && v.currentTime > 0.3", arg=video.element_handle(), timeout=30_000)
+        video.evaluate("v => v.pause()")
+        page.get_by_role("button", name="Restore version 1").click()
+        expect(page.get_by_role("button", name="Restore version 2")).to_be_visible()
+        expect(page.locator(".meta").first).to_contain_text("Version 3")
+        page.get_by_role("link", name="Back to projects").click()
+        expect(page.get_by_role("article").first).to_be_visible()
+
     def template():
         nav(page, "Caption templates")
         expect(page.get_by_role("heading", name="Caption templates")).to_be_visible()
@@ -579,7 +611,8 @@ def main_path(run: Run):
              ("415, 413, upload and create (keyboard)", upload_and_create),
              ("live progress to done", progress_to_done), ("play a clip", play_clip),
              ("rename a clip", rename_clip),
-             ("download SRT", download_srt), ("template", template), ("API keys", api_keys), ("webhooks", webhooks),
+             ("download SRT", download_srt), ("edit a clip: fix a word, trim, render, restore", edit_clip),
+             ("template", template), ("API keys", api_keys), ("webhooks", webhooks),
              ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),

@@ -11,6 +11,7 @@ import { Integrations } from "./pages/Integrations";
 import { NewProject } from "./pages/NewProject";
 import { Notifications } from "./pages/Notifications";
 import { Profile } from "./pages/Profile";
+import { ClipEditor } from "./pages/ClipEditor";
 import { ProjectPage } from "./pages/Project";
 import { Schedule } from "./pages/Schedule";
 import { Templates } from "./pages/Templates";
@@ -23,6 +24,7 @@ function Routes({ path }: { path: string }) {
   if (path === "/") return <Dashboard />;
   if (path === "/projects/new") return <NewProject />;
   if ((m = match("/projects/:id", path))) return <ProjectPage id={m.id} />;
+  if ((m = match("/projects/:id/clips/:clipId/edit", path))) return <ClipEditor projectId={m.id} clipId={m.clipId} />;
   if (path === "/templates") return <Templates />;
   if (path === "/schedule") return <Schedule />;
   if (path === "/integrations") return <Integrations />;

@@ -224,6 +224,15 @@ export interface ClipEvent {
   title: string;
   score: number;
 }
+/** Payload of the SSE `render` event (an edited clip's new version). */
+export interface RenderEvent {
+  projectId: string;
+  clipId: string;
+  version: number;
+  state: "rendering" | "rendered" | "failed";
+  percent: number;
+  message?: string | null;
+}
 /** Payload of `completed`, `failed` and `cancelled`. */
 export interface EndEvent {
   projectId: string;

@@ -47,9 +47,19 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
             <ErrorBox error={rename.error} />
           </form>
         ) : (
-          <button type="button" class="secondary small" onClick={() => setRenaming(true)} aria-label={`${t("renameClip")}: ${title}`}>
-            {t("renameClip")}
-          </button>
+          <div class="row">
+            <button type="button" class="secondary small" onClick={() => setRenaming(true)} aria-label={`${t("renameClip")}: ${title}`}>
+              {t("renameClip")}
+            </button>
+            <a class="button secondary small" href={`/projects/${clip.projectId}/clips/${clip.id}/edit`} aria-label={`${t("editClip")}: ${title}`}>
+              {t("editClip")}
+            </a>
+          </div>
+        )}
+        {clip.status !== "ready" && (
+          <p class={clip.status === "failed" ? "error small" : "small muted"} role="status">
+            {clip.status === "failed" ? t("renderFailed", { m: clip.renderError ?? "" }) : t("rendering")}
+          </p>
         )}
         <p class="meta">
           <span class="score" title={t("score", { n: Math.round(clip.score) })}>
