@@ -25,6 +25,7 @@ mod edit_kit;
 pub mod export;
 mod handoff;
 mod leases;
+mod removal;
 mod sessions;
 pub use handoff::HandOff;
 pub use sessions::Credential;
@@ -478,63 +479,6 @@ impl Services {
         self.metrics.project_finished("cancelled", 0.0);
     }
 
-    /// Deletes a project's records, events, clips and media, and its upload
-    /// when no other project uses it (see [`uploads`]).
-    pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
-        let (user, pid) = (project.user_id.clone(), project.id.clone());
-        let order = records::order_key(project);
-        let counted = self
-            .blocking(move |kv| {
-                let mut ops = vec![
-                    KvOp::Delete {
-                        tree: records::PROJECTS.into(),
-                        key: records::project_key(&user, &pid),
-                    },
-                    KvOp::Delete {
-                        tree: records::PROJECT_OWNER.into(),
-                        key: pid.as_bytes().to_vec(),
-                    },
-                    KvOp::Delete {
-                        tree: records::PROJECT_ORDER.into(),
-                        key: order,
-                    },
-                ];
-                // Edited versions' bytes were counted against the quota.
-                let mut counted = 0u64;
-                for (k, v) in kv.scan_prefix(records::CLIPS, format!("{pid}/").as_bytes())? {
-                    counted += kv::decode::<ClipRecord>(&v).map_or(0, |c| c.counted_bytes());
-                    ops.push(KvOp::Delete {
-                        tree: records::CLIPS.into(),
-                        key: k,
-                    });
-                }
-                for (k, _) in kv.scan_prefix(records::EVENTS, format!("{pid}/").as_bytes())? {
-                    ops.push(KvOp::Delete {
-                        tree: records::EVENTS.into(),
-                        key: k,
-                    });
-                }
-                kv.apply(ops)?;
-                Ok(counted)
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        if counted > 0 {
-            let uid = project.user_id.clone();
-            self.with_account(&project.user_id, move |a| a.remove_storage(&uid, counted))
-                .await?
-                .map_err(|e| e.to_string())?;
-        }
-        self.projects_changed(&project.user_id);
-        self.objects
-            .delete_prefix(&format!("projects/{}/", project.id))
-            .await
-            .map_err(|e| e.to_string())?;
-        self.remove_work(&project.id).await;
-        self.release_upload(project).await?;
-        Ok(())
-    }
-
     /// A rendered page of the user's listing (`skip`, `take`), cached until
     /// one of the user's projects changes; `render` builds it from the page
     /// and the total on a miss. Runs inline: a page is a handful of reads
@@ -591,18 +535,6 @@ impl Services {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(user_id);
-    }
-
-    /// Removes a project's work files: the local folder, and in a cluster
-    /// the copies the stage workers share through object storage.
-    async fn remove_work(&self, project_id: &str) {
-        let _ = std::fs::remove_dir_all(work::work_dir(self, project_id));
-        if self.cluster.get().is_some() {
-            let prefix = workers::work_prefix(project_id);
-            if let Err(e) = self.objects.delete_prefix(&prefix).await {
-                tracing::warn!(project_id, error = %e, "cannot remove the shared work files");
-            }
-        }
     }
 
     /// Stops idle account actors; call periodically.
