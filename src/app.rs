@@ -20,6 +20,7 @@ use poem_openapi::OpenApiService;
 
 use crate::api::auth::AuthApi;
 use crate::api::billing::{admin_set_plan, BillingApi};
+use crate::api::clip_timeline::ClipTimelineApi;
 use crate::api::clips::ClipsApi;
 use crate::api::credits::CreditsApi;
 use crate::api::export::ExportApi;
@@ -40,6 +41,7 @@ pub type Apis = (
     MediaApi,
     ProjectsApi,
     ClipsApi,
+    ClipTimelineApi,
     ExportApi,
     TemplatesApi,
     CreditsApi,
@@ -54,7 +56,7 @@ pub type Apis = (
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi, WebhooksApi),
+        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ClipTimelineApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi, WebhooksApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )

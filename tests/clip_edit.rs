@@ -4,7 +4,7 @@
 
 mod publishing;
 
-use publishing::{assert_error, spawn_app_in, template};
+use publishing::{assert_error, clip_in, settled, spawn_app_in, template};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -63,14 +63,14 @@ async fn a_clip_is_retitled_and_bad_edits_change_nothing() {
     assert!(otio.contains("Why the last word matters"), "{otio}");
 
     // Refused, and nothing changes: empty, too long, two lines, a field
-    // the editor does not have (manual reframing), no field at all, a word
+    // the editor does not have (a span's `y`), no field at all, a word
     // the clip does not have, a range too short for the preset or outside
     // the source, an unknown layout or template.
     for body in [
         json!({"title": "   "}),
         json!({"title": "x".repeat(101)}),
         json!({"title": "two\nlines"}),
-        json!({"reframe": [{"fromSec": 0, "toSec": 1, "x": 10}]}),
+        json!({"reframe": [{"fromSec": 0, "toSec": 1, "x": 10, "y": 4}]}),
         json!({}),
         json!({"words": [{"index": 100000, "text": "hi"}]}),
         json!({"words": [{"index": 0, "text": "two\nlines"}]}),
@@ -145,31 +145,6 @@ async fn a_project_still_processing_has_no_clip_to_edit_yet() {
         .post(&format!("/api/projects/{pid}/cancel"), t, json!({}))
         .await;
     assert_eq!(s, 200, "{v}");
-}
-
-/// The clip `id` of a `GET /api/projects/{id}` answer.
-fn clip_in(v: &Value, id: &str) -> Value {
-    v["clips"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == json!(id))
-        .cloned()
-        .unwrap_or_else(|| panic!("clip {id} not in {v}"))
-}
-
-/// Waits until the clip is no longer `rendering`, and returns it.
-async fn settled(app: &publishing::App, t: &str, project: &str, clip: &str) -> Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    loop {
-        let (_, v) = app.get(&format!("/api/projects/{project}"), t).await;
-        let c = clip_in(&v, clip);
-        if c["status"] != "rendering" {
-            return c;
-        }
-        assert!(std::time::Instant::now() < deadline, "still rendering: {c}");
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    }
 }
 
 /// The text behind a stable media link.

@@ -99,6 +99,16 @@ export async function everyOperation(file: Blob): Promise<void> {
   });
   expectType<Schemas["ClipStatus"] | undefined>(rerendered.data?.status);
   expectType<number | undefined>(rerendered.data?.version);
+  // Reframing by hand: the faces per shot, spans following one or held
+  const faces = await api.GET("/projects/{id}/clips/{clip_id}/faces", { params: { path: clipPath } });
+  expectType<number | undefined>(faces.data?.faces[0]?.boxes[0]?.w);
+  expectType<number | undefined>(faces.data?.shots[0]?.toSec);
+  await api.PATCH("/projects/{id}/clips/{clip_id}", {
+    params: { path: clipPath },
+    body: { reframe: [{ fromSec: 0, toSec: 4, faceId: faces.data?.faces[0]?.id ?? 0 }, { fromSec: 4, toSec: 9, x: 960 }] },
+  });
+  const wave = await api.GET("/projects/{id}/clips/{clip_id}/waveform", { params: { path: clipPath } });
+  expectType<number[] | undefined>(wave.data?.db);
   const words = await api.GET("/projects/{id}/clips/{clip_id}/words", { params: { path: clipPath } });
   expectType<number | undefined>(words.data?.words[0]?.startSec);
   const versions = await api.GET("/projects/{id}/clips/{clip_id}/versions", { params: { path: clipPath } });

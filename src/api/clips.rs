@@ -1,8 +1,8 @@
 //! The clip editor's operations (issue 29): edit a clip of a completed
 //! project (its title at once; its range, words, layout, frame shape or
 //! caption template as a new rendered version), list its caption words,
-//! list and restore its versions. Manual reframing (`reframe`, face ids)
-//! is not built: the body refuses fields it does not know (400).
+//! list and restore its versions, list the faces its framing saw and
+//! reframe it by hand (`reframe` spans: a crop position or a face).
 
 use poem::web::Data;
 use poem_openapi::param::Path;
@@ -11,6 +11,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
 use clipforge_actors::project::records::iso8601;
 use clipforge_actors::service::clip_edit::{ClipChange, Edited};
+use clipforge_actors::service::clip_reframe::{ReframeRequest, ReframeTarget};
 
 use super::formats::{AspectRatio, ClipLayout, DateTime, Text, Uri};
 use super::projects::project_error;
@@ -18,7 +19,7 @@ use super::projects_types::{clip_view, Clip};
 use super::{ApiError, ApiResult, Auth, State};
 
 #[derive(Tags)]
-enum Tag {
+pub(super) enum Tag {
     /// Editing clips.
     Clips,
 }
@@ -73,6 +74,14 @@ struct ClipEdit {
     /// A saved template's id or name, or a preset name.
     #[oai(nullable, validator(min_length = 1, max_length = 100))]
     caption_template: Option<String>,
+    /// Spans whose crop you set by hand (replacing the clip's earlier
+    /// ones; `[]` removes them): in each, the crop centred at `x` or
+    /// following a face of `GET …/clips/{clipId}/faces`; elsewhere the
+    /// automatic framing. A layout without a crop (`split`, `screen`,
+    /// `fit`) becomes `single`; asking for one together with `reframe` is
+    /// a 400, and asking for one alone drops the spans.
+    #[oai(nullable, validator(max_items = 50))]
+    reframe: Option<Vec<super::clip_timeline::ReframeSpan>>,
 }
 
 #[derive(ApiResponse)]
@@ -284,6 +293,15 @@ impl ClipsApi {
             layout,
             aspect_ratio,
             caption_template: b.caption_template,
+            reframe: match b.reframe {
+                None => None,
+                Some(spans) => Some(
+                    spans
+                        .into_iter()
+                        .map(reframe_request)
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            },
         };
         let edited = state
             .services
@@ -396,6 +414,19 @@ impl ClipsApi {
             .map_err(project_error)?;
         Ok(Json(clip_view(&clip, &state.links)))
     }
+}
+
+fn reframe_request(s: super::clip_timeline::ReframeSpan) -> Result<ReframeRequest, ApiError> {
+    let target = match (s.x, s.face_id) {
+        (Some(x), None) => ReframeTarget::X(x),
+        (None, Some(id)) => ReframeTarget::Face(id),
+        _ => return Err(bad("reframe", "give each span either x or faceId")),
+    };
+    Ok(ReframeRequest {
+        from: s.from_sec,
+        to: s.to_sec,
+        target,
+    })
 }
 
 fn bad(field: &str, msg: &str) -> ApiError {

@@ -11,6 +11,7 @@ use poem_openapi::{ApiResponse, Object, SecurityScheme};
 
 pub mod auth;
 pub mod billing;
+pub mod clip_timeline;
 pub mod clips;
 pub mod credits;
 pub mod export;

@@ -152,7 +152,7 @@ pub fn finish(spec: &str) -> String {
 /// Bodies that refuse fields they do not name (`deny_unknown_fields`):
 /// poem-openapi does not say so in the schema, so a client (or
 /// schemathesis) would take any extra field as valid.
-const CLOSED: &[&str] = &["ClipEdit", "WordFix", "NewClip", "MoreClips"];
+const CLOSED: &[&str] = &["ClipEdit", "WordFix", "NewClip", "MoreClips", "ReframeSpan"];
 
 fn closed_objects(doc: &mut Value) {
     for name in CLOSED {

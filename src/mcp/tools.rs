@@ -28,7 +28,7 @@ const TOOLS: &[(&str, &str, &str)] = &[
     (
         "edit_clip",
         "editClip",
-        "Fix a clip of a completed project: its title (saved at once), or its range in the source (startSec/endSec), misheard caption words (words: [{index, text}], indices from the clip's word list), layout, aspect ratio or caption template — those render a new version in the background (status `rendering`, then `ready`; follow it with get_project).",
+        "Fix a clip of a completed project: its title (saved at once), or its range in the source (startSec/endSec), misheard caption words (words: [{index, text}], indices from the clip's word list), layout, aspect ratio, caption template or the crop per span (reframe: [{fromSec, toSec, x or faceId}], face ids from the clip's faces) — those render a new version in the background (status `rendering`, then `ready`; follow it with get_project).",
     ),
     (
         "find_more_clips",

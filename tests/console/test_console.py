@@ -283,8 +283,10 @@ def main_path(run: Run):
 
     def edit_clip():
         # The editor: a word fixed (drawn live over the player before any
-        # render), the start nudged, saved and rendered as version 2, which
-        # plays; then version 1 restored (as version 3).
+        # render), the start nudged (button, timeline handle by keyboard),
+        # the end dragged on the timeline, the first shot framed by hand,
+        # saved and rendered as version 2, which plays; then version 1
+        # restored (as version 3).
         clip = page.get_by_role("article").first
         clip.get_by_role("link", name=re.compile(r"^Edit: ")).click()
         expect(page.get_by_role("heading", name=re.compile(r"^Edit “"))).to_be_visible()
@@ -294,14 +296,36 @@ def main_path(run: Run):
         expect(words.nth(2)).to_be_visible()
         words.nth(1).click()
         expect(words.nth(1)).to_have_attribute("aria-pressed", "true")
-        page.get_by_label(re.compile(r"^Text of the word at")).fill("Creators")
-        expect(page.get_by_test_id("caption-overlay")).to_contain_text("Creators")
+        page.get_by_label(re.compile(r"^Text of the word at")).fill("Makers")
+        expect(page.get_by_test_id("caption-overlay")).to_contain_text("Makers")
         page.get_by_role("button", name="Start 0.1 s later").click()
+        # The timeline: the start handle moved by the keyboard, the end
+        # one dragged (each shows in the typed fields).
+        start_field = page.get_by_label("Start (s)", exact=True)
+        end_field = page.get_by_label("End (s)", exact=True)
+        first = float(start_field.input_value())
+        page.get_by_test_id("handle-start").focus()
+        page.keyboard.press("ArrowRight")
+        expect(start_field).to_have_value(f"{first + 0.1:.2f}")
+        end_before = end_field.input_value()
+        bar = page.get_by_test_id("handle-end").locator("rect").last.bounding_box()
+        page.mouse.move(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(bar["x"] - 15, bar["y"] + bar["height"] / 2, steps=4)
+        page.mouse.up()
+        expect(end_field).not_to_have_value(end_before)
+        # Framing by hand: the first shot held at a position.
+        shot = page.get_by_test_id("shot-0")
+        shot.get_by_label("Hold at a position").check()
+        shot.get_by_label("Crop centre (source pixels)").fill("100")
         run.page_check("clip-editor")
         page.get_by_role("button", name="Save and render").click()
         expect(page.get_by_role("button", name="Restore version 1")).to_be_visible(timeout=600_000)
         expect(page.locator(".meta").first).to_contain_text("Version 2")
-        expect(words.nth(1)).to_have_text("Creators")
+        # The fixed word is in the new version (the later start may have
+        # left a word before it out, so it is found by its text).
+        expect(page.get_by_role("group", name="Caption words").get_by_role("button", name="Makers")).to_be_visible()
+        expect(page.get_by_text(re.compile(r"span\(s\) of this version are framed by hand"))).to_be_visible()
         video = page.locator(".editor-player video")
         video.evaluate("v => { v.muted = true; return v.play(); }")
         page.wait_for_function(

@@ -365,3 +365,28 @@ pub fn read_dir_bytes(dir: &std::path::Path) -> Vec<u8> {
     }
     out
 }
+
+/// The clip `id` of a `GET /api/projects/{id}` answer.
+pub fn clip_in(v: &Value, id: &str) -> Value {
+    v["clips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == json!(id))
+        .cloned()
+        .unwrap_or_else(|| panic!("clip {id} not in {v}"))
+}
+
+/// Waits until the clip is no longer `rendering`, and returns it.
+pub async fn settled(app: &App, t: &str, project: &str, clip: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        let (_, v) = app.get(&format!("/api/projects/{project}"), t).await;
+        let c = clip_in(&v, clip);
+        if c["status"] != "rendering" {
+            return c;
+        }
+        assert!(std::time::Instant::now() < deadline, "still rendering: {c}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}

@@ -43,7 +43,7 @@ const WINDOW: f64 = 40.0;
 
 /// A face in one sampled frame, in 0..1 frame coordinates (`size` is the
 /// box's width as a share of the frame's width).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Face {
     pub cx: f64,
     pub cy: f64,

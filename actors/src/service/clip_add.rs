@@ -248,6 +248,7 @@ impl Services {
                         start: c.start,
                         end: c.end,
                         edits: ClipEdits::default(),
+                        reframe: None,
                     },
                 )
             })

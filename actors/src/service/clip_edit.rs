@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::clip_reframe::{self, ReframeRequest};
 use super::clip_render::{self, RenderJob, RenderSlot};
 use super::edit_kit::{self, KitError};
 use super::project_api::ProjectError;
@@ -18,6 +19,9 @@ use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectSt
 use crate::project::reframe::{AspectRatio, Layout};
 use crate::storage::kv::{self, KvOp};
 use crate::transcript::Word;
+
+/// Seconds per value of the kept loudness series.
+pub const WAVEFORM_STEP: f64 = crate::media::audio::LOUDNESS_STEP;
 
 /// What a 429 beyond that asks the client to wait.
 pub const RENDER_RETRY_AFTER_SECS: u64 = 30;
@@ -34,6 +38,8 @@ pub struct ClipChange {
     pub aspect_ratio: Option<AspectRatio>,
     /// A template id or preset name.
     pub caption_template: Option<String>,
+    /// Spans framed by hand (`Some(empty)`: none any more).
+    pub reframe: Option<Vec<ReframeRequest>>,
 }
 
 impl ClipChange {
@@ -45,6 +51,7 @@ impl ClipChange {
             || self.layout.is_some()
             || self.aspect_ratio.is_some()
             || self.caption_template.is_some()
+            || self.reframe.is_some()
     }
 }
 
@@ -200,7 +207,30 @@ impl Services {
             )
             .map_err(invalid)?,
         };
-        if let Some(l) = change.layout {
+        // Hand-set crops: checked on the clip as it will play, and a
+        // layout that draws one; a layout without a crop drops them.
+        let reframe = match &change.reframe {
+            Some(asked) if !asked.is_empty() => {
+                let layout = clip_reframe::layout_for_reframe(
+                    change.layout,
+                    edits.layout.unwrap_or(project.layout),
+                )?;
+                edits.layout = Some(layout);
+                let plan = clip_render::job_plan(&kit, &project, &clip, &edits, start, end);
+                let played = (start, plan.kept_duration(), &plan.cuts[..]);
+                Some(self.reframe_spans(&kit, &clip, played, asked).await?)
+            }
+            Some(_) => Some(Vec::new()),
+            None if matches!(
+                change.layout,
+                Some(Layout::Split | Layout::Screen | Layout::Fit)
+            ) =>
+            {
+                Some(Vec::new())
+            }
+            None => None,
+        };
+        if let (Some(l), None) = (change.layout, &change.reframe) {
             edits.layout = Some(l);
         }
         if let Some(a) = change.aspect_ratio {
@@ -217,6 +247,7 @@ impl Services {
             start,
             end,
             edits,
+            reframe,
         };
         self.start_render(project, clip, bytes, job).await
     }
@@ -339,6 +370,30 @@ impl Services {
         .into_iter()
         .map(|(_, word)| word)
         .collect())
+    }
+
+    /// The sound's loudness (dB, one value per `WAVEFORM_STEP` s) over the
+    /// stretch of the source the clip can reach in an edit (its end less
+    /// the longest length allowed, to its start plus that length), for the
+    /// editor's timeline: `(from, values)`, `from` in source seconds.
+    pub async fn clip_waveform(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        clip_id: &str,
+    ) -> Result<(f64, Vec<f32>), ProjectError> {
+        let (project, clip, _) = self.editable_clip(user_id, project_id, clip_id).await?;
+        let (loudness, _) = edit_kit::signals(self, &project.id)
+            .await
+            .map_err(kit_error)?;
+        let (_, longest) = edit::length_bounds(&project.preset);
+        let first = ((clip.end - longest).max(0.0) / WAVEFORM_STEP).floor() as usize;
+        let last = (((clip.start + longest) / WAVEFORM_STEP).ceil() as usize).min(loudness.len());
+        let values = loudness
+            .get(first..last.max(first))
+            .unwrap_or_default()
+            .to_vec();
+        Ok((first as f64 * WAVEFORM_STEP, values))
     }
 
     /// The name renders record as their node's.

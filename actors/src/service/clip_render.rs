@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 
 use super::edit_kit;
 use super::Services;
-use crate::project::clip_history::{framing_key, ClipEdits, ClipRender, ClipVersion};
+use crate::project::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::project::edit;
 use crate::project::events::{ProjectEventBody, RenderEvent};
 use crate::project::records::{now_ms, ClipRecord, ProjectRecord};
-use crate::project::stages::ahead::Preframed;
+use crate::project::reframe::manual::ManualSpan;
 use crate::project::stages::caption::{self, CaptionOptions};
 use crate::project::stages::cut::ClipPlan;
 use crate::project::stages::{Progress, StageCtx};
@@ -37,6 +37,9 @@ pub struct RenderJob {
     pub start: f64,
     pub end: f64,
     pub edits: ClipEdits,
+    /// Spans framed by hand (source seconds); `None`: the current
+    /// version's.
+    pub reframe: Option<Vec<ManualSpan>>,
 }
 
 /// True when a `rendering` render is too old to be running.
@@ -187,19 +190,8 @@ async fn render(
     let source = edit_kit::fetch_source(services, project, dir.path())
         .await
         .map_err(|e| e.to_string())?;
+    let mut plan = job_plan(&kit, project, clip, &job.edits, job.start, job.end);
     let transcript = edit::fixed_transcript(&kit.transcript, &job.edits);
-    let base = kit
-        .plans
-        .get((clip.index as usize).wrapping_sub(1))
-        .cloned()
-        .unwrap_or_else(|| plan_of(clip));
-    let mut plan = edit::plan_for(
-        &transcript,
-        &base,
-        job.start,
-        job.end,
-        project.remove_fillers,
-    );
     plan.title = job.title.clone();
 
     let style = job
@@ -216,13 +208,16 @@ async fn render(
         .size();
     opts.layout = job.edits.layout.unwrap_or(project.layout);
     // The current version's framing, used when it fits (same range, frame
-    // and layout asked for).
-    let framed: Option<Preframed> = services
-        .objects
-        .get_bytes(&framing_key(&clip.video_key))
-        .await
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    // and layout asked for), and its spans framed by hand unless the edit
+    // set others.
+    let framed = super::clip_reframe::current_framing(services, clip).await;
+    opts.reframe = match &job.reframe {
+        Some(spans) => spans.clone(),
+        None => framed
+            .as_ref()
+            .map(|f| f.manual.clone())
+            .unwrap_or_default(),
+    };
     crate::faults::check(crate::faults::Point::Render);
     if crate::faults::hit(crate::faults::Point::RenderStall) {
         std::future::pending::<()>().await;
@@ -272,6 +267,24 @@ async fn render(
         created_at: now_ms(),
         bytes,
     })
+}
+
+/// The plan a render of `[start, end)` of `clip` with `edits` draws.
+pub(super) fn job_plan(
+    kit: &edit_kit::Kit,
+    project: &ProjectRecord,
+    clip: &ClipRecord,
+    edits: &ClipEdits,
+    start: f64,
+    end: f64,
+) -> ClipPlan {
+    let transcript = edit::fixed_transcript(&kit.transcript, edits);
+    let base = kit
+        .plans
+        .get((clip.index as usize).wrapping_sub(1))
+        .cloned()
+        .unwrap_or_else(|| plan_of(clip));
+    edit::plan_for(&transcript, &base, start, end, project.remove_fillers)
 }
 
 /// A plan for a clip the kept plans do not have (added by the user).

@@ -388,6 +388,7 @@ impl Services {
                 start: c.start,
                 end: c.end,
                 edits: c.edits.clone(),
+                reframe: None,
             };
             let why = "the server restarted during the render; the previous version is current"
                 .to_string();

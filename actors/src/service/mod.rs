@@ -19,6 +19,7 @@ use crate::webhooks::Subject;
 
 mod clip_add;
 pub mod clip_edit;
+pub mod clip_reframe;
 mod clip_render;
 mod clip_settle;
 mod edit_kit;

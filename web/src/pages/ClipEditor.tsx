@@ -4,10 +4,13 @@
 // end the clip on it; the range can also be typed or nudged by 0.1 s;
 // title, layout, frame shape and caption template; Save renders a new
 // version (its progress from the project's status stream); the version
-// history restores an earlier one.
+// history restores an earlier one. The timeline draws the sound around the
+// clip with handles for its range; the face picker sets the crop per shot.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Clip, ProjectDetail, RenderEvent, TemplateList } from "../api/models";
+import { FacePicker, type Faces, type Picks } from "../components/FacePicker";
+import { Timeline, type Waveform } from "../components/Timeline";
 import { clock, ErrorBox, Loading, Page, Progress, useAction, useLoad } from "../components/ui";
 import { t, type Key } from "../i18n";
 
@@ -41,6 +44,16 @@ function Editor({ clip, reload }: { clip: Clip; reload: () => void }) {
     [clip.id, clip.version],
   );
   const templates = useLoad(() => ok(api.GET("/caption-templates")) as Promise<TemplateList>, []);
+  const wave = useLoad(
+    () => ok(api.GET("/projects/{id}/clips/{clip_id}/waveform", { params: { path } })) as Promise<Waveform>,
+    [clip.id, clip.version],
+  );
+  const faces = useLoad(
+    () => ok(api.GET("/projects/{id}/clips/{clip_id}/faces", { params: { path } })) as Promise<Faces>,
+    [clip.id, clip.version],
+  );
+  const [picks, setPicks] = useState<Picks>({});
+  const [clearFraming, setClearFraming] = useState(false);
   const [title, setTitle] = useState(clip.title);
   const [start, setStart] = useState(clip.startSec);
   const [end, setEnd] = useState(clip.endSec);
@@ -91,7 +104,24 @@ function Editor({ clip, reload }: { clip: Clip; reload: () => void }) {
     Object.keys(fixes).length > 0 ||
     layout !== "" ||
     aspect !== "" ||
-    template !== "";
+    template !== "" ||
+    Object.keys(picks).length > 0 ||
+    clearFraming;
+
+  // The picks as `reframe` spans on the clip's timeline after this edit
+  // (a new start shifts it).
+  function reframeSpans() {
+    const shift = clip.startSec - start;
+    const length = end - start;
+    return Object.entries(picks)
+      .map(([k, p]) => {
+        const shot = faces.data!.shots[Number(k)];
+        const fromSec = Math.min(length, Math.max(0, shot.fromSec + shift));
+        const toSec = Math.min(length, Math.max(0, shot.toSec + shift));
+        return { fromSec: Math.round(fromSec * 1000) / 1000, toSec: Math.round(toSec * 1000) / 1000, ...p };
+      })
+      .filter((s) => s.toSec - s.fromSec >= 0.1);
+  }
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -105,6 +135,8 @@ function Editor({ clip, reload }: { clip: Clip; reload: () => void }) {
       if (layout) body.layout = layout;
       if (aspect) body.aspectRatio = aspect;
       if (template) body.captionTemplate = template;
+      if (Object.keys(picks).length > 0) body.reframe = reframeSpans();
+      else if (clearFraming) body.reframe = [];
       const edited = (await ok(
         api.PATCH("/projects/{id}/clips/{clip_id}", { params: { path }, body: body as never }),
       )) as Clip;
@@ -160,6 +192,21 @@ function Editor({ clip, reload }: { clip: Clip; reload: () => void }) {
           </label>
           <fieldset>
             <legend>{t("clipRange")}</legend>
+            {wave.error ? <ErrorBox error={wave.error} /> : wave.data && (
+              <Timeline
+                wave={wave.data}
+                start={start}
+                end={end}
+                playhead={clip.startSec + time}
+                onRange={(s, e) => {
+                  setStart(s);
+                  setEnd(e);
+                }}
+                onSeek={(sec) => {
+                  if (video.current && sec >= clip.startSec && sec <= clip.endSec) video.current.currentTime = sec - clip.startSec;
+                }}
+              />
+            )}
             {(
               [
                 ["startSec", start, setStart],
@@ -221,6 +268,20 @@ function Editor({ clip, reload }: { clip: Clip; reload: () => void }) {
                   </button>
                 </div>
               </div>
+            )}
+          </fieldset>
+          <fieldset>
+            <legend>{t("reframe")}</legend>
+            <p class="small muted">{t("reframeHint")}</p>
+            {faces.error ? <ErrorBox error={faces.error} /> : faces.data && (
+              <>
+                <FacePicker faces={faces.data} picks={picks} onPick={setPicks} />
+                {faces.data.reframe.length > 0 && (
+                  <label class="inline">
+                    <input type="checkbox" checked={clearFraming} onChange={(e) => setClearFraming(e.currentTarget.checked)} /> {t("clearReframe")}
+                  </label>
+                )}
+              </>
             )}
           </fieldset>
           <label>

@@ -57,7 +57,7 @@ pub fn crop_box(src_w: u32, src_h: u32, out_w: u32, out_h: u32) -> (u32, u32) {
 
 /// The crop's top edge: centred on the face's mean height when the crop is
 /// shorter than the source, else 0.
-fn crop_top(cy: f64, ch: u32, src_h: u32) -> u32 {
+pub(crate) fn crop_top(cy: f64, ch: u32, src_h: u32) -> u32 {
     (cy * src_h as f64 - ch as f64 / 2.0)
         .clamp(0.0, (src_h - ch.min(src_h)) as f64)
         .round() as u32
@@ -65,7 +65,7 @@ fn crop_top(cy: f64, ch: u32, src_h: u32) -> u32 {
         * 2
 }
 
-fn left_edge(cx: f64, cw: u32, src_w: u32) -> f64 {
+pub(crate) fn left_edge(cx: f64, cw: u32, src_w: u32) -> f64 {
     (cx * src_w as f64 - cw as f64 / 2.0)
         .clamp(0.0, (src_w - cw.min(src_w)) as f64)
         .round()
@@ -148,7 +148,7 @@ fn push_shot(path: &mut Vec<(f64, f64)>, t0: f64, xs: &[f64], first: usize) {
 }
 
 /// Joins touching spans.
-fn merge_spans(spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+pub(crate) fn merge_spans(spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::new();
     for (a, b) in spans {
         match out.last_mut() {
@@ -204,7 +204,7 @@ pub fn follow_speaker(
 
 /// [`face::smooth_path`] within each shot: the path jumps at a cut
 /// instead of gliding across it.
-fn smooth_by_shot(samples: &FaceSamples, cuts: &[f64]) -> Vec<f64> {
+pub(crate) fn smooth_by_shot(samples: &FaceSamples, cuts: &[f64]) -> Vec<f64> {
     shot_ranges(samples.len(), cuts)
         .into_iter()
         .flat_map(|r| face::smooth_path(&samples[r]))

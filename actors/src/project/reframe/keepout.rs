@@ -11,7 +11,7 @@ use crate::media::face::{FaceAnalysis, SAMPLE_FPS};
 /// A face box's height as a share of its width, and how far below the box
 /// the chin and mouth still reach (share of its width): the detector's box
 /// ends at about the mouth.
-const FACE_HEIGHT: f64 = 1.2;
+pub const FACE_HEIGHT: f64 = 1.2;
 const CHIN: f64 = 0.25;
 
 /// A box in output pixels: left, top, right, bottom.

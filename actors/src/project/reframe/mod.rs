@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod graph;
 pub mod keepout;
+pub mod manual;
 pub mod speaker;
 pub mod tracks;
 
@@ -238,6 +239,10 @@ pub struct Framing {
     /// must not go ([`keepout`]).
     #[serde(default)]
     pub faces: Vec<keepout::OutBox>,
+    /// What the face analysis saw (framings made before it was kept:
+    /// `None`), for listing the faces and reframing by hand.
+    #[serde(default)]
+    pub seen: Option<manual::SeenFaces>,
 }
 
 /// The two most present faces when the second is a peer of the first.
@@ -273,6 +278,7 @@ pub async fn frame_clip(
         reason,
         composition: Composition::Fit { inset: None },
         faces: Vec::new(),
+        seen: None,
     };
     let whole = match requested {
         Layout::Fit => Some(fit("forced".into())),
@@ -285,6 +291,7 @@ pub async fn frame_clip(
         // Nothing to choose, but the captions must still miss the faces.
         let analysis = face::track_with(input, start, duration, src, false, cancel, spare).await?;
         framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
+        framing.seen = Some(manual::SeenFaces::of(&analysis));
         return Ok(framing);
     }
     // Who talks (auto, speaker) needs the mouth motion and the sound's
@@ -335,6 +342,7 @@ pub async fn frame_clip(
             reason,
             composition,
             faces: Vec::new(),
+            seen: None,
         }
     };
     let mut framing = match decision.layout {
@@ -344,6 +352,7 @@ pub async fn frame_clip(
                 reason: format!("{}; {} switch(es)", decision.reason, tl.switches),
                 composition: graph::follow_speaker(p, tl, &analysis.cuts, src, out),
                 faces: Vec::new(),
+                seen: None,
             },
             _ => single(format!(
                 "{}, but fewer than two faces: following one",
@@ -362,6 +371,7 @@ pub async fn frame_clip(
             },
             composition: graph::split(pair, analysis.seam, src, out),
             faces: Vec::new(),
+            seen: None,
         },
         // The face cam: the smallest stable face (a presenter's inset).
         Layout::Screen => Framing {
@@ -369,11 +379,13 @@ pub async fn frame_clip(
             composition: graph::screen(tracks.iter().min_by(|a, b| a.size.total_cmp(&b.size)), src),
             reason: decision.reason,
             faces: Vec::new(),
+            seen: None,
         },
         Layout::Fit => fit(decision.reason),
         Layout::Single | Layout::Auto => single(decision.reason),
     };
     framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
+    framing.seen = Some(manual::SeenFaces::of(&analysis));
     Ok(framing)
 }
 

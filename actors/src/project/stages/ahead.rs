@@ -62,9 +62,13 @@ pub struct Preframed {
     pub width: u32,
     pub height: u32,
     pub requested: Layout,
+    /// As the analysis chose it: spans framed by hand (`manual`, source
+    /// seconds) are drawn over it.
     pub framing: Framing,
     /// Wall time of the framing (it ran beside the model).
     pub seconds: f64,
+    #[serde(default)]
+    pub manual: Vec<reframe::manual::ManualSpan>,
 }
 
 impl Preframed {
@@ -165,6 +169,7 @@ async fn frame(
         requested: into.layout,
         framing,
         seconds,
+        manual: Vec::new(),
     })
 }
 

@@ -45,6 +45,9 @@ pub struct CaptionOptions {
     /// and append its ffmpeg command to `commands.jsonl` there, so the bare
     /// encodes can be replayed and timed.
     pub replay_dir: Option<PathBuf>,
+    /// Spans framed by hand (source seconds; `reframe::manual`), drawn over
+    /// each clip's automatic framing.
+    pub reframe: Vec<reframe::manual::ManualSpan>,
 }
 
 impl CaptionOptions {
@@ -59,6 +62,7 @@ impl CaptionOptions {
             x264_preset: "veryfast".into(),
             crf: 21,
             replay_dir: None,
+            reframe: Vec::new(),
         }
     }
 }
@@ -214,7 +218,9 @@ struct Prepared {
     index: usize,
     plan: ClipPlan,
     words: Vec<Word>,
+    /// As drawn, and as the analysis chose it (before any span by hand).
     framing: reframe::Framing,
+    auto: reframe::Framing,
     ass_path: PathBuf,
     audio: Option<PathBuf>,
     seconds: ClipSeconds,
@@ -283,6 +289,14 @@ async fn prepare(
             input, plan.start, duration, &audio_cut, &wav, cancel
         )),
     )?;
+    let auto = framing;
+    let framing = reframe::manual::apply(
+        &auto,
+        &opts.reframe,
+        (plan.start, duration),
+        (src_w, src_h),
+        (opts.width, opts.height),
+    );
     tracing::info!(
         clip = index,
         layout = %framing.layout,
@@ -328,6 +342,7 @@ async fn prepare(
         plan: plan.clone(),
         words,
         framing,
+        auto,
         ass_path,
         audio: loud.map(|_| wav),
         seconds: ClipSeconds {
@@ -362,6 +377,7 @@ async fn encode(
         plan,
         words,
         framing,
+        auto,
         ass_path,
         audio,
         mut seconds,
@@ -522,7 +538,8 @@ async fn encode(
         width: opts.width,
         height: opts.height,
         requested: opts.layout,
-        framing: framing.clone(),
+        framing: auto,
+        manual: opts.reframe.clone(),
         seconds: seconds.faces,
     };
 
