@@ -1,5 +1,5 @@
 //! Supervision, black-box: the real binary with `CLIPFORGE_FAULTS` making
-//! actors panic on purpose (README "Fault injection").
+//! actors panic on purpose (docs/guide.md, "Supervision and fault injection").
 
 mod common;
 

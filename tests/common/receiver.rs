@@ -98,7 +98,7 @@ pub async fn receiver() -> (String, Arc<Receiver>) {
     (url, r)
 }
 
-/// What a receiver does with `Clipforge-Signature` (as the README shows).
+/// What a receiver does with `Clipforge-Signature` (as docs/guide.md shows).
 pub fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
     let mut t = None;
     let mut sigs = Vec::new();

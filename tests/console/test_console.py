@@ -80,7 +80,7 @@ def start_hooks():
 
 def signed_by(secret, header, body):
     """Whether `Clipforge-Signature` is `body` signed with `secret` (what a
-    receiver does, as the README shows)."""
+    receiver does, as docs/guide.md shows)."""
     parts = dict(p.split("=", 1) for p in header.split(","))
     mac = hmac.new(secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(mac, parts["v1"])
