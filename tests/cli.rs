@@ -317,7 +317,7 @@ fn a_skip_cuts_clip_is_framed_during_transcription_when_it_may_be() {
     assert_eq!(framing, framing_r);
 }
 
-/// The binary runs CTranslate2 on the backend ARCHITECTURE.md promises:
+/// The binary runs CTranslate2 on the backend docs/internals/pipeline.md promises:
 /// oneMKL on Intel CPUs (oneDNN elsewhere) and AVX-512 kernels where the CPU
 /// has them, whatever order the linked objects' static initialisers run in;
 /// an operator's own CT2_USE_MKL still wins.

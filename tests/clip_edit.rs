@@ -267,6 +267,15 @@ async fn an_edit_renders_a_new_version_and_an_old_one_comes_back() {
     assert!(srt.contains("Wordfix"), "{srt}");
     let vtt = fetch_text(&app, after["vttUrl"].as_str().unwrap()).await;
     assert!(vtt.contains("Wordfix"), "{vtt}");
+    // …and in the captions burned in: the version's ASS file, kept next
+    // to its video in the node's local object storage.
+    let ass_file = app.stored_beside(after["url"].as_str().unwrap(), "captions.ass");
+    let ass = std::fs::read_to_string(&ass_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", ass_file.display()));
+    assert!(
+        ass.contains("[Events]") && ass.to_lowercase().contains("wordfix"),
+        "{ass}"
+    );
     let (_, w2) = app.get(&format!("{path}/words"), t).await;
     assert!(
         w2["words"]

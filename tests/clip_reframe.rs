@@ -190,6 +190,14 @@ async fn a_clip_is_reframed_by_hand() {
     assert_eq!(s, 202, "{v}");
     let third = settled(&app, t, project, clip).await;
     assert_eq!(third["layout"], "fit", "{third}");
+    // Same range: drawn from the faces the last framing kept, none
+    // analysed (the version's framing, next to its video, took 0 s).
+    let file = app.stored_beside(third["url"].as_str().unwrap(), "framing.json");
+    let framing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(framing["seconds"], 0.0, "{framing}");
+    assert_eq!(framing["framing"]["layout"], "fit", "{framing}");
+    assert!(framing["framing"]["seen"]["faces"].is_array(), "{framing}");
     let (_, f) = app.get(&format!("{path}/faces"), t).await;
     assert_eq!(f["reframe"], json!([]), "{f}");
 }

@@ -24,6 +24,22 @@ pub struct App {
     env: Vec<(String, String)>,
 }
 
+impl App {
+    /// The file kept next to the object behind a stable media link
+    /// (`<key>.<suffix>`) in the node's local object storage.
+    pub fn stored_beside(&self, url: &str, suffix: &str) -> std::path::PathBuf {
+        let key = url
+            .split("/media/")
+            .nth(1)
+            .and_then(|k| k.split('?').next())
+            .unwrap_or_else(|| panic!("not a media link: {url}"));
+        self.dir
+            .path()
+            .join("data/media/objects")
+            .join(format!("{key}.{suffix}"))
+    }
+}
+
 impl Drop for App {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -1,7 +1,7 @@
 //! How CTranslate2 is run on this machine, beside what `ct2rs` offers: the
 //! oneMKL layers, and reading a StorageView's data. `ct2_support.cc` also
 //! sets CTranslate2's MKL and CPU-ISA switches before static initialisation.
-//! See ARCHITECTURE.md, "Backend".
+//! See docs/internals/pipeline.md, "Backend".
 
 use anyhow::{bail, Result};
 use ct2rs::sys::StorageView;

@@ -4,7 +4,7 @@
 //! temperatures; a window that is probably silence and was decoded with low
 //! confidence carries no words; and a repetition loop (an n-gram repeated
 //! beyond a bound) sends the window to the next temperature and, if every
-//! temperature loops, is cut. See ARCHITECTURE.md, "Decoding guards".
+//! temperature loops, is cut. See docs/internals/pipeline.md, "Decoding guards".
 
 use std::ffi::{c_int, c_ulong};
 

@@ -86,3 +86,9 @@ pub struct ClipRender {
 pub fn framing_key(video_key: &str) -> String {
     format!("{video_key}.framing.json")
 }
+
+/// Object key of the ASS captions a version's video has burned in, next
+/// to it.
+pub fn captions_key(video_key: &str) -> String {
+    format!("{video_key}.captions.ass")
+}

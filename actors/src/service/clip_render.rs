@@ -1,7 +1,8 @@
 //! Rendering one new version of an edited clip (issue 29): only the caption
 //! stage, for that clip, from what the project kept (`edit_kit`: no new
-//! transcription; the faces are analysed again only when the range, frame
-//! or layout changed). The render waits for a slot of the node's worker
+//! transcription; the faces are analysed again only when the range grows
+//! past what the current version's framing saw, or a new range needs to
+//! know who talks). The render waits for a slot of the node's worker
 //! pool; its progress, its end (`render` events, then `clip` and
 //! `completed` again) go to the project's event stream. The new files get
 //! their own keys (`clip-<n>-v<version>.*`) and the clip record switches

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::Services;
 use crate::media::whisper::WhisperModel;
-use crate::project::clip_history::framing_key;
+use crate::project::clip_history::{captions_key, framing_key};
 use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
 use crate::project::stages::caption::{CaptionOptions, RenderedClip};
 use crate::project::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
@@ -207,8 +207,9 @@ async fn store_rendered(
 }
 
 /// Stores a rendered clip's video, SRT, WebVTT and thumbnail as
-/// `<base>.mp4|srt|vtt|jpg` and the framing it was drawn with next to the
-/// video; returns the four keys (in that order) and the bytes stored.
+/// `<base>.mp4|srt|vtt|jpg`, and the captions burned in and the framing it
+/// was drawn with next to the video; returns the four keys (in that order)
+/// and the bytes stored.
 pub(super) async fn store_clip_files(
     services: &Services,
     base: &str,
@@ -225,6 +226,13 @@ pub(super) async fn store_clip_files(
         bytes += services
             .objects
             .put_file(key, path, ctype)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(ass) = &c.captions {
+        bytes += services
+            .objects
+            .put_file(&captions_key(&files[0].0), ass, "text/x-ssa")
             .await
             .map_err(|e| e.to_string())?;
     }

@@ -28,6 +28,9 @@ pub struct SeenFaces {
     pub cuts: Vec<f64>,
     pub width: u32,
     pub height: u32,
+    /// Where a split-screen source divides its panels (share of the width).
+    #[serde(default)]
+    pub seam: Option<f64>,
 }
 
 impl SeenFaces {
@@ -37,6 +40,7 @@ impl SeenFaces {
             cuts: a.cuts.clone(),
             width: a.width,
             height: a.height,
+            seam: a.seam,
         }
     }
 
@@ -46,8 +50,38 @@ impl SeenFaces {
             cuts: self.cuts.clone(),
             width: self.width,
             height: self.height,
+            seam: self.seam,
             ..FaceAnalysis::default()
         }
+    }
+
+    /// What was seen over `[offset, offset + duration)` of the analysed
+    /// range (seconds from its start), as an analysis of that range alone
+    /// (samples from the one nearest `offset`; shot changes moved with
+    /// it). `None` when no sample falls in it.
+    pub fn slice(&self, offset: f64, duration: f64) -> Option<FaceAnalysis> {
+        if !(offset.is_finite() && duration.is_finite()) || offset < 0.0 || duration <= 0.0 {
+            return None;
+        }
+        let first = (offset * SAMPLE_FPS).round() as usize;
+        let count = ((duration * SAMPLE_FPS - 1e-9).ceil() as usize).max(1);
+        let last = (first + count).min(self.faces.len());
+        if first >= last {
+            return None;
+        }
+        Some(FaceAnalysis {
+            faces: self.faces[first..last].to_vec(),
+            cuts: self
+                .cuts
+                .iter()
+                .map(|c| c - offset)
+                .filter(|c| *c > 0.0 && *c < duration)
+                .collect(),
+            width: self.width,
+            height: self.height,
+            seam: self.seam,
+            ..FaceAnalysis::default()
+        })
     }
 
     /// The shots as (from, to) seconds from the range's start.

@@ -28,6 +28,7 @@ fn seen() -> SeenFaces {
         cuts: Vec::new(),
         width: SRC.0,
         height: SRC.1,
+        seam: None,
     }
 }
 
@@ -180,4 +181,35 @@ fn shots_cover_the_samples() {
     s.cuts = vec![4.0];
     assert_eq!(s.shots(), vec![(0.0, 4.0), (4.0, 10.0)]);
     assert_eq!(shot_of(&s, 5), 1);
+}
+
+#[test]
+fn a_slice_is_the_samples_and_shots_of_its_range() {
+    let mut s = seen();
+    s.cuts = vec![3.0, 7.0];
+    let part = s.slice(2.0, 4.0).unwrap();
+    assert_eq!(part.faces.len(), 4);
+    assert_eq!(part.faces[0], s.faces[2]);
+    assert_eq!(part.cuts, vec![1.0]);
+    assert!(part.mouth.is_empty());
+    // Up to the end of what was seen; nothing past it.
+    assert_eq!(s.slice(8.0, 5.0).unwrap().faces.len(), 2);
+    assert!(s.slice(10.0, 2.0).is_none());
+    assert!(s.slice(-1.0, 2.0).is_none());
+}
+
+#[test]
+fn a_range_inside_what_was_seen_is_framed_without_decoding() {
+    let s = seen();
+    // The first four seconds: one face → single, a crop on it.
+    let f = crate::project::reframe::frame_from_seen(&s, 0.0, 4.0, OUT, Layout::Auto).unwrap();
+    assert_eq!(f.layout, Layout::Single, "{}", f.reason);
+    assert!(f.seen.is_some());
+    // The last six: two faces of one size → who talks is needed (auto):
+    // not from what was seen; a forced split is.
+    assert!(crate::project::reframe::frame_from_seen(&s, 4.0, 6.0, OUT, Layout::Auto).is_none());
+    assert!(crate::project::reframe::frame_from_seen(&s, 4.0, 6.0, OUT, Layout::Speaker).is_none());
+    let split = crate::project::reframe::frame_from_seen(&s, 4.0, 6.0, OUT, Layout::Split).unwrap();
+    assert_eq!(split.layout, Layout::Split);
+    assert!(matches!(split.composition, Composition::Split(_)));
 }

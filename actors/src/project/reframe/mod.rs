@@ -271,6 +271,81 @@ pub async fn frame_clip(
     cancel: &CancellationToken,
     spare: Option<&SpareCpu>,
 ) -> Result<Framing, StageError> {
+    // Who talks (auto, speaker) needs the mouth motion and the sound's
+    // balance, measured at once; the other layouts, and a source already
+    // of the output's shape, need only where the faces are (the captions
+    // must still miss them).
+    let talk = match requested {
+        Layout::Speaker => true,
+        Layout::Auto => !same_shape(src, out),
+        _ => false,
+    };
+    let (analysis, energy) = if talk {
+        let (analysis, energy) = tokio::try_join!(
+            face::track_with(input, start, duration, src, true, cancel, spare),
+            speaker::stereo_energy(input, start, duration, cancel),
+        )?;
+        (analysis, Some(energy))
+    } else {
+        (
+            face::track_with(input, start, duration, src, false, cancel, spare).await?,
+            None,
+        )
+    };
+    let tracks = tracks::build(&analysis, STABLE_PRESENCE);
+    let timeline = match (peer_pair(&tracks), &energy) {
+        (Some(p), Some(energy)) => Some(speaker::timeline(p, &analysis, energy)),
+        _ => None,
+    };
+    Ok(compose(
+        &analysis,
+        &tracks,
+        timeline.as_ref(),
+        src,
+        out,
+        requested,
+    ))
+}
+
+/// The framing of a range from faces seen before (`seen`, over a longer
+/// range starting `offset` s before this one), without decoding anything:
+/// for every layout but those that need to know who talks — `speaker`, and
+/// `auto` with two people of similar size (`None` then).
+pub fn frame_from_seen(
+    seen: &manual::SeenFaces,
+    offset: f64,
+    duration: f64,
+    out: (u32, u32),
+    requested: Layout,
+) -> Option<Framing> {
+    let src = (seen.width, seen.height);
+    let analysis = seen.slice(offset, duration)?;
+    let tracks = tracks::build(&analysis, STABLE_PRESENCE);
+    let needs_talker = match requested {
+        Layout::Speaker => true,
+        Layout::Auto => !same_shape(src, out) && peer_pair(&tracks).is_some(),
+        _ => false,
+    };
+    (!needs_talker).then(|| compose(&analysis, &tracks, None, src, out, requested))
+}
+
+/// True when the source already has (within 5 %) the output's shape.
+fn same_shape(src: (u32, u32), out: (u32, u32)) -> bool {
+    let src_aspect = src.0 as f64 / src.1.max(1) as f64;
+    let out_aspect = out.0 as f64 / out.1.max(1) as f64;
+    (src_aspect / out_aspect - 1.0).abs() <= 0.05
+}
+
+/// The layout chosen (or forced) and drawn from a face analysis, its
+/// stable tracks and, for two people, who talks when.
+fn compose(
+    analysis: &face::FaceAnalysis,
+    tracks: &[Track],
+    timeline: Option<&speaker::SpeakerTimeline>,
+    src: (u32, u32),
+    out: (u32, u32),
+    requested: Layout,
+) -> Framing {
     let src_aspect = src.0 as f64 / src.1.max(1) as f64;
     let out_aspect = out.0 as f64 / out.1.max(1) as f64;
     let fit = |reason: String| Framing {
@@ -280,46 +355,16 @@ pub async fn frame_clip(
         faces: Vec::new(),
         seen: None,
     };
-    let whole = match requested {
-        Layout::Fit => Some(fit("forced".into())),
-        Layout::Auto if (src_aspect / out_aspect - 1.0).abs() <= 0.05 => {
-            Some(fit(decide(&[], None, src_aspect, out_aspect).reason))
-        }
-        _ => None,
-    };
-    if let Some(mut framing) = whole {
-        // Nothing to choose, but the captions must still miss the faces.
-        let analysis = face::track_with(input, start, duration, src, false, cancel, spare).await?;
-        framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
-        framing.seen = Some(manual::SeenFaces::of(&analysis));
-        return Ok(framing);
-    }
-    // Who talks (auto, speaker) needs the mouth motion and the sound's
-    // balance, measured at once; the other layouts need only where the
-    // faces are.
-    let (analysis, energy) = match requested {
-        Layout::Auto | Layout::Speaker => {
-            let (analysis, energy) = tokio::try_join!(
-                face::track_with(input, start, duration, src, true, cancel, spare),
-                speaker::stereo_energy(input, start, duration, cancel),
-            )?;
-            (analysis, Some(energy))
-        }
-        _ => (
-            face::track_with(input, start, duration, src, false, cancel, spare).await?,
-            None,
-        ),
-    };
-    let tracks = tracks::build(&analysis, STABLE_PRESENCE);
-    let pair = peer_pair(&tracks);
-    let timeline = match (pair, &energy) {
-        (Some(p), Some(energy)) => Some(speaker::timeline(p, &analysis, energy)),
-        _ => None,
-    };
+    let pair = peer_pair(tracks);
     let decision = match requested {
+        Layout::Fit => Decision {
+            layout: Layout::Fit,
+            reason: "forced".into(),
+        },
+        Layout::Auto if same_shape(src, out) => decide(&[], None, src_aspect, out_aspect),
         Layout::Auto => decide(
-            &tracks,
-            timeline.as_ref().map(|t| t.confidence),
+            tracks,
+            timeline.map(|t| t.confidence),
             src_aspect,
             out_aspect,
         ),
@@ -329,7 +374,7 @@ pub async fn frame_clip(
         },
     };
     let single = |reason: String| {
-        let samples = subject_by_shot(&tracks, &analysis);
+        let samples = subject_by_shot(tracks, analysis);
         let composition = graph::follow_face(&samples, &analysis.cuts, src, out);
         let reason = match &composition {
             Composition::Follow { fit, .. } if !fit.is_empty() => {
@@ -346,7 +391,7 @@ pub async fn frame_clip(
         }
     };
     let mut framing = match decision.layout {
-        Layout::Speaker => match (pair, &timeline) {
+        Layout::Speaker => match (pair, timeline) {
             (Some(p), Some(tl)) => Framing {
                 layout: Layout::Speaker,
                 reason: format!("{}; {} switch(es)", decision.reason, tl.switches),
@@ -384,9 +429,9 @@ pub async fn frame_clip(
         Layout::Fit => fit(decision.reason),
         Layout::Single | Layout::Auto => single(decision.reason),
     };
-    framing.faces = keepout::face_boxes(&analysis, &framing.composition, src, out);
-    framing.seen = Some(manual::SeenFaces::of(&analysis));
-    Ok(framing)
+    framing.faces = keepout::face_boxes(analysis, &framing.composition, src, out);
+    framing.seen = Some(manual::SeenFaces::of(analysis));
+    framing
 }
 
 /// The face followed in each sample: in each shot, the first subject (most

@@ -79,6 +79,35 @@ impl Preframed {
             && (self.width, self.height) == out
             && self.requested == requested
     }
+
+    /// The framing of `[start, start + duration)` into `out` with the
+    /// `requested` layout, drawn from the faces this one saw when the range
+    /// lies inside the range they were seen over (nothing decoded again);
+    /// `None` when it does not, when they were not kept, or when the layout
+    /// needs to know who talks ([`reframe::frame_from_seen`]).
+    pub fn within(
+        &self,
+        (start, duration): (f64, f64),
+        out: (u32, u32),
+        requested: Layout,
+    ) -> Option<Preframed> {
+        let seen = self.framing.seen.as_ref()?;
+        let offset = start - self.start;
+        if offset < -1e-6 || offset + duration > self.duration + 1e-6 {
+            return None;
+        }
+        let framing = reframe::frame_from_seen(seen, offset.max(0.0), duration, out, requested)?;
+        Some(Preframed {
+            start,
+            duration,
+            width: out.0,
+            height: out.1,
+            requested,
+            framing,
+            seconds: 0.0,
+            manual: self.manual.clone(),
+        })
+    }
 }
 
 /// Whether two (start, duration) ranges are the same (made from the same

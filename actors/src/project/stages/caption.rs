@@ -101,6 +101,9 @@ pub struct RenderedClip {
     /// and layout draws it again without analysing the faces.
     #[serde(default)]
     pub framing: Option<Preframed>,
+    /// The ASS captions burned in (`clip-<n>.ass`).
+    #[serde(default)]
+    pub captions: Option<PathBuf>,
 }
 
 /// Wall times of one clip's steps. Faces and loudness run at the same time
@@ -151,15 +154,17 @@ pub async fn run_stage(
     let font: &str = &font;
     let keep = opts.replay_dir.as_deref().unwrap_or(work.path());
     let cancel = &ctx.cancel;
-    // A framing found ahead (skip cuts) is the first clip's when it fits.
-    let framed = framed.filter(|f| {
-        clips.first().is_some_and(|c| {
-            f.fits(
-                (c.start, c.duration()),
-                (opts.width, opts.height),
-                opts.layout,
-            )
-        })
+    // A framing found ahead (skip cuts) or kept by an earlier render is the
+    // first clip's when it fits; inside the range it was found for, its
+    // faces frame the clip without decoding them again.
+    let framed = framed.and_then(|f| {
+        let c = clips.first()?;
+        let (range, out) = ((c.start, c.duration()), (opts.width, opts.height));
+        if f.fits(range, out, opts.layout) {
+            Some(f)
+        } else {
+            f.within(range, out, opts.layout)
+        }
     });
     let prepare_clip = move |i: usize, framed: Option<Preframed>| {
         prepare(
@@ -524,6 +529,9 @@ async fn encode(
         c.end = c.end.min(kept);
         c.start = c.start.min(c.end);
     }
+    let captions = opts.out_dir.join(format!("clip-{index}.ass"));
+    cleanup.0.push(captions.clone());
+    std::fs::copy(&ass_path, &captions).map_err(|e| StageError::io("keeping the captions", e))?;
     let srt = opts.out_dir.join(format!("clip-{index}.srt"));
     let vtt = opts.out_dir.join(format!("clip-{index}.vtt"));
     cleanup.0.push(srt.clone());
@@ -565,6 +573,7 @@ async fn encode(
         words,
         seconds,
         framing: Some(used),
+        captions: Some(captions),
     })
 }
 
