@@ -376,3 +376,19 @@ fn data_survives_a_sled_reopen() {
         .sign_in("ana@example.com", "correct horse", "127.0.0.1")
         .expect("sign in after reopen");
 }
+
+#[test]
+fn token_hash_is_the_sha256_hex() {
+    use sha2::{Digest, Sha256};
+    for token in [
+        "",
+        "abc",
+        "cf_x_00000000-0000-0000-0000-000000000000",
+        "é.ü",
+    ] {
+        assert_eq!(
+            token_hash(token),
+            hex::encode(Sha256::digest(token.as_bytes()))
+        );
+    }
+}

@@ -27,10 +27,34 @@ pub fn now_ms() -> i64 {
 /// Formats unix milliseconds as ISO 8601 UTC with milliseconds, e.g.
 /// `2026-11-21T23:50:06.123Z`.
 pub fn iso8601(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        None => String::new(),
+    use chrono::{Datelike, Timelike};
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return String::new();
+    };
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        return t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     }
+    // Written digit by digit: chrono's format strings cost more than the
+    // rest of a balance request (`make bench-api`).
+    let mut out = String::with_capacity(24);
+    let mut push = |n: u32, width: u32, after: Option<char>| {
+        for place in (0..width).rev() {
+            let digit = (n / 10u32.pow(place)) % 10;
+            out.push(char::from(b'0' + digit as u8));
+        }
+        if let Some(c) = after {
+            out.push(c);
+        }
+    };
+    push(year as u32, 4, Some('-'));
+    push(t.month(), 2, Some('-'));
+    push(t.day(), 2, Some('T'));
+    push(t.hour(), 2, Some(':'));
+    push(t.minute(), 2, Some(':'));
+    push(t.second(), 2, Some('.'));
+    push(t.timestamp_subsec_millis() % 1000, 3, Some('Z'));
+    out
 }
 
 /// The calendar date "YYYY-MM-DD" of unix milliseconds (UTC).
@@ -65,6 +89,18 @@ mod tests {
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso8601(4_107_542_399_999), "2100-02-28T23:59:59.999Z");
         assert_eq!(iso8601(-1), "1969-12-31T23:59:59.999Z");
+        // Outside four-digit years, chrono's own form.
+        assert_eq!(iso8601(253_402_300_800_000), "+10000-01-01T00:00:00.000Z");
+        // The digit-by-digit form is chrono's over a sweep of times.
+        let mut ms = -62_167_219_200_000i64; // 0000-01-01
+        while ms < 253_402_300_799_999 {
+            let chrono = chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
+            assert_eq!(iso8601(ms), chrono);
+            ms += 97_654_321_987;
+        }
     }
 
     #[test]

@@ -32,9 +32,11 @@ use serde::{Deserialize, Serialize};
 use super::credits::CreditState;
 use super::error::{AccountError, Result};
 use super::held_parts::{HeldNotifications, HeldSessions, HeldTemplates};
+use super::keys::{HeldKey, HeldKeys, StoredKey};
 use super::model::{StoredAccount, StoredSession};
 use super::store::{
-    user_prefix, Batch, CREDITS, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USERS, VERSIONS,
+    user_prefix, Batch, API_KEYS, CREDITS, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USERS,
+    VERSIONS,
 };
 use super::{Account, Accounts};
 use crate::storage::kv::{decode, encode, KvOp, StorageError};
@@ -61,6 +63,8 @@ pub struct Held {
     pub(crate) notifications: Option<Arc<HeldNotifications>>,
     /// Bytes of its stored uploads.
     pub(crate) storage: Option<u64>,
+    /// Its API keys by hash.
+    pub(crate) keys: Option<Arc<HeldKeys>>,
 }
 
 impl Held {
@@ -78,6 +82,12 @@ impl Held {
     /// them: `UserRegistry::ask`).
     pub fn holds_sessions(&self) -> bool {
         self.sessions.is_some()
+    }
+
+    /// Whether the API keys are held (else the actor may be asked to load
+    /// them).
+    pub fn holds_keys(&self) -> bool {
+        self.keys.is_some()
     }
 
     /// `self` after `ops` (this account's batch) were applied: the parts
@@ -127,6 +137,29 @@ impl Held {
                         None => Arc::make_mut(templates).remove(&id),
                     };
                 }
+                API_KEYS => {
+                    let Some(keys) = &mut next.keys else {
+                        continue;
+                    };
+                    let hash = String::from_utf8_lossy(key).into_owned();
+                    match value.map(decode::<StoredKey>).transpose()? {
+                        Some(k) if k.user_id == user_id => {
+                            // The time of use is noted outside the actor:
+                            // a key already held keeps its mark.
+                            let held = keys.get(&hash).map(|h| h.noted.clone());
+                            let mut entry = HeldKey::from(&k);
+                            if let Some(noted) = held {
+                                entry.noted = noted;
+                            }
+                            Arc::make_mut(keys).insert(hash, entry);
+                        }
+                        Some(_) => {}
+                        None if keys.contains_key(&hash) => {
+                            Arc::make_mut(keys).remove(&hash);
+                        }
+                        None => {}
+                    }
+                }
                 NOTIFICATIONS if key.starts_with(&prefix) => {
                     let Some(notifications) = &mut next.notifications else {
                         continue;
@@ -158,6 +191,8 @@ pub struct HeldAccount {
     stale: AtomicBool,
     /// Whether the actor was asked to load the sessions (once per load).
     sessions_asked: AtomicBool,
+    /// Whether the actor was asked to load the API keys (once per load).
+    keys_asked: AtomicBool,
 }
 
 impl HeldAccount {
@@ -168,6 +203,7 @@ impl HeldAccount {
             slot: Mutex::new(Slot::default()),
             stale: AtomicBool::new(false),
             sessions_asked: AtomicBool::new(false),
+            keys_asked: AtomicBool::new(false),
         }
     }
 
@@ -212,6 +248,7 @@ impl HeldAccount {
         slot.state = None;
         slot.generation += 1;
         self.sessions_asked.store(false, Ordering::Release);
+        self.keys_asked.store(false, Ordering::Release);
     }
 
     /// True once until the sessions are loaded or the state unloaded: the
@@ -223,6 +260,17 @@ impl HeldAccount {
     /// A later session check may ask again (the load failed).
     pub(crate) fn sessions_not_asked(&self) {
         self.sessions_asked.store(false, Ordering::Release);
+    }
+
+    /// True once until the API keys are loaded or the state unloaded: the
+    /// caller asks the actor to load them (`UserRegistry::ask`).
+    pub fn should_ask_keys(&self) -> bool {
+        !self.keys_asked.swap(true, Ordering::AcqRel)
+    }
+
+    /// A later key check may ask again (the load failed).
+    pub(crate) fn keys_not_asked(&self) {
+        self.keys_asked.store(false, Ordering::Release);
     }
 }
 

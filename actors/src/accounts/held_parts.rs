@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use super::auth::token_hash;
 use super::error::Result;
-use super::held::Held;
+use super::held::{Held, HeldAccount};
+use super::keys::HeldKeys;
 use super::model::{Account, SessionInfo, StoredSession};
 use super::notifications::StoredNotification;
 use super::store::{user_prefix, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USER_SESSIONS};
@@ -136,17 +137,46 @@ impl Accounts {
             .collect())
     }
 
+    /// The API keys of `user_id`, held.
+    pub(crate) fn held_keys(&self, user_id: &str) -> Result<Option<Arc<HeldKeys>>> {
+        self.held_part(
+            user_id,
+            |h| h.keys.clone(),
+            |a| a.load_keys(user_id).map(Arc::new),
+            |h, k| h.keys = Some(k),
+        )
+    }
+
     /// Loads the sessions of the account this `Accounts` acts for (asked by
     /// a session check that found them not held; `UserRegistry::ask`).
     pub fn load_held_sessions(&self) -> Result<()> {
+        self.load_asked(
+            |a, u| a.held_sessions(u).map(drop),
+            HeldAccount::sessions_not_asked,
+        )
+    }
+
+    /// Loads the API keys of the account this `Accounts` acts for (asked
+    /// by a key check that found them not held).
+    pub fn load_held_keys(&self) -> Result<()> {
+        self.load_asked(|a, u| a.held_keys(u).map(drop), HeldAccount::keys_not_asked)
+    }
+
+    /// Runs `load` for the account this `Accounts` acts for; when it fails,
+    /// a later check may ask again (`not_asked`).
+    fn load_asked(
+        &self,
+        load: impl FnOnce(&Accounts, &str) -> Result<()>,
+        not_asked: fn(&HeldAccount),
+    ) -> Result<()> {
         let Some(slot) = self.held.clone() else {
             return Ok(());
         };
-        let loaded = self.held_sessions(slot.user_id());
+        let loaded = load(self, slot.user_id());
         if loaded.is_err() {
-            slot.sessions_not_asked();
+            not_asked(&slot);
         }
-        loaded.map(drop)
+        loaded
     }
 
     /// The account and session of `token` answered from `held` (the

@@ -12,6 +12,10 @@
 //! | `accounts.api_keys` | SHA-256 hex of the key | [`StoredKey`] |
 //! | `accounts.user_keys` | `user/key id` | the SHA-256 hex |
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use rand::RngCore as _;
@@ -20,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::token_hash;
 use super::clock::iso8601;
 use super::error::{AccountError, Result};
+use super::held::Held;
 use super::model::{Account, StoredAccount};
 use super::store::{user_key, user_prefix, Batch, API_KEYS, USERS, USER_KEYS};
 use super::{new_id, Accounts};
@@ -236,33 +241,113 @@ impl Accounts {
         let now = self.now();
         if key
             .last_used_at
-            .is_none_or(|t| now - t >= LAST_USED_EVERY_MS)
+            .is_none_or(|t| now.saturating_sub(t) >= LAST_USED_EVERY_MS)
         {
-            let mut used = key.clone();
-            used.last_used_at = Some(now);
-            let ops = vec![
-                KvOp::Expect {
-                    tree: API_KEYS.into(),
-                    key: hash.as_bytes().to_vec(),
-                    value: Some(bytes),
-                },
-                KvOp::Put {
-                    tree: API_KEYS.into(),
-                    key: hash.as_bytes().to_vec(),
-                    value: encode(&used)?,
-                },
-            ];
-            // Another request of the same minute, or a revocation, won:
-            // either way there is nothing to note.
-            if let Err(e) = self.kv.apply(ops) {
+            self.note_use(&hash, bytes, &key, now)?;
+        }
+        Ok(Some(key.info()))
+    }
+
+    /// Writes `now` as the last use of `key` (stored as `bytes` under
+    /// `hash`), unless the record changed meanwhile.
+    fn note_use(&self, hash: &str, bytes: Vec<u8>, key: &StoredKey, now: i64) -> Result<()> {
+        let mut used = key.clone();
+        used.last_used_at = Some(now);
+        let ops = vec![
+            KvOp::Expect {
+                tree: API_KEYS.into(),
+                key: hash.as_bytes().to_vec(),
+                value: Some(bytes),
+            },
+            KvOp::Put {
+                tree: API_KEYS.into(),
+                key: hash.as_bytes().to_vec(),
+                value: encode(&used)?,
+            },
+        ];
+        // Another request of the same minute, or a revocation, won:
+        // either way there is nothing to note.
+        if let Err(e) = self.kv.apply(ops) {
+            tracing::debug!(error = %e, "last use of an API key not noted");
+        }
+        Ok(())
+    }
+
+    /// The keys of `user_id` from the store, by hash.
+    pub(crate) fn load_keys(&self, user_id: &str) -> Result<HeldKeys> {
+        let mut keys = HeldKeys::new();
+        for (_, hash) in self.scan::<String>(USER_KEYS, &user_prefix(user_id))? {
+            if let Some(k) = self.read::<StoredKey>(API_KEYS, hash.as_bytes())? {
+                if k.user_id == user_id {
+                    keys.insert(hash, HeldKey::from(&k));
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The key `token` is, answered from `held` (the memory of the key's
+    /// account, which every key change goes through: `Held::after`);
+    /// `None` when the keys are not held or `token` is not among them (the
+    /// store has the last word then: [`Self::api_key_info`]). Notes the
+    /// time of use in the store at most once a minute per node.
+    pub fn held_api_key(&self, held: &Held, token: &str) -> Option<ApiKeyInfo> {
+        let hash = token_hash(token);
+        let key = held.keys.as_ref()?.get(&hash)?;
+        let account = held.account.as_ref()?;
+        if key.info.user_id != account.id {
+            return None;
+        }
+        let now = self.now();
+        let noted = key.noted.load(Ordering::Acquire);
+        if now.saturating_sub(noted) >= LAST_USED_EVERY_MS
+            && key
+                .noted
+                .compare_exchange(noted, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            let note = || -> Result<()> {
+                if let Some(bytes) = self.kv.get(API_KEYS, hash.as_bytes())? {
+                    let stored: StoredKey = crate::storage::kv::decode(&bytes)?;
+                    self.note_use(&hash, bytes, &stored, now)?;
+                }
+                Ok(())
+            };
+            if let Err(e) = note() {
                 tracing::debug!(error = %e, "last use of an API key not noted");
             }
         }
-        Ok(Some(ApiKeyInfo {
-            id: key.id,
-            user_id: key.user_id,
-            scopes: key.scopes,
-        }))
+        Some(key.info.clone())
+    }
+}
+
+/// An account's API keys by hash, as its actor holds them.
+pub(crate) type HeldKeys = BTreeMap<String, HeldKey>;
+
+/// A key held in memory: what a request needs of it, and when its use was
+/// last noted in the store (shared by every copy of the map).
+#[derive(Clone, Debug)]
+pub(crate) struct HeldKey {
+    pub info: ApiKeyInfo,
+    pub noted: Arc<AtomicI64>,
+}
+
+impl From<&StoredKey> for HeldKey {
+    fn from(k: &StoredKey) -> Self {
+        HeldKey {
+            info: k.info(),
+            noted: Arc::new(AtomicI64::new(k.last_used_at.unwrap_or(i64::MIN))),
+        }
+    }
+}
+
+impl StoredKey {
+    fn info(&self) -> ApiKeyInfo {
+        ApiKeyInfo {
+            id: self.id.clone(),
+            user_id: self.user_id.clone(),
+            scopes: self.scopes.clone(),
+        }
     }
 }
 

@@ -144,3 +144,84 @@ fn bad_names_scopes_and_too_many_keys_change_nothing() {
         Err(AccountError::Conflict(_))
     ));
 }
+
+/// The keys an account's actor holds answer key checks, and every key
+/// change the actor commits reaches them: a revoked key is gone from
+/// memory at once, a new one is there. The time of use is still noted in
+/// the store, at most once a minute.
+#[test]
+fn held_keys_follow_the_actors_commits() {
+    use crate::accounts::HeldAccount;
+    use std::sync::Arc;
+    let fx = Fixture::new();
+    let (account, _) = fx.user("ana");
+    let (other, _) = fx.user("bea");
+    let user = account.id.as_str();
+    let slot = Arc::new(HeldAccount::new(user));
+    let a = fx.accounts.acting_for(slot.clone());
+    let (first, key) = a
+        .create_api_key(user, "first", &[Scope::Read])
+        .expect("create");
+    let (_, foreign) = fx
+        .accounts
+        .create_api_key(&other.id, "hers", &[Scope::Read])
+        .expect("create");
+    a.load_held_sessions().expect("load");
+    assert!(
+        !slot.loaded().expect("loaded").holds_keys(),
+        "loaded only when a key check asks"
+    );
+    a.load_held_keys().expect("load");
+    let held = slot.loaded().expect("loaded");
+    assert!(held.holds_keys());
+    let info = a.held_api_key(&held, &key).expect("held");
+    assert_eq!(
+        (info.id.as_str(), info.scopes.as_slice()),
+        (first.id.as_str(), &[Scope::Read][..])
+    );
+    assert!(
+        a.held_api_key(&held, &foreign).is_none(),
+        "another account's key"
+    );
+    assert!(a.held_api_key(&held, "cf_unknown").is_none());
+
+    // Noted once a minute: the first check wrote it, the next within the
+    // minute does not, one after it does.
+    let stored = |k: &str| {
+        fx.accounts
+            .list_api_keys(user)
+            .unwrap()
+            .into_iter()
+            .find(|v| v.id == k)
+            .unwrap()
+    };
+    let noted = stored(&first.id).last_used_at.expect("noted");
+    fx.advance(30_000);
+    a.held_api_key(&held, &key).expect("held");
+    assert_eq!(
+        stored(&first.id).last_used_at.as_deref(),
+        Some(noted.as_str())
+    );
+    fx.advance(31_000);
+    a.held_api_key(&held, &key).expect("held");
+    assert_ne!(
+        stored(&first.id).last_used_at.as_deref(),
+        Some(noted.as_str())
+    );
+
+    // A key made after the load is held; a revoked one is gone, though the
+    // check never went to the store.
+    let (second, key2) = a
+        .create_api_key(user, "second", &[Scope::Write])
+        .expect("create");
+    let held = slot.loaded().expect("loaded");
+    assert_eq!(
+        a.held_api_key(&held, &key2).expect("new key held").id,
+        second.id
+    );
+    a.revoke_api_key(user, &first.id).expect("revoke");
+    let held = slot.loaded().expect("loaded");
+    assert!(a.held_api_key(&held, &key).is_none(), "revoked");
+    assert!(fx.accounts.api_key_info(&key).expect("read").is_none());
+    assert!(a.held_api_key(&held, &key2).is_some());
+}

@@ -14,7 +14,7 @@
 
 use super::Services;
 use crate::accounts::{
-    account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo,
+    account_of_token, is_api_key, Account, AccountError, Accounts, ApiKeyInfo, Result, SessionInfo,
 };
 
 /// What a request is authenticated with.
@@ -41,6 +41,9 @@ impl Services {
     /// at once; its account as for a session).
     pub fn caller(&self, token: &str) -> Result<Option<(Account, Credential)>> {
         if is_api_key(token) {
+            if let Some(found) = self.held_key(token) {
+                return Ok(Some(found));
+            }
             let Some(key) = self.accounts.api_key_info(token)? else {
                 return Ok(None);
             };
@@ -64,6 +67,35 @@ impl Services {
         Ok(found.map(|(a, s)| (a, Credential::Session(s))))
     }
 
+    /// The key `token` is, with its account, as the memory of the
+    /// account's actor holds them, when that memory may answer (as for
+    /// sessions: the actor is asked once to load its keys).
+    fn held_key(&self, token: &str) -> Option<(Account, Credential)> {
+        let user_id = account_of_token(token)?;
+        let memory = self.users.memory(user_id)?;
+        if !self.owns_account(user_id) {
+            return None;
+        }
+        if let Some(held) = self.users.held(user_id).filter(|h| h.holds_keys()) {
+            let key = self.accounts.held_api_key(&held, token)?;
+            return Some((held.account()?, Credential::Key(key)));
+        }
+        if memory.should_ask_keys() && !self.ask_to_load(user_id, Accounts::load_held_keys) {
+            memory.keys_not_asked();
+        }
+        None
+    }
+
+    /// Asks the actor of `user_id` to run `load` without waiting; `false`
+    /// when the actor is not active or did not take it.
+    fn ask_to_load(&self, user_id: &str, load: fn(&Accounts) -> Result<()>) -> bool {
+        self.users.ask(user_id, move |a| {
+            if let Err(e) = load(a) {
+                tracing::warn!(error = %e, "loading a part of an account's state");
+            }
+        })
+    }
+
     /// The session of `token` as the memory of its account's actor holds
     /// it, when that memory may answer.
     fn held_session(&self, token: &str) -> Option<(Account, SessionInfo)> {
@@ -75,15 +107,9 @@ impl Services {
         if let Some(held) = self.users.held(user_id).filter(|h| h.holds_sessions()) {
             return self.accounts.held_session(&held, token);
         }
-        if memory.should_ask_sessions() {
-            let asked = self.users.ask(user_id, |a| {
-                if let Err(e) = a.load_held_sessions() {
-                    tracing::warn!(error = %e, "loading an account's sessions");
-                }
-            });
-            if !asked {
-                memory.sessions_not_asked();
-            }
+        if memory.should_ask_sessions() && !self.ask_to_load(user_id, Accounts::load_held_sessions)
+        {
+            memory.sessions_not_asked();
         }
         None
     }
