@@ -28,6 +28,7 @@ use crate::api::integrations::IntegrationsApi;
 use crate::api::keys::KeysApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
+use crate::api::plans::PlansApi;
 use crate::api::projects::ProjectsApi;
 use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
@@ -45,6 +46,7 @@ pub type Apis = (
     ExportApi,
     TemplatesApi,
     CreditsApi,
+    PlansApi,
     NotificationsApi,
     BillingApi,
     ScheduleApi,
@@ -56,7 +58,7 @@ pub type Apis = (
 /// The OpenAPI service (also used to write `openapi/openapi.json`).
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ClipTimelineApi, ExportApi, TemplatesApi, CreditsApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi, WebhooksApi),
+        (AuthApi, MediaApi, ProjectsApi, ClipsApi, ClipTimelineApi, ExportApi, TemplatesApi, CreditsApi, PlansApi, NotificationsApi, BillingApi, ScheduleApi, IntegrationsApi, KeysApi, WebhooksApi),
         "Clipforge API",
         env!("CARGO_PKG_VERSION"),
     )

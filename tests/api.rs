@@ -550,6 +550,19 @@ async fn killed_during(state: &str) {
         .filter(|e| e["type"] == "charge")
         .count();
     assert_eq!(charges, 1, "{ledger}");
+    // Each of the project's lines names it.
+    let title = &v["project"]["title"];
+    assert!(title.is_string(), "{v}");
+    let lines: Vec<&Value> = ledger["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["projectId"] == pid.as_str())
+        .collect();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|e| &e["projectTitle"] == title),
+        "{ledger}"
+    );
 }
 
 #[test]

@@ -117,3 +117,73 @@ async fn selecting_free_cancels_the_subscription_at_period_end() {
     let (_, balance) = app.get("/api/credits", &token).await;
     assert_eq!(balance["planEndsAt"], Value::Null, "{balance}");
 }
+
+/// `GET /api/plans`, public: the plan table the server enforces and the
+/// prices the local Stripe holds, read once and kept; without billing, the
+/// same plans with no prices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_list_limits_and_stripe_prices() {
+    let (stripe, base) = start_stripe().await;
+    let app = spawn_app(Some(&base));
+    let client = reqwest::Client::new();
+    let plans = |url: String| {
+        let client = client.clone();
+        async move {
+            let r = client.get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let v = plans(format!("{}/api/plans", app.base)).await;
+    assert_eq!(v["secondsPerCredit"], json!(60), "{v}");
+    let ids: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["free", "creator", "pro", "enterprise"]);
+    let plan = |id: &str| {
+        v["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    // The plan table's own figures (what sign-up and select-plan grant).
+    assert_eq!(plan("free")["monthlyCredits"], json!(60));
+    assert_eq!(plan("free")["watermark"], json!(true));
+    assert_eq!(plan("creator")["monthlyCredits"], json!(300));
+    assert_eq!(plan("enterprise")["monthlyCredits"], Value::Null);
+    assert_eq!(plan("enterprise")["selfService"], json!(false));
+    assert!(plan("pro")["uploadMaxBytes"].as_u64() > plan("free")["uploadMaxBytes"].as_u64());
+    assert_eq!(plan("free")["prices"], json!([]));
+    assert_eq!(
+        plan("creator")["prices"],
+        json!([
+            {"frequency": "monthly", "amount": 1900, "currency": "usd"},
+            {"frequency": "yearly", "amount": 19000, "currency": "usd"}
+        ])
+    );
+    assert_eq!(plan("pro")["prices"][1]["amount"], json!(49000));
+    // Kept: a second list does not ask Stripe again.
+    let asked = stripe.seen("/v1/prices/price_pro_y").len();
+    assert_eq!(asked, 1);
+    plans(format!("{}/api/plans", app.base)).await;
+    assert_eq!(stripe.seen("/v1/prices/price_pro_y").len(), asked);
+
+    // Without billing: every plan, no prices.
+    let bare = common::spawn_app();
+    let v = plans(format!("{}/api/plans", bare.base)).await;
+    assert_eq!(v["plans"].as_array().unwrap().len(), 4);
+    assert!(
+        v["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["prices"] == json!([])),
+        "{v}"
+    );
+}

@@ -73,6 +73,7 @@ async fn every_operation_is_typed() {
         "signInEmail",
         "stripeWebhook",
         "integrationCallback",
+        "listPlans",
     ]
     .into();
     for (method, path, op) in &ops {

@@ -149,6 +149,9 @@ export async function everyOperation(file: Blob): Promise<void> {
   await api.POST("/credits/select-plan", { body: { plan: "free" } });
   const ledger = await api.GET("/credits/ledger", { params: { query: { page: 1 } } });
   expectType<Schemas["LedgerEntryType"] | undefined>(ledger.data?.entries[0]?.type);
+  const plans = await api.GET("/plans");
+  expectType<number | null | undefined>(plans.data?.plans[0]?.monthlyCredits);
+  expectType<number | undefined>(plans.data?.plans[0]?.prices[0]?.amount);
 
   // Notifications
   const notes = await api.GET("/notifications");

@@ -12,9 +12,10 @@ use super::formats::{DateTime, LedgerEntryType, OkStatus, Plan, Text, Uuid};
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::accounts::CreditBalance;
 use clipforge_actors::billing::Billing;
+use clipforge_actors::service::project_api::ProjectError;
 
 #[derive(Tags)]
-enum Tag {
+pub(super) enum Tag {
     /// Credits and plans.
     Credits,
 }
@@ -125,6 +126,10 @@ struct LedgerEntry {
     /// The project it concerns; `null` for grants and renewals.
     #[oai(nullable)]
     project_id: Option<Uuid>,
+    /// That project's title; `null` without a project or once it was
+    /// deleted.
+    #[oai(nullable)]
+    project_title: Option<Text>,
     note: Text,
     /// Credits available after this entry (0 on unlimited plans).
     balance_after: u64,
@@ -140,7 +145,11 @@ struct LedgerPage {
     limit: u64,
 }
 
-fn ledger_page(p: clipforge_actors::accounts::LedgerPage) -> ApiResult<LedgerPage> {
+/// `p` with the title of each project it names (`titles`: by id).
+fn ledger_page(
+    p: clipforge_actors::accounts::LedgerPage,
+    titles: &std::collections::HashMap<String, String>,
+) -> ApiResult<LedgerPage> {
     // The entry type is named by the engine's serde form.
     let kind = |k| -> ApiResult<LedgerEntryType> {
         match serde_json::to_value(k).map_err(|e| ApiError::internal("encoding", e))? {
@@ -153,6 +162,11 @@ fn ledger_page(p: clipforge_actors::accounts::LedgerPage) -> ApiResult<LedgerPag
         entries.push(LedgerEntry {
             kind: kind(e.kind)?,
             amount: e.amount,
+            project_title: e
+                .project_id
+                .as_ref()
+                .and_then(|id| titles.get(id))
+                .map(|t| t.clone().into()),
             project_id: e.project_id.map(Uuid),
             note: e.note.into(),
             balance_after: e.balance_after,
@@ -329,7 +343,23 @@ impl CreditsApi {
                 })
                 .await,
         )?;
-        Ok(Json(ledger_page(ledger)?))
+        // The titles of the projects the page names (a deleted project's
+        // entries keep only its id).
+        let mut titles = std::collections::HashMap::new();
+        let user = &auth.user().account.id;
+        for pid in ledger.entries.iter().filter_map(|e| e.project_id.as_ref()) {
+            if titles.contains_key(pid) {
+                continue;
+            }
+            match state.services.project(user, pid).await {
+                Ok(p) => {
+                    titles.insert(pid.clone(), p.title);
+                }
+                Err(ProjectError::NotFound(_)) => {}
+                Err(e) => return Err(super::projects::project_error(e)),
+            }
+        }
+        Ok(Json(ledger_page(ledger, &titles)?))
     }
 }
 

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod media;
 pub mod notifications;
 pub mod openapi;
+pub mod plans;
 pub mod projects;
 pub mod projects_types;
 pub mod schedule;

@@ -6,89 +6,21 @@ harness.py). Prints one line per check and closes with "N passed, M failed".
 """
 
 import datetime as dt
-import hashlib
-import hmac
-import http.server
-import json
 import os
 import re
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
 from harness import (AVATAR, BASE, SHOTS, SITE, UPLOAD_LIMIT_MB, VIDEO, Run, StopRun, check, failed,
                      figures, focused, passed, route_outside, tab_to)
+from helpers import Hooks, day_label, nav, open_menu, signed_by, start_hooks, with_key
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 PROCESSING_TIMEOUT_MS = 900_000
 PASSWORD, NEW_PASSWORD = "correct horse battery", "correct horse battery staple"
-
-
-def open_menu(page):
-    """On a phone the navigation, the language and sign-out fold behind the
-    Menu button: opens it (nothing to do on a wide screen)."""
-    toggle = page.get_by_role("button", name=re.compile(r"^Menu"))
-    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
-        toggle.click()
-        expect(toggle).to_have_attribute("aria-expanded", "true")
-
-
-def nav(page, name):
-    """Follows a link of the main navigation."""
-    open_menu(page)
-    page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
-
-
-def with_key(key, method, path, body=None):
-    """The status of `method path` sent with the API key only."""
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(BASE + path, data=data, method=method,
-                                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-
-
-class Hooks(http.server.BaseHTTPRequestHandler):
-    """A webhook receiver on 127.0.0.1: keeps every request it gets."""
-    got = []
-
-    def do_POST(self):  # noqa: N802 - the standard library's name
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        Hooks.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-def start_hooks():
-    """Starts the receiver; its URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/hook"
-
-
-def signed_by(secret, header, body):
-    """Whether `Clipforge-Signature` is `body` signed with `secret` (what a
-    receiver does, as docs/guide.md shows)."""
-    parts = dict(p.split("=", 1) for p in header.split(","))
-    mac = hmac.new(secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(mac, parts["v1"])
-
-
-def day_label(d):
-    """A day as the console's English calendar names it."""
-    return f"{d:%A}, {d:%B} {d.day}, {d.year}"
 
 
 def main_path(run: Run):
@@ -194,6 +126,9 @@ def main_path(run: Run):
             page.keyboard.press("Space")
         chooser.value.set_files(VIDEO)
         expect(page.get_by_text("Uploaded:")).to_be_visible(timeout=60_000)
+        # What it will cost, before creating it (the test video is < 1 min).
+        expect(page.get_by_test_id("project-cost")).to_have_text(
+            "Creating this project costs 1 credit (one per started minute of video).")
         run.page_check("new-project")
         page.get_by_label("Clip length").select_option("15-30")
         # Steering and framing: a prompt, and every layout and shape offered.
@@ -539,7 +474,24 @@ def main_path(run: Run):
         nav(page, "Credits and plans")
         expect(page.get_by_role("heading", name="Credit history")).to_be_visible()
         expect(page.get_by_role("cell", name="charge").first).to_be_visible()
+        # Each line names its project, a link to it.
+        expect(page.locator("table a[href^='/projects/']").first).to_be_visible()
         expect(page.locator(".plan.current h3")).to_have_text("Free")
+        # Each plan's price (from the local Stripe) and what it gives (the
+        # server's plan table), per billing period and in Portuguese.
+        expect(page.get_by_test_id("price-creator")).to_have_text("$19.00 a month")
+        expect(page.get_by_test_id("facts-creator")).to_contain_text("300 credits a month")
+        expect(page.get_by_test_id("facts-free")).to_contain_text("Watermark on every clip")
+        expect(page.get_by_test_id("price-enterprise")).to_have_text("Priced with sales")
+        page.get_by_label("Yearly").check()
+        expect(page.get_by_test_id("price-pro")).to_have_text("$490.00 a year")
+        page.get_by_label("Monthly").check()
+        open_menu(page)
+        page.get_by_label("Language").select_option("pt")
+        expect(page.get_by_test_id("price-creator")).to_contain_text("por mês")
+        expect(page.get_by_test_id("facts-creator")).to_contain_text("300 créditos por mês")
+        open_menu(page)
+        page.get_by_label("Idioma").select_option("en")
         run.page_check("credits")
         # Creator is not bought yet: Stripe's checkout, paid, back here.
         page.get_by_role("button", name="Choose Creator").click()

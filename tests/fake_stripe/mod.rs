@@ -32,6 +32,13 @@ pub const PRICES: [(&str, &str, &str); 4] = [
     ("pro", "monthly", "price_pro_m"),
     ("pro", "yearly", "price_pro_y"),
 ];
+/// What each price costs at the local Stripe (cents of `usd`).
+pub const AMOUNTS: [(&str, i64); 4] = [
+    ("price_creator_m", 1900),
+    ("price_creator_y", 19000),
+    ("price_pro_m", 4900),
+    ("price_pro_y", 49000),
+];
 pub const SUCCESS_URL: &str = "https://app.example/billing/success";
 pub const CANCEL_URL: &str = "https://app.example/billing";
 
@@ -259,6 +266,56 @@ pub fn create_session(
     stripe_json(&session)
 }
 
+/// `GET /v1/prices/:id`: Stripe's price object for the four prices.
+#[handler]
+pub fn retrieve_price(fake: Data<&FakeStripe>, req: &Request, id: PPath<String>) -> Response {
+    if let Err(r) = record(&fake, req, Vec::new()) {
+        return r;
+    }
+    let Some((_, amount)) = AMOUNTS.iter().find(|(p, _)| *p == id.0) else {
+        return stripe_error(
+            404,
+            "invalid_request_error",
+            "resource_missing",
+            &format!("No such price: '{}'", id.0),
+            "price",
+        );
+    };
+    let interval = if id.0.ends_with("_y") {
+        "year"
+    } else {
+        "month"
+    };
+    stripe_json(&serde_json::json!({
+        "id": id.0,
+        "object": "price",
+        "active": true,
+        "billing_scheme": "per_unit",
+        "created": 1_700_000_000,
+        "currency": "usd",
+        "custom_unit_amount": null,
+        "livemode": false,
+        "lookup_key": null,
+        "metadata": {},
+        "nickname": null,
+        "product": "prod_clipforge",
+        "recurring": {
+            "aggregate_usage": null,
+            "interval": interval,
+            "interval_count": 1,
+            "meter": null,
+            "trial_period_days": null,
+            "usage_type": "licensed"
+        },
+        "tax_behavior": "unspecified",
+        "tiers_mode": null,
+        "transform_quantity": null,
+        "type": "recurring",
+        "unit_amount": amount,
+        "unit_amount_decimal": amount.to_string()
+    }))
+}
+
 #[handler]
 pub fn retrieve_session(fake: Data<&FakeStripe>, req: &Request, id: PPath<String>) -> Response {
     if let Err(r) = record(&fake, req, Vec::new()) {
@@ -388,6 +445,7 @@ pub async fn start_stripe() -> (FakeStripe, String) {
         .at("/v1/checkout/sessions/:id", get(retrieve_session))
         .at("/v1/billing_portal/sessions", post(create_portal))
         .at("/v1/subscriptions/:id", post(update_subscription))
+        .at("/v1/prices/:id", get(retrieve_price))
         .at(
             "/c/pay/:id",
             get(pages::checkout_page).post(pages::checkout_pay),

@@ -37,11 +37,14 @@ const LOW_CREDITS_PERCENT: u64 = 10;
 const MAX_LEDGER_PAGE: u64 = 100;
 const PROJECT_ID_MAX_LEN: usize = 128;
 
+/// Seconds of video one credit pays for (each started stretch costs one).
+pub const SECONDS_PER_CREDIT: u32 = 60;
+
 /// Credits for `seconds` of processed video: one per started minute.
 pub fn credits_for_seconds(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 {
         // Saturating float-to-int conversion; any realistic length fits.
-        (seconds / 60.0).ceil() as u64
+        (seconds / f64::from(SECONDS_PER_CREDIT)).ceil() as u64
     } else {
         0
     }

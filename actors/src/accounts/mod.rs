@@ -76,7 +76,7 @@ pub use billing::{
 pub use clock::{date_of, iso8601, now_ms, parse_utc, system_clock, Clock, DAY_MS};
 pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
-    UNLIMITED_CREDITS_SHOWN,
+    SECONDS_PER_CREDIT, UNLIMITED_CREDITS_SHOWN,
 };
 pub use error::{AccountError, Result};
 pub use held::{Held, HeldAccount};

@@ -19,6 +19,7 @@
 //! ```
 
 mod plan_change;
+mod prices;
 pub mod stripe_client;
 pub mod webhook;
 
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 use crate::accounts::{Account, AccountError, Accounts, Activation, BillingFrequency, Plan};
 use crate::service::Services;
 pub use plan_change::FreeSelection;
+pub use prices::PlanPrice;
 use stripe_client::{NewCheckout, StripeApi, StripeCallError};
 pub use webhook::{sign, verify_signature, SignatureError, WebhookOutcome, MAX_WEBHOOK_BYTES};
 
@@ -233,6 +235,7 @@ pub struct CheckoutStatus {
 pub struct Billing {
     settings: BillingSettings,
     stripe: StripeApi,
+    prices: prices::PriceCache,
 }
 
 impl Billing {
@@ -243,7 +246,11 @@ impl Billing {
             return Err(format!("billing settings missing: {}", missing.join(", ")));
         }
         let stripe = StripeApi::new(&settings.secret_key, settings.api_base.as_deref())?;
-        Ok(Self { settings, stripe })
+        Ok(Self {
+            settings,
+            stripe,
+            prices: prices::PriceCache::default(),
+        })
     }
 
     pub fn settings(&self) -> &BillingSettings {

@@ -168,6 +168,33 @@ impl StripeApi {
         Ok(snapshot(session))
     }
 
+    /// Reads a price: its amount in the currency's smallest unit and the
+    /// currency (`GET /v1/prices/:id`); `None` amount for a price without
+    /// a fixed one.
+    pub async fn retrieve_price(&self, id: &str) -> CallResult<(Option<i64>, String)> {
+        use stripe_client_core::{RequestBuilder, StripeMethod};
+        /// The fields of Stripe's price object billing reads (the others
+        /// are skipped).
+        #[derive(miniserde::Deserialize)]
+        struct PriceWire {
+            unit_amount: Option<i64>,
+            currency: String,
+        }
+        // A path segment: everything but the unreserved characters escaped.
+        const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'_')
+            .remove(b'.')
+            .remove(b'~');
+        let id = percent_encoding::utf8_percent_encode(id, SEGMENT);
+        let path = format!("/prices/{id}");
+        let price = RequestBuilder::new(StripeMethod::Get, path)
+            .customize::<PriceWire>()
+            .send(&self.client)
+            .await?;
+        Ok((price.unit_amount, price.currency))
+    }
+
     /// Creates a Billing Portal Session for `customer_id`; returns its URL.
     pub async fn create_portal_session(
         &self,

@@ -134,6 +134,7 @@ export type LedgerPage = Typed<
       type: string;
       amount: number;
       projectId: string | null;
+      projectTitle: string | null;
       note: string;
       balanceAfter: number;
       createdAt: string;
@@ -252,3 +253,5 @@ export type WebhookList = components["schemas"]["WebhookList"];
 export type CreatedWebhook = components["schemas"]["CreatedWebhook"];
 export type Delivery = components["schemas"]["Delivery"];
 export type DeliveryPage = components["schemas"]["DeliveryPage"];
+export type PlanList = components["schemas"]["PlanList"];
+export type PlanInfo = PlanList["plans"][number];

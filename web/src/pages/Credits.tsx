@@ -63,7 +63,15 @@ export function Credits() {
                     <td>{e.type}</td>
                     <td class="num">{["reserve", "charge"].includes(e.type) ? `−${e.amount}` : `+${e.amount}`}</td>
                     <td class="num">{e.balanceAfter}</td>
-                    <td>{e.note}</td>
+                    <td>
+                      {e.projectId && e.projectTitle && (
+                        <>
+                          <a href={`/projects/${e.projectId}`}>{e.projectTitle}</a>
+                          <br />
+                        </>
+                      )}
+                      {e.note}
+                    </td>
                   </tr>
                 ))}
               </tbody>

@@ -3,7 +3,7 @@ import { api, ok } from "../api/client";
 import type { CreateProjectBody, Created, MetaResponse, Preset, TemplateList, UploadResponse } from "../api/models";
 import { uploadVideo } from "../api/upload";
 import { Choice, clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
-import { t } from "../i18n";
+import { t, tn } from "../i18n";
 import { navigate } from "../router";
 import { DEFAULT_OPTIONS, optionsBody, ProjectOptions, type Options } from "./ProjectOptions";
 
@@ -24,6 +24,16 @@ export function NewProject() {
   const [busy, setBusy] = useState(false);
   const abort = useRef<(() => void) | null>(null);
   const templates = useLoad(() => ok(api.GET("/caption-templates")) as Promise<TemplateList>, []);
+  // The credit cost of the chosen video: one per started stretch of
+  // `secondsPerCredit` (the rule the server charges by).
+  const plans = useLoad(() => ok(api.GET("/plans")), []);
+  const per = plans.data?.secondsPerCredit;
+  const cost = (secs: number) =>
+    per ? (
+      <p class="muted" data-testid="project-cost">
+        {tn("projectCost", Math.max(1, Math.ceil(secs / per)))}
+      </p>
+    ) : null;
 
   async function preview() {
     setError(null);
@@ -123,6 +133,7 @@ export function NewProject() {
                 {t("uploaded", { d: clock(upload.durationSec) })}
               </p>
             )}
+            {upload && cost(upload.durationSec)}
           </div>
         ) : (
           <div class="stack">
@@ -142,6 +153,7 @@ export function NewProject() {
                     {t("duration")}: {clock(meta.durationSec)} · {t("languageCode")}:{" "}
                     {meta.language && meta.language !== "und" ? meta.language : t("languageUnknown")}
                   </p>
+                  {cost(meta.durationSec)}
                 </div>
               </div>
             )}

@@ -1,8 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiFailure, ok } from "../api/client";
-import type { Balance } from "../api/models";
-import { Choice, ErrorBox } from "../components/ui";
-import { formatDate, t, type Key } from "../i18n";
+import type { Balance, PlanInfo } from "../api/models";
+import { Choice, ErrorBox, useLoad } from "../components/ui";
+import { formatBytes, formatDate, formatMoney, t, type Key } from "../i18n";
 import { navigate } from "../router";
 
 const PLANS = ["free", "creator", "pro", "enterprise"] as const;
@@ -24,6 +24,9 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
   const [note, setNote] = useState("");
   const [busy, setBusy] = useState(false);
   const [billingOff, setBillingOff] = useState(false);
+  // What each plan gives and costs, from the table the server enforces.
+  const table = useLoad(() => ok(api.GET("/plans")), []);
+  const info = (p: Plan) => table.data?.plans.find((x) => x.id === p);
 
   // Back from Stripe's checkout: activate the session and say how it went.
   useEffect(() => {
@@ -102,6 +105,7 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
             <li key={p} class={current ? "plan current" : "plan"} aria-current={current ? "true" : undefined}>
               <h3>{planName(p)}</h3>
               <p class="small">{t(("planDesc_" + p) as Key)}</p>
+              {info(p) && <PlanFacts plan={info(p)!} frequency={frequency} />}
               {current ? (
                 <>
                   <p class="badge-soft">{t("currentPlan")}</p>
@@ -132,3 +136,32 @@ export function Plans({ balance, onChanged }: { balance: Balance | undefined; on
     </section>
   );
 }
+
+/** A plan's price at the chosen frequency and what it gives. */
+function PlanFacts({ plan, frequency }: { plan: PlanInfo; frequency: "monthly" | "yearly" }) {
+  const price = plan.prices.find((x) => x.frequency === frequency);
+  const priceText = price
+    ? t(frequency === "monthly" ? "planPerMonth" : "planPerYear", { p: formatMoney(price.amount, price.currency) })
+    : plan.id === "free"
+      ? t("planPriceFree")
+      : plan.id === "enterprise"
+        ? t("planPriceSales")
+        : null;
+  return (
+    <>
+      {priceText && (
+        <p class="plan-price" data-testid={`price-${plan.id}`}>
+          {priceText}
+        </p>
+      )}
+      <ul class="plan-facts small" data-testid={`facts-${plan.id}`}>
+        <li>{plan.monthlyCredits == null ? t("planUnlimited") : t("planCredits", { n: plan.monthlyCredits })}</li>
+        {plan.welcomeBonus > 0 && <li>{t("planBonus", { n: plan.welcomeBonus })}</li>}
+        <li>{t("planUpload", { s: formatBytes(plan.uploadMaxBytes) })}</li>
+        <li>{t("planStorage", { s: formatBytes(plan.storageBytes) })}</li>
+        <li>{plan.watermark ? t("planWatermark") : t("planNoWatermark")}</li>
+      </ul>
+    </>
+  );
+}
+

@@ -1,0 +1,82 @@
+//! What the paid plans cost, as Stripe holds their prices (the four price
+//! ids of the billing settings, read with `GET /v1/prices/:id`), for the
+//! plan list (`GET /api/plans`). Read at most every ten minutes and shared
+//! by every request meanwhile; a price Stripe cannot give is left out (and
+//! asked again after a minute), so the list still shows every plan.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::Billing;
+use crate::accounts::{BillingFrequency, Plan};
+
+/// How long prices read from Stripe are kept.
+const KEPT: Duration = Duration::from_secs(600);
+/// How long a list with a price missing is kept before asking again.
+const KEPT_INCOMPLETE: Duration = Duration::from_secs(60);
+
+/// The price of a paid plan at one billing frequency.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanPrice {
+    pub plan: Plan,
+    pub frequency: BillingFrequency,
+    /// In the currency's smallest unit (cents for `usd`).
+    pub amount: i64,
+    /// ISO 4217, lower case as Stripe writes it.
+    pub currency: String,
+}
+
+/// The prices last read and when.
+#[derive(Debug, Default)]
+pub(super) struct PriceCache {
+    kept: Mutex<Option<(Instant, Duration, Arc<Vec<PlanPrice>>)>>,
+}
+
+impl PriceCache {
+    fn fresh(&self) -> Option<Arc<Vec<PlanPrice>>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.as_ref()
+            .filter(|(at, ttl, _)| at.elapsed() < *ttl)
+            .map(|(_, _, prices)| prices.clone())
+    }
+
+    fn keep(&self, prices: Arc<Vec<PlanPrice>>, ttl: Duration) {
+        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), ttl, prices));
+    }
+}
+
+impl Billing {
+    /// The paid plans' prices (see the module documentation).
+    pub async fn plan_prices(&self) -> Arc<Vec<PlanPrice>> {
+        if let Some(prices) = self.prices.fresh() {
+            return prices;
+        }
+        let mut prices = Vec::new();
+        let mut complete = true;
+        for plan in [Plan::Creator, Plan::Pro] {
+            for frequency in BillingFrequency::ALL {
+                let choice = super::PlanChoice { plan, frequency };
+                let id = self.settings.prices.price(choice);
+                match self.stripe.retrieve_price(id).await {
+                    Ok((Some(amount), currency)) => prices.push(PlanPrice {
+                        plan,
+                        frequency,
+                        amount,
+                        currency,
+                    }),
+                    Ok((None, _)) => {}
+                    Err(e) => {
+                        complete = false;
+                        tracing::warn!(price = id, error = %e, "reading a plan's price at Stripe");
+                    }
+                }
+            }
+        }
+        let prices = Arc::new(prices);
+        self.prices.keep(
+            prices.clone(),
+            if complete { KEPT } else { KEPT_INCOMPLETE },
+        );
+        prices
+    }
+}
