@@ -1,7 +1,8 @@
 //! What the paid plans cost, as Stripe holds their prices (the four price
 //! ids of the billing settings, read with `GET /v1/prices/:id`), for the
-//! plan list (`GET /api/plans`). Read at most every ten minutes and shared
-//! by every request meanwhile; a price Stripe cannot give is left out (and
+//! plan list (`GET /api/plans`). The four are read at once, each waited for
+//! at most five seconds, at most every ten minutes, and shared by every
+//! request meanwhile; a price Stripe cannot give in time is left out (and
 //! asked again after a minute), so the list still shows every plan.
 
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,8 @@ use crate::accounts::{BillingFrequency, Plan};
 const KEPT: Duration = Duration::from_secs(600);
 /// How long a list with a price missing is kept before asking again.
 const KEPT_INCOMPLETE: Duration = Duration::from_secs(60);
+/// How long one price is waited for.
+const ASK_FOR: Duration = Duration::from_secs(5);
 
 /// The price of a paid plan at one billing frequency.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,24 +54,44 @@ impl Billing {
         if let Some(prices) = self.prices.fresh() {
             return prices;
         }
+        // The four at once, each given a few seconds: a slow Stripe delays
+        // the list by one timeout, not four.
+        let read = |plan, frequency| async move {
+            let id = self
+                .settings
+                .prices
+                .price(super::PlanChoice { plan, frequency });
+            let read = tokio::time::timeout(ASK_FOR, self.stripe.retrieve_price(id)).await;
+            (plan, frequency, id, read)
+        };
+        use BillingFrequency::{Monthly, Yearly};
+        let answers = tokio::join!(
+            read(Plan::Creator, Monthly),
+            read(Plan::Creator, Yearly),
+            read(Plan::Pro, Monthly),
+            read(Plan::Pro, Yearly),
+        );
         let mut prices = Vec::new();
         let mut complete = true;
-        for plan in [Plan::Creator, Plan::Pro] {
-            for frequency in BillingFrequency::ALL {
-                let choice = super::PlanChoice { plan, frequency };
-                let id = self.settings.prices.price(choice);
-                match self.stripe.retrieve_price(id).await {
-                    Ok((Some(amount), currency)) => prices.push(PlanPrice {
-                        plan,
-                        frequency,
-                        amount,
-                        currency,
-                    }),
-                    Ok((None, _)) => {}
-                    Err(e) => {
-                        complete = false;
-                        tracing::warn!(price = id, error = %e, "reading a plan's price at Stripe");
-                    }
+        for (plan, frequency, id, read) in [answers.0, answers.1, answers.2, answers.3] {
+            match read {
+                Ok(Ok((Some(amount), currency))) => prices.push(PlanPrice {
+                    plan,
+                    frequency,
+                    amount,
+                    currency,
+                }),
+                Ok(Ok((None, _))) => {}
+                Ok(Err(e)) => {
+                    complete = false;
+                    tracing::warn!(price = id, error = %e, "reading a plan's price at Stripe");
+                }
+                Err(_) => {
+                    complete = false;
+                    tracing::warn!(
+                        price = id,
+                        "reading a plan's price at Stripe: no answer in time"
+                    );
                 }
             }
         }

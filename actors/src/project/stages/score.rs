@@ -202,6 +202,16 @@ pub fn select_clips_steered(
         );
         scored = enumerate(t, &features, &ctx, &HashSet::new());
     }
+    // A sentence end the next word follows within a breath is inside
+    // continuous speech (a quick reply in crosstalk, a run-on): no quiet
+    // point to cut at. Such ends are kept only when no clip ends at a pause
+    // inside the speech (every clip ending with the speech is not a choice).
+    if scored
+        .iter()
+        .any(|c| c.end_word < t.words.len() && ends_at_pause(t, c.end_word))
+    {
+        scored.retain(|c| ends_at_pause(t, c.end_word));
+    }
 
     // With a prompt, the clips that hold a passage about it come first.
     let passages = prompt.map_or_else(Vec::new, |p| {
@@ -307,6 +317,21 @@ fn enumerate(
         }
     }
     scored
+}
+
+/// Silence after a clip's last word below which its end is inside speech.
+pub const MIN_END_PAUSE: f64 = 0.25;
+
+/// Whether the word before `end_word` is followed by at least
+/// [`MIN_END_PAUSE`] of silence (or ends the speech).
+fn ends_at_pause(t: &Transcript, end_word: usize) -> bool {
+    match (
+        end_word.checked_sub(1).and_then(|i| t.words.get(i)),
+        t.words.get(end_word),
+    ) {
+        (Some(last), Some(next)) => next.start - last.end >= MIN_END_PAUSE,
+        _ => true,
+    }
 }
 
 /// Whether two clips' shingle sets say the same thing.
