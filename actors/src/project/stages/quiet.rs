@@ -66,6 +66,21 @@ pub fn snap_plans(input: &Path, t: &Transcript, span: (f64, f64), plans: &mut [C
     }
 }
 
+/// Silence after a clip's last word below which its end is inside speech.
+pub const MIN_END_PAUSE: f64 = 0.25;
+
+/// Whether the word before `end_word` is followed by at least
+/// [`MIN_END_PAUSE`] of silence (or ends the speech).
+pub(crate) fn ends_at_pause(t: &Transcript, end_word: usize) -> bool {
+    match (
+        end_word.checked_sub(1).and_then(|i| t.words.get(i)),
+        t.words.get(end_word),
+    ) {
+        (Some(last), Some(next)) => next.start - last.end >= MIN_END_PAUSE,
+        _ => true,
+    }
+}
+
 /// [`quietest`]; when the audio cannot be read again (it was read whole by
 /// the transcription, so this is unexpected) the padded cut stays.
 fn quietest_or_keep(input: &Path, range: (f64, f64), near: f64) -> Option<f64> {

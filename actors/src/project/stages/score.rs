@@ -208,9 +208,9 @@ pub fn select_clips_steered(
     // inside the speech (every clip ending with the speech is not a choice).
     if scored
         .iter()
-        .any(|c| c.end_word < t.words.len() && ends_at_pause(t, c.end_word))
+        .any(|c| c.end_word < t.words.len() && super::quiet::ends_at_pause(t, c.end_word))
     {
-        scored.retain(|c| ends_at_pause(t, c.end_word));
+        scored.retain(|c| super::quiet::ends_at_pause(t, c.end_word));
     }
 
     // With a prompt, the clips that hold a passage about it come first.
@@ -317,21 +317,6 @@ fn enumerate(
         }
     }
     scored
-}
-
-/// Silence after a clip's last word below which its end is inside speech.
-pub const MIN_END_PAUSE: f64 = 0.25;
-
-/// Whether the word before `end_word` is followed by at least
-/// [`MIN_END_PAUSE`] of silence (or ends the speech).
-fn ends_at_pause(t: &Transcript, end_word: usize) -> bool {
-    match (
-        end_word.checked_sub(1).and_then(|i| t.words.get(i)),
-        t.words.get(end_word),
-    ) {
-        (Some(last), Some(next)) => next.start - last.end >= MIN_END_PAUSE,
-        _ => true,
-    }
 }
 
 /// Whether two clips' shingle sets say the same thing.
