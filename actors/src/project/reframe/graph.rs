@@ -246,10 +246,14 @@ fn box_within(
     }
 }
 
-/// The size of each half of the output in a split.
+/// The size of each half of the output in a split: stacked in a portrait
+/// frame (9:16, 4:5), side by side in a square or landscape one — a square
+/// cut in two stacked halves gets two 2:1 strips that a face fills, with no
+/// room for the caption line off a face; side by side each person keeps
+/// head and shoulders and the line goes below the faces.
 pub(crate) fn halves(out: (u32, u32)) -> [(u32, u32); 2] {
     let (w, h) = out;
-    if h >= w {
+    if h > w {
         let top = h / 2 / 2 * 2;
         [(w, top), (w, h - top)]
     } else {
@@ -426,7 +430,7 @@ pub fn filter_graph(c: &Composition, out: (u32, u32), ass: &Path, cut: &str) -> 
         }
         Composition::Split(boxes) => {
             let hs = halves(out);
-            let stack = if out_h >= out_w { "vstack" } else { "hstack" };
+            let stack = if out_h > out_w { "vstack" } else { "hstack" };
             let _ = write!(
                 g,
                 "[0:v]split=2[a][b];\

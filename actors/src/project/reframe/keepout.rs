@@ -55,7 +55,7 @@ pub fn face_boxes(
                 }
                 Composition::Split(regions) => {
                     let hs = halves(out);
-                    let stacked = out.1 >= out.0;
+                    let stacked = out.1 > out.0;
                     for (k, r) in regions.iter().enumerate() {
                         let (ox, oy) = match (k, stacked) {
                             (0, _) => (0.0, 0.0),
@@ -125,7 +125,7 @@ pub fn caption_y(boxes: &[OutBox], out: (u32, u32), band: f64, preferred: f64, s
         px.round() as u64
     };
     let mut candidates: Vec<f64> = Vec::new();
-    if split && out.1 >= out.0 {
+    if split && out.1 > out.0 {
         candidates.push(halves(out)[0].1 as f64 / oh * 100.0);
     }
     candidates.push(preferred);
@@ -190,16 +190,47 @@ mod tests {
             .all(|b| b[3] < at(y) - band / 2.0 || b[1] > at(y) + band / 2.0));
     }
 
-    /// A 1:1 split where each face fills its panel (the corpus debate):
-    /// every height covers a face, and the line goes where it covers the
-    /// least of them — the seam, grazing a chin and a forehead — not across
-    /// the middle of the lower face at the template's 72 %.
+    /// The corpus debate at 1:1: a split-screen source (a seam in the
+    /// middle) whose two faces would each fill a stacked 2:1 strip. Side by
+    /// side each keeps head and shoulders, and the template's 72 % covers
+    /// no face: the line stays there, off both faces.
+    #[test]
+    fn a_square_split_sits_side_by_side_with_the_line_below_the_faces() {
+        let (src, out) = ((640, 368), (1080, 1080));
+        let (a, b) = (face(0.24, 0.33, 0.16), face(0.72, 0.33, 0.16));
+        let c = graph::split(Some([&track(a), &track(b)]), Some(0.5), src, out);
+        let Composition::Split(regions) = &c else {
+            panic!("{c:?}")
+        };
+        // Each panel 540 wide, the whole height; each crop in its own half.
+        assert_eq!(halves(out), [(540, 1080), (540, 1080)]);
+        assert!(regions[0].x + regions[0].w <= 320, "{regions:?}");
+        assert!(regions[1].x >= 320, "{regions:?}");
+        let boxes = face_boxes(&analysis(vec![vec![a, b]; 4]), &c, src, out);
+        assert!(boxes.iter().any(|b| b[0] >= 540.0), "{boxes:?}");
+        let band = 60.0;
+        let y = caption_y(&boxes, out, band, 72.0, true);
+        assert_eq!(y, 72.0, "{boxes:?}");
+        let (top, bottom) = (
+            1080.0 * y / 100.0 - band / 2.0,
+            1080.0 * y / 100.0 + band / 2.0,
+        );
+        assert!(
+            boxes.iter().all(|b| b[3] <= top || b[1] >= bottom),
+            "{boxes:?}"
+        );
+    }
+
+    /// A 4:5 split where each face fills its stacked panel: every height
+    /// covers a face, and the line goes where it covers the least of them —
+    /// the seam, grazing a chin and a forehead — not across the middle of
+    /// the lower face at the template's 72 %.
     #[test]
     fn when_every_height_covers_a_face_the_line_covers_the_least() {
-        let out = (1080, 1080);
-        let boxes = [[300.0, 0.0, 700.0, 545.0], [300.0, 560.0, 700.0, 1080.0]];
+        let out = (1080, 1350);
+        let boxes = [[300.0, 0.0, 700.0, 680.0], [300.0, 695.0, 700.0, 1350.0]];
         let y = caption_y(&boxes, out, 60.0, 72.0, true);
-        assert!((50.0..=52.0).contains(&y), "{y}");
+        assert!((49.0..=52.0).contains(&y), "{y}");
     }
 
     /// A face low in a single crop moves the caption off it, to the
