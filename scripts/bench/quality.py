@@ -38,7 +38,7 @@ landscape file, timing each run, then measures every clip it wrote:
   the transcript's first or follows a word ending in . ? ! 。 ？ ！ …),
   ends after a sentence end (its last word ends so, or is the transcript's
   last); a transcript with (almost) no sentence punctuation (under 2 % of
-  its words) uses a pause of >= 0.3 s between words instead. No cut falls
+  its words) also takes a pause of >= 0.3 s between words for one. No cut falls
   inside a word (20 ms tolerance), the trailing breath after the last word
   is >= 0.25 s or reaches the next word's start, and the audio RMS (ffmpeg,
   16 kHz mono) in the 50 ms around each cut over the median RMS of the
@@ -126,7 +126,9 @@ def boundaries(words, start, end, audio, src_dur):
         if i == len(words) - 1:
             return True
         if by_pause:
-            return words[i + 1]["start"] - words[i]["end"] >= SENTENCE_PAUSE
+            # A word that does end in sentence punctuation ends a sentence
+            # here too; the pause stands in only for missing punctuation.
+            return ends_sentence(words[i]["text"]) or words[i + 1]["start"] - words[i]["end"] >= SENTENCE_PAUSE
         return ends_sentence(words[i]["text"])
 
     b["start_ok"] = first == 0 or ends_after(first - 1)
