@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use clipforge_actors::accounts::NotificationKind;
+use clipforge_actors::accounts::{NotificationKind, Said};
 use clipforge_actors::project::records::{ClipRecord, ProjectRecord};
 use clipforge_actors::publish::posts::PostRecord;
 use clipforge_actors::service::Services;
@@ -66,11 +66,11 @@ pub async fn start(
         );
         // Written outside the account's actor (as the publishing engine
         // does): its memory of the account is dropped afterwards.
+        let said = Said::new("Webhook disabled", msg).with("url", url);
         match s.accounts.notify_with(
             user,
             NotificationKind::WebhookDisabled,
-            "Webhook disabled",
-            &msg,
+            &said,
             Vec::new(),
             None,
             None,

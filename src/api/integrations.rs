@@ -150,7 +150,7 @@ impl IntegrationsApi {
         /// The authorization code (absent when consent was refused).
         code: Query<Option<String>>,
         /// The `state` returned by connect.
-        #[oai(name = "state")]
+        #[oai(name = "state", validator(min_length = 1))]
         oauth_state: Query<String>,
         /// Set by the platform when consent was refused.
         error: Query<Option<String>>,

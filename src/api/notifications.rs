@@ -1,5 +1,7 @@
 //! Notifications (contract 4.7).
 
+use std::collections::BTreeMap;
+
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
@@ -28,6 +30,17 @@ struct Notification {
     message: Text,
     read: bool,
     created_at: DateTime,
+    /// The values `title` and `message` name, for a client that words them
+    /// in its own language (the console does, in English and Portuguese).
+    /// By `type`: `project_completed` projectTitle, clips;
+    /// `project_failed` projectTitle, error; `post_published` postTitle,
+    /// platform; `post_failed` postTitle, platform, error; `plan_changed`
+    /// plan, credits (absent when unlimited); `credits_low` available,
+    /// total, renews (a date); `payment_failed` plan, retryOn (a date, when a
+    /// retry is planned); `webhook_disabled` url; `clip_rendered` version,
+    /// clipTitle. Empty on notifications written before params existed.
+    /// `error` is the server's English reason.
+    params: BTreeMap<String, String>,
 }
 
 #[derive(Object)]
@@ -66,6 +79,7 @@ impl NotificationsApi {
                 message: n.message.into(),
                 read: n.read,
                 created_at: n.created_at.into(),
+                params: n.params,
             })
             .collect();
         Ok(Json(NotificationList { notifications }))

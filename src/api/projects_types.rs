@@ -377,9 +377,20 @@ pub struct SseEvent {
     #[oai(validator(pattern = "^[0-9]+$"))]
     pub id: Text,
     pub event: ProjectEventType,
-    /// A JSON object: `progress` {projectId, state, status, percent,
-    /// stepProgress}, `clip` a Clip, the end events {projectId, state,
-    /// status, message}.
+    /// A JSON object, by `event`:
+    /// `progress` {projectId, state, status, stage, stepProgress, percent}
+    /// (`stage` the one running or just finished, null while queued;
+    /// `stepProgress` {download, transcribe, cut, caption} and `percent`
+    /// 0–100);
+    /// `clip` {projectId, clipId, index, title, score, reason, scores}, a
+    /// summary of a stored clip (the whole Clip is in
+    /// `GET /projects/{id}`);
+    /// `render` {projectId, clipId, version, state, percent, message}, an
+    /// edited clip's version (`state` rendering, rendered or failed;
+    /// `message` null but on failure);
+    /// `completed` {projectId, state, status, clips} (`clips` their count);
+    /// `failed` {projectId, state, status, message};
+    /// `cancelled` {projectId, state, status}.
     pub data: Text,
 }
 
@@ -496,6 +507,76 @@ pub fn clip_view(c: &ClipRecord, links: &StableLinks) -> Clip {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keys of each event's `data` are the ones `SseEvent` documents.
+    #[test]
+    fn event_data_is_what_the_document_says() {
+        use clipforge_actors::project::events::{
+            CancelledEvent, ClipEvent, CompletedEvent, FailedEvent, ProgressEvent,
+            ProjectEventBody as B, RenderEvent,
+        };
+        let doc = include_str!("projects_types.rs");
+        let (p, state) = (String::from("p"), State::Completed);
+        let bodies = [
+            B::Progress(ProgressEvent {
+                project_id: p.clone(),
+                state: State::Queued,
+                stage: None,
+                step_progress: Default::default(),
+                percent: 0,
+            }),
+            B::Clip(ClipEvent {
+                project_id: p.clone(),
+                clip_id: "c".into(),
+                index: 1,
+                title: "t".into(),
+                score: 70,
+                reason: String::new(),
+                scores: Default::default(),
+            }),
+            B::Render(RenderEvent {
+                project_id: p.clone(),
+                clip_id: "c".into(),
+                version: 2,
+                state: "rendering".into(),
+                percent: 5,
+                message: None,
+            }),
+            B::Completed(CompletedEvent {
+                project_id: p.clone(),
+                state,
+                clips: 3,
+            }),
+            B::Failed(FailedEvent {
+                project_id: p.clone(),
+                state: State::Failed,
+                message: "no speech".into(),
+            }),
+            B::Cancelled(CancelledEvent {
+                project_id: p,
+                state: State::Cancelled,
+            }),
+        ];
+        for body in bodies {
+            let data: serde_json::Value = serde_json::from_str(&event_data(&body)).unwrap();
+            let mut keys: Vec<&str> = data
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            let mut documented: Vec<&str> = doc
+                .split(&format!("/// `{}` {{", body.name()))
+                .nth(1)
+                .and_then(|rest| rest.split('}').next())
+                .unwrap_or_else(|| panic!("{} is not documented", body.name()))
+                .split(", ")
+                .collect();
+            keys.sort_unstable();
+            documented.sort_unstable();
+            assert_eq!(keys, documented, "{}", body.name());
+        }
+    }
 
     #[test]
     fn statuses_are_localized_at_the_edge() {

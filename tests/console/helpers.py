@@ -31,6 +31,21 @@ def nav(page, name):
     page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True).click()
 
 
+def schedule_first_clip(page, title, when):
+    """Fills the first project's first clip's schedule form (TikTok,
+    `title`, `when` a local datetime), saves it and returns the form."""
+    nav(page, "Projects")
+    page.locator(".project-card a").first.click()
+    clip = page.get_by_role("article").first
+    clip.get_by_role("button", name="Schedule").click()
+    form = clip.get_by_role("form")
+    form.get_by_label("Platform").select_option("tiktok")
+    form.get_by_label("Post title").fill(title)
+    form.get_by_label("Date and time").fill(when.strftime("%Y-%m-%dT%H:%M"))
+    form.get_by_role("button", name="Save").click()
+    return form
+
+
 def with_key(key, method, path, body=None):
     """The status of `method path` sent with the API key only."""
     data = json.dumps(body).encode() if body is not None else None

@@ -15,7 +15,10 @@ from playwright.sync_api import expect, sync_playwright
 
 from harness import (AVATAR, BASE, SHOTS, SITE, UPLOAD_LIMIT_MB, VIDEO, Run, StopRun, check, failed,
                      figures, focused, passed, route_outside, tab_to)
-from helpers import Hooks, day_label, nav, open_menu, signed_by, start_hooks, with_key
+from form_errors import form_errors
+from language_steps import plurals
+from plans_steps import credits_and_plans
+from helpers import Hooks, day_label, nav, open_menu, schedule_first_clip, signed_by, start_hooks, with_key
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -88,7 +91,7 @@ def main_path(run: Run):
         expect(preview).to_contain_text("Duration: 2:00:00")
         tab_to(page, "BUTTON:Create project")
         page.keyboard.press("Enter")
-        expect(page.get_by_role("alert")).to_contain_text("Not enough credits for this video")
+        expect(page.get_by_role("alert")).to_contain_text("Not enough credits: this video needs 120 and you have 60.")
         run.page_check("new-project-402")
 
     def link_project_and_cancel():
@@ -149,7 +152,7 @@ def main_path(run: Run):
 
     def progress_to_done():
         status = page.get_by_test_id("project-status")
-        seen_progress = False
+        seen_progress, seen_left = False, ""
         deadline = time.time() + PROCESSING_TIMEOUT_MS / 1000
         while time.time() < deadline:
             state = status.get_attribute("data-state")
@@ -159,11 +162,19 @@ def main_path(run: Run):
                 raise AssertionError("the project failed: " + page.inner_text("main"))
             if not seen_progress and page.get_by_role("progressbar", name="Transcribe").count():
                 seen_progress = True
+                expect(page.get_by_text("a notification comes when the clips are ready")).to_be_visible()
                 run.page_check("project-progress")
+            # The time left, from the rate this page measured (a stage must
+            # move 2 points over 3 s first).
+            left = page.locator(".progress-note", has_text=re.compile(r"left$"))
+            if not seen_left and left.count():
+                seen_left = left.first.inner_text()
             page.wait_for_timeout(250)
         assert status.get_attribute("data-state") == "completed", "processing did not finish"
         expect(status).to_have_text("Completed")
         assert seen_progress, "no live per-stage progress was shown"
+        assert seen_left, "no time left was shown while the project ran"
+        figures.setdefault("time left first shown", []).append(seen_left)
         expect(page.get_by_role("article").first).to_be_visible()
 
     def play_clip():
@@ -172,6 +183,15 @@ def main_path(run: Run):
         expect(clip.get_by_text(re.compile(r"^Why this clip:"))).to_be_visible()
         expect(clip.get_by_role("list", name="Scores").get_by_text("matches your prompt")).to_be_visible()
         expect(clip.get_by_text(re.compile(r"^Framing: "))).to_be_visible()
+        # The reason in Portuguese, built from the sub-scores and the prompt
+        # words the server's sentence quotes.
+        open_menu(page)
+        page.get_by_label("Language").select_option("pt")
+        reason = clip.locator(".reason p")
+        expect(reason).to_contain_text(re.compile(r"^Por que este corte: .*(seu pedido|ideia completa|gancho|ritmo|enfático|nada se destaca).*\.$"))
+        expect(reason).not_to_contain_text(re.compile(r"tells|opens|keeps|prompt"))
+        open_menu(page)
+        page.get_by_label("Idioma").select_option("en")
         video = clip.locator("video")
         expect(video).to_have_count(1)
         video.evaluate("v => { v.muted = true; return v.play(); }")
@@ -355,25 +375,6 @@ def main_path(run: Run):
         assert url in asked.value.message, asked.value.message
         expect(page.get_by_text("No webhooks yet.")).to_be_visible()
 
-    def plurals():
-        # Counts through the language's plural rules: "1 clip" / "1 corte",
-        # "3 clips" / "3 cortes" — whatever the finished project's count.
-        nav(page, "Projects")
-        meta = page.locator(".project-card .meta", has_text=re.compile(r"\d+ clips?\b")).first
-        n = int(re.search(r"(\d+) clips?\b", meta.inner_text()).group(1))
-        print(f"     the finished project's card counts {n} clip(s)")
-        expect(meta).to_contain_text(f"{n} clip" if n == 1 else f"{n} clips")
-        if n == 1:
-            expect(meta).not_to_contain_text("1 clips")
-        open_menu(page)
-        page.get_by_label("Language").select_option("pt")
-        cards = page.locator(".project-card .meta", has_text=re.compile(r"\d+ cortes?\b")).first
-        expect(cards).to_contain_text(f"{n} corte" if n <= 1 else f"{n} cortes")
-        if n <= 1:
-            expect(cards).not_to_contain_text(f"{n} cortes")
-        page.get_by_label("Idioma").select_option("en")
-        expect(page.get_by_role("heading", name="Projects")).to_be_visible()
-
     def connect():
         nav(page, "Integrations")
         page.get_by_role("button", name="Connect TikTok").click()
@@ -384,17 +385,9 @@ def main_path(run: Run):
         run.page_check("integrations")
 
     def schedule():
-        nav(page, "Projects")
-        page.locator(".project-card a").first.click()
-        clip = page.get_by_role("article").first
-        clip.get_by_role("button", name="Schedule").click()
-        form = clip.get_by_role("form")
-        form.get_by_label("Platform").select_option("tiktok")
-        form.get_by_label("Post title").fill("First post from the console")
         # The next whole minute at least 15 s away (the field has minutes).
         when = (dt.datetime.now() + dt.timedelta(seconds=75)).replace(second=0, microsecond=0)
-        form.get_by_label("Date and time").fill(when.strftime("%Y-%m-%dT%H:%M"))
-        form.get_by_role("button", name="Save").click()
+        form = schedule_first_clip(page, "First post from the console", when)
         expect(form.get_by_text("Scheduled")).to_be_visible()
         # A second post at the same time, whose first try the platform
         # emulator refuses (a title starting "Refused once").
@@ -470,57 +463,6 @@ def main_path(run: Run):
         expect(posts).to_have_count(count - 1)
         expect(posts.filter(has_text="Moved in the calendar")).to_have_count(0)
 
-    def credits_and_plans():
-        nav(page, "Credits and plans")
-        expect(page.get_by_role("heading", name="Credit history")).to_be_visible()
-        expect(page.get_by_role("cell", name="charge").first).to_be_visible()
-        # Each line names its project, a link to it.
-        expect(page.locator("table a[href^='/projects/']").first).to_be_visible()
-        expect(page.locator(".plan.current h3")).to_have_text("Free")
-        # Each plan's price (from the local Stripe) and what it gives (the
-        # server's plan table), per billing period and in Portuguese.
-        expect(page.get_by_test_id("price-creator")).to_have_text("$19.00 a month")
-        expect(page.get_by_test_id("facts-creator")).to_contain_text("300 credits a month")
-        expect(page.get_by_test_id("facts-free")).to_contain_text("Watermark on every clip")
-        expect(page.get_by_test_id("price-enterprise")).to_have_text("Priced with sales")
-        page.get_by_label("Yearly").check()
-        expect(page.get_by_test_id("price-pro")).to_have_text("$490.00 a year")
-        page.get_by_label("Monthly").check()
-        open_menu(page)
-        page.get_by_label("Language").select_option("pt")
-        expect(page.get_by_test_id("price-creator")).to_contain_text("por mês")
-        expect(page.get_by_test_id("facts-creator")).to_contain_text("300 créditos por mês")
-        open_menu(page)
-        page.get_by_label("Idioma").select_option("en")
-        run.page_check("credits")
-        # Creator is not bought yet: Stripe's checkout, paid, back here.
-        page.get_by_role("button", name="Choose Creator").click()
-        expect(page).to_have_url(re.compile(r"^https://checkout\.stripe\.com/c/pay/cs_"))
-        expect(page.get_by_role("heading", name="Subscribe to Clipforge creator (monthly)")).to_be_visible()
-        run.shot("stripe-checkout")
-        page.get_by_role("button", name="Pay").click()
-        expect(page).to_have_url(BASE + "/credits")
-        expect(page.get_by_text("Payment received: your Creator plan is active.")).to_be_visible()
-        expect(page.locator(".plan.current h3")).to_have_text("Creator")
-        run.page_check("credits-creator")
-        # The customer portal, and back.
-        page.get_by_role("button", name="Manage subscription").click()
-        expect(page).to_have_url(re.compile(r"^https://billing\.stripe\.com/p/session/"))
-        page.get_by_role("link", name="Return to Clipforge").click()
-        expect(page).to_have_url(BASE + "/credits")
-        # Free with a live subscription: Creator stays until the period ends
-        # (Stripe cancels it then); keeping Creator withdraws that.
-        page.get_by_role("button", name="Choose Free").click()
-        expect(page.get_by_text(re.compile(r"^Your Creator plan stays until .+; then it becomes Free\.$"))).to_be_visible()
-        expect(page.locator(".plan.current h3")).to_have_text("Creator")
-        expect(page.locator(".plan.current").get_by_text(re.compile(r"^Ends on "))).to_be_visible()
-        run.page_check("credits-ending")
-        page.get_by_role("button", name="Keep Creator").click()
-        expect(page.get_by_text("Your Creator plan renews as before.")).to_be_visible()
-        expect(page.get_by_role("button", name="Keep Creator")).to_have_count(0)
-        expect(page.get_by_role("button", name="Choose Free")).to_be_visible()
-        expect(page).to_have_url(BASE + "/credits")
-
     def profile():
         nav(page, "Profile")
         page.get_by_label("Name").fill("Ana Renamed")
@@ -562,6 +504,19 @@ def main_path(run: Run):
         run.page_check("notifications")
         page.get_by_role("button", name=re.compile(r"^Mark as read")).first.click()
         expect(page.get_by_role("status")).to_have_text(f"{unread_before - 1} unread")
+        # Worded in Portuguese from the type and params, not the server's
+        # English: the project's, the plan's and the posts' notifications.
+        open_menu(page)
+        page.get_by_label("Language").select_option("pt")
+        done = page.locator("[data-type=project_completed]").first
+        expect(done).to_contain_text("Projeto concluído")
+        expect(done).to_contain_text(re.compile(r"está pronto: \d+ cortes? gerados?\."))
+        expect(page.locator("[data-type=plan_changed]").first).to_contain_text("Agora você está no plano")
+        expect(page.locator("[data-type=post_published]").first).to_contain_text("foi publicado no TikTok")
+        expect(page.locator("main")).not_to_contain_text("is ready")
+        run.shot("notifications-pt")
+        open_menu(page)
+        page.get_by_label("Idioma").select_option("en")
 
     def sign_out_and_in():
         open_menu(page)
@@ -589,10 +544,11 @@ def main_path(run: Run):
              ("rename a clip", rename_clip),
              ("download SRT", download_srt), ("edit a clip: fix a word, trim, render, restore", edit_clip),
              ("template", template), ("API keys", api_keys), ("webhooks", webhooks),
-             ("plural forms (en, pt)", plurals), ("connect TikTok", connect),
+             ("plural forms (en, pt)", lambda: plurals(run)), ("connect TikTok", connect),
+             ("errors said for people, by their field (en, pt)", lambda: form_errors(run, PASSWORD)),
              ("schedule a clip", schedule), ("schedule all clips", bulk_schedule),
              ("calendar: edit and delete a pending post", calendar_edit_delete),
-             ("credits, checkout, portal, plan selection", credits_and_plans),
+             ("credits, checkout, portal, plan selection", lambda: credits_and_plans(run)),
              ("profile, avatar, password", profile),
              ("post published; a refused post tried again", published),
              ("read a notification", notification), ("sign out, sign in with the new password", sign_out_and_in)]

@@ -62,6 +62,14 @@ export function formatDate(iso: string): string {
   return isNaN(d.getTime()) ? iso : d.toLocaleString(lang === "pt" ? "pt-BR" : "en");
 }
 
+/** A day (`YYYY-MM-DD` or an ISO time) in words: "28 November 2026",
+ * "28 de novembro de 2026". */
+export function formatDay(day: string): string {
+  const d = new Date(day.length === 10 ? `${day}T12:00:00Z` : day);
+  if (isNaN(d.getTime())) return day;
+  return new Intl.DateTimeFormat(lang === "pt" ? "pt-BR" : "en-GB", { dateStyle: "long", timeZone: day.length === 10 ? "UTC" : undefined }).format(d);
+}
+
 /** An amount in a currency's smallest unit (Stripe's `unit_amount`). */
 export function formatMoney(amount: number, currency: string): string {
   const f = new Intl.NumberFormat(lang === "pt" ? "pt-BR" : "en", { style: "currency", currency: currency.toUpperCase() });

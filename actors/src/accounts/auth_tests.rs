@@ -336,8 +336,7 @@ fn data_survives_a_sled_reopen() {
             .notify(
                 &account.id,
                 crate::accounts::NotificationKind::ProjectCompleted,
-                "Done",
-                "3 clips",
+                &crate::accounts::Said::new("Done", "3 clips"),
                 None,
             )
             .expect("notify");

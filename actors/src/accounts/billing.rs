@@ -364,15 +364,20 @@ impl Accounts {
         retry_at: Option<i64>,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |_, batch, now| {
+        self.with_event(user_id, event_id, |account, batch, now| {
             let mut message = "The payment of your subscription failed. Update your payment \
                                method in the customer portal to keep your plan."
                 .to_string();
-            if let Some(at) = retry_at {
-                message.push_str(&format!(" We will try again on {}.", &iso8601(at)[..10]));
+            let retry = retry_at.map(|at| iso8601(at)[..10].to_string());
+            if let Some(day) = &retry {
+                message.push_str(&format!(" We will try again on {day}."));
+            }
+            let mut said = super::Said::new("Payment failed", message).with("plan", account.plan);
+            if let Some(day) = retry {
+                said = said.with("retryOn", day);
             }
             let kind = NotificationKind::PaymentFailed;
-            self.push_notification(batch, user_id, kind, "Payment failed", &message, now)?;
+            self.push_notification(batch, user_id, kind, &said, now)?;
             Ok(Applied::Changed)
         })
     }

@@ -465,12 +465,15 @@ impl Accounts {
                  They renew on {}.",
                 &renews[..10]
             );
+            let said = super::Said::new("Credits running low", message)
+                .with("available", available)
+                .with("total", total)
+                .with("renews", &renews[..10]);
             self.push_notification(
                 &mut batch,
                 user_id,
                 NotificationKind::CreditsLow,
-                "Credits running low",
-                &message,
+                &said,
                 now,
             )?;
             let subject = Subject::Credits {

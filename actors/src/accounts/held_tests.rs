@@ -8,7 +8,7 @@ use super::*;
 use crate::accounts::auth::token_hash;
 use crate::accounts::store;
 use crate::accounts::testutil::Fixture;
-use crate::accounts::{NotificationKind, PlanTable, TemplateInput};
+use crate::accounts::{NotificationKind, PlanTable, Said, TemplateInput};
 use crate::storage::kv::KvStore;
 
 /// `fx`'s accounts acting for `user_id`, as its actor would.
@@ -54,8 +54,13 @@ fn parts_are_loaded_on_first_need_and_then_answered_from_memory() {
     let user = account.id.as_str();
     let (a, slot) = acting(&fx, user);
     a.create_template(user, &named("Big")).expect("create");
-    a.notify(user, NotificationKind::PlanChanged, "Plan", "now pro", None)
-        .expect("notify");
+    a.notify(
+        user,
+        NotificationKind::PlanChanged,
+        &Said::new("Plan", "now pro"),
+        None,
+    )
+    .expect("notify");
     // Only what these commands needed was loaded (the templates for the
     // cap on their number, the notifications for theirs).
     let held = slot.loaded().expect("loaded");
@@ -115,8 +120,13 @@ fn commits_keep_the_held_parts_in_step() {
     assert_eq!(a.storage_used(user).expect("used"), 0);
 
     let created = a.create_template(user, &named("Small")).expect("create");
-    a.notify(user, NotificationKind::CreditsLow, "Low", "top up", None)
-        .expect("notify");
+    a.notify(
+        user,
+        NotificationKind::CreditsLow,
+        &Said::new("Low", "top up"),
+        None,
+    )
+    .expect("notify");
     a.add_storage(user, 1000).expect("add");
     let (_, second) = a
         .sign_in("bo@example.com", "correct horse", "")
@@ -224,7 +234,12 @@ fn a_failed_write_leaves_memory_as_it_was() {
     assert!(a.sign_out(&token).is_err());
     assert!(a.add_storage(user, 5).is_err());
     assert!(a
-        .notify(user, NotificationKind::PlanChanged, "Plan", "x", None)
+        .notify(
+            user,
+            NotificationKind::PlanChanged,
+            &Said::new("Plan", "x"),
+            None
+        )
         .is_err());
     fx.fail_writes(false);
 
@@ -252,8 +267,7 @@ fn a_notification_written_outside_the_actor_moves_the_version_on() {
         .notify_with(
             user,
             NotificationKind::PostPublished,
-            "Posted",
-            "ok",
+            &Said::new("Posted", "ok"),
             Vec::new(),
             None,
             None,

@@ -85,7 +85,7 @@ pub use model::{
     Account, AccountView, Plan, PlanLimits, PlanTable, SessionInfo, FORCED_WATERMARK_MIN_OPACITY,
     FORCED_WATERMARK_MIN_SIZE,
 };
-pub use notifications::{Notification, NotificationKind, MAX_NOTIFICATIONS};
+pub use notifications::{Notification, NotificationKind, Said, MAX_NOTIFICATIONS};
 pub use ratelimit::SignInLimits;
 pub use templates::{TemplateInput, TemplateView, MAX_TEMPLATES};
 

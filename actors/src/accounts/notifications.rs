@@ -15,6 +15,7 @@ use super::held_parts::HeldNotifications;
 use super::store::{user_key, user_prefix, Batch, NOTIFICATIONS, NOTIFICATION_IDS};
 use super::{new_id, Accounts};
 use crate::storage::kv::{KvOp, StorageError};
+use crate::storage::record::{decode_payload, Record};
 use crate::webhooks::{outbox, EventType, Subject};
 
 /// Most notifications kept per account; older ones are dropped.
@@ -24,6 +25,8 @@ const TITLE_MAX_CHARS: usize = 200;
 /// meets concurrent writes of the account.
 const OUTSIDE_ATTEMPTS: usize = 5;
 const MESSAGE_MAX_CHARS: usize = 2000;
+/// Most params a notification keeps.
+const MAX_PARAMS: usize = 8;
 
 /// The type of a notification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +73,32 @@ impl NotificationKind {
     }
 }
 
+/// What a notification says: its title and message in English, and the
+/// values they name (`params`: the project's title, a clip count, a
+/// platform, …), with which a client words them in its own language.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Said {
+    pub title: String,
+    pub message: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl Said {
+    pub fn new(title: impl Into<String>, message: impl Into<String>) -> Self {
+        Said {
+            title: title.into(),
+            message: message.into(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Names a value the title or message says.
+    pub fn with(mut self, key: &str, value: impl ToString) -> Self {
+        self.params.push((key.to_string(), value.to_string()));
+        self
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredNotification {
     id: String,
@@ -78,8 +107,37 @@ pub(crate) struct StoredNotification {
     message: String,
     read: bool,
     created_at: i64,
+    params: Vec<(String, String)>,
 }
-crate::record!(StoredNotification, "notification", 1);
+
+/// A version-1 notification's fields in order (before `params`).
+type NotificationV1 = (String, NotificationKind, String, String, bool, i64);
+
+/// Version 2 added `params`; a version-1 notification reads with none.
+impl Record for StoredNotification {
+    const KIND: &'static str = "notification";
+    const VERSION: u16 = 2;
+
+    fn upgrade(version: u16, payload: &[u8]) -> crate::storage::kv::Result<Self> {
+        if version != 1 {
+            return Err(StorageError::Version {
+                kind: Self::KIND,
+                found: version,
+                supported: Self::VERSION,
+            });
+        }
+        let (id, kind, title, message, read, created_at): NotificationV1 = decode_payload(payload)?;
+        Ok(StoredNotification {
+            id,
+            kind,
+            title,
+            message,
+            read,
+            created_at,
+            params: Vec::new(),
+        })
+    }
+}
 
 impl StoredNotification {
     fn view(&self) -> Notification {
@@ -90,6 +148,7 @@ impl StoredNotification {
             message: self.message.clone(),
             read: self.read,
             created_at: iso8601(self.created_at),
+            params: self.params.iter().cloned().collect(),
         }
     }
 }
@@ -105,6 +164,8 @@ pub struct Notification {
     pub message: String,
     pub read: bool,
     pub created_at: String,
+    /// The values the title and message name ([`Said::params`]).
+    pub params: std::collections::BTreeMap<String, String>,
 }
 
 fn notification_key(user_id: &str, created_at: i64, id: &str) -> Vec<u8> {
@@ -119,22 +180,21 @@ fn truncate(text: &str, max_chars: usize) -> String {
 
 impl Accounts {
     /// Adds a notification for the user; title and message are trimmed and
-    /// cut to 200 and 2000 characters. With a `subject`, the webhooks
-    /// subscribed to the kind's event get it in the same write.
+    /// cut to 200 and 2000 characters (each param's value to 200, at most
+    /// 8 params). With a `subject`, the webhooks subscribed to the kind's
+    /// event get it in the same write.
     pub fn notify(
         &self,
         user_id: &str,
         kind: NotificationKind,
-        title: &str,
-        message: &str,
+        said: &Said,
         subject: Option<&Subject>,
     ) -> Result<Notification> {
         let _guard = self.lock(user_id);
         self.stored_account(user_id)?;
         let mut batch = Batch::new();
         let now = self.now();
-        let notification =
-            self.push_notification(&mut batch, user_id, kind, title, message, now)?;
+        let notification = self.push_notification(&mut batch, user_id, kind, said, now)?;
         let rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
         self.commit(batch)?;
         if rings {
@@ -175,8 +235,7 @@ impl Accounts {
         &self,
         user_id: &str,
         kind: NotificationKind,
-        title: &str,
-        message: &str,
+        said: &Said,
         with: Vec<KvOp>,
         subject: Option<&Subject>,
         fence: Option<&crate::storage::leases::Fence>,
@@ -192,8 +251,7 @@ impl Accounts {
             let mut rings = false;
             let notification = match self.stored_account(user_id) {
                 Ok(_) => {
-                    let n =
-                        self.push_notification(&mut batch, user_id, kind, title, message, now)?;
+                    let n = self.push_notification(&mut batch, user_id, kind, said, now)?;
                     rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
                     Some(n)
                 }
@@ -227,17 +285,22 @@ impl Accounts {
         batch: &mut Batch,
         user_id: &str,
         kind: NotificationKind,
-        title: &str,
-        message: &str,
+        said: &Said,
         now: i64,
     ) -> Result<Notification> {
         let stored = StoredNotification {
             id: new_id(),
             kind,
-            title: truncate(title, TITLE_MAX_CHARS),
-            message: truncate(message, MESSAGE_MAX_CHARS),
+            title: truncate(&said.title, TITLE_MAX_CHARS),
+            message: truncate(&said.message, MESSAGE_MAX_CHARS),
             read: false,
             created_at: now,
+            params: said
+                .params
+                .iter()
+                .take(MAX_PARAMS)
+                .map(|(k, v)| (k.clone(), truncate(v, TITLE_MAX_CHARS)))
+                .collect(),
         };
         let key = notification_key(user_id, now, &stored.id);
         let held = self.held_notifications(user_id)?;
@@ -363,8 +426,9 @@ mod tests {
             .notify(
                 user,
                 NotificationKind::ProjectCompleted,
-                "Clips ready",
-                "Talk: 5 clips",
+                &Said::new("Clips ready", "Talk: 5 clips")
+                    .with("projectTitle", "Talk")
+                    .with("clips", 5),
                 None,
             )
             .expect("notify");
@@ -374,8 +438,7 @@ mod tests {
             .notify(
                 user,
                 NotificationKind::PostFailed,
-                "  Post failed  ",
-                "TikTok refused it",
+                &Said::new("  Post failed  ", "TikTok refused it"),
                 None,
             )
             .expect("notify");
@@ -385,8 +448,7 @@ mod tests {
             .notify(
                 &bob.id,
                 NotificationKind::PostPublished,
-                "Posted",
-                "ok",
+                &Said::new("Posted", "ok"),
                 None,
             )
             .expect("notify bob");
@@ -399,6 +461,14 @@ mod tests {
         assert_eq!(json["type"], "project_completed");
         assert_eq!(json["createdAt"], "2026-11-21T23:50:06.123Z");
         assert_eq!(json["read"], false);
+        assert_eq!(
+            json["params"],
+            serde_json::json!({"projectTitle": "Talk", "clips": "5"})
+        );
+        assert_eq!(
+            serde_json::to_value(&list[0]).expect("json")["params"],
+            serde_json::json!({})
+        );
 
         fx.accounts.mark_read(user, &first.id).expect("mark one");
         fx.accounts
@@ -452,8 +522,7 @@ mod tests {
                 .notify(
                     &ana.id,
                     NotificationKind::ProjectFailed,
-                    &format!("n{i}"),
-                    "",
+                    &Said::new(format!("n{i}"), ""),
                     None,
                 )
                 .expect("notify");
@@ -470,5 +539,39 @@ mod tests {
         assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
         let index = fx.kv.scan_prefix(NOTIFICATION_IDS, b"").expect("scan");
         assert_eq!(index.len(), MAX_NOTIFICATIONS);
+    }
+
+    /// A notification stored before params existed (version 1) reads back
+    /// with none; one written now keeps at most 8, each value cut to 200.
+    #[test]
+    fn params_are_kept_and_old_notifications_read_without() {
+        let v1: NotificationV1 = (
+            "n1".into(),
+            NotificationKind::PlanChanged,
+            "Plan changed".into(),
+            "You are now on the pro plan.".into(),
+            true,
+            5,
+        );
+        let mut bytes = vec![0xFF, 0, 1];
+        bytes.extend(bincode::serde::encode_to_vec(&v1, bincode::config::standard()).unwrap());
+        let old: StoredNotification = crate::storage::kv::decode(&bytes).expect("v1 reads");
+        assert_eq!((old.title.as_str(), old.read), ("Plan changed", true));
+        assert!(old.params.is_empty());
+
+        let fx = Fixture::new();
+        let (ana, _) = fx.user("ana");
+        let mut said = Said::new("Many", "values");
+        for i in 0..10 {
+            said = said.with(&format!("k{i}"), "x".repeat(300));
+        }
+        let n = fx
+            .accounts
+            .notify(&ana.id, NotificationKind::CreditsLow, &said, None)
+            .expect("notify");
+        assert_eq!(n.params.len(), 8);
+        assert!(n.params.values().all(|v| v.chars().count() == 200));
+        let listed = fx.accounts.notifications(&ana.id).expect("list");
+        assert_eq!(listed[0].params, n.params);
     }
 }

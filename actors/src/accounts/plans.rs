@@ -122,12 +122,15 @@ impl Accounts {
             None => "unlimited credits".to_string(),
         };
         let message = format!("You are now on the {plan} plan, with {credits}.");
+        let mut said = super::Said::new("Plan changed", message).with("plan", plan);
+        if let Some(credits) = limits.monthly_credits {
+            said = said.with("credits", credits);
+        }
         self.push_notification(
             batch,
             &account.id,
             NotificationKind::PlanChanged,
-            "Plan changed",
-            &message,
+            &said,
             now,
         )?;
         Ok(())

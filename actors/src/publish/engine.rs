@@ -193,15 +193,14 @@ impl Publishing {
                 // notification in the same atomic write: whoever sees the
                 // outcome also sees it, and a crash cannot keep one only.
                 match posts::outcome_notification(&old, &new) {
-                    Some((kind, title, msg)) => {
+                    Some((kind, said)) => {
                         let subject = Subject::Post(kv::encode(&new)?);
                         this.services
                             .accounts
                             .notify_with(
                                 &new.user_id,
                                 kind,
-                                title,
-                                &msg,
+                                &said,
                                 ops,
                                 Some(&subject),
                                 fence.as_ref(),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::Provider;
-use crate::accounts::{iso8601, NotificationKind};
+use crate::accounts::{iso8601, NotificationKind, Said};
 use crate::storage::kv::{self, KvOp, KvStore};
 
 pub const POSTS: &str = "posts";
@@ -273,26 +273,37 @@ pub fn due_entries(kv: &dyn KvStore) -> kv::Result<Vec<(i64, String)>> {
 pub(crate) fn outcome_notification(
     old: &PostRecord,
     p: &PostRecord,
-) -> Option<(NotificationKind, &'static str, String)> {
+) -> Option<(NotificationKind, Said)> {
     if old.status == p.status {
         return None;
     }
+    let platform = p.provider.display();
     match p.status {
         PostStatus::Published => Some((
             NotificationKind::PostPublished,
-            "Post published",
-            format!("\"{}\" was published on {}.", p.title, p.provider.display()),
+            Said::new(
+                "Post published",
+                format!("\"{}\" was published on {platform}.", p.title),
+            )
+            .with("postTitle", &p.title)
+            .with("platform", platform),
         )),
-        PostStatus::Failed => Some((
-            NotificationKind::PostFailed,
-            "Post failed",
-            format!(
-                "\"{}\" could not be published on {}: {}",
-                p.title,
-                p.provider.display(),
-                p.error.as_deref().unwrap_or("unknown error")
-            ),
-        )),
+        PostStatus::Failed => {
+            let error = p.error.as_deref().unwrap_or("unknown error");
+            Some((
+                NotificationKind::PostFailed,
+                Said::new(
+                    "Post failed",
+                    format!(
+                        "\"{}\" could not be published on {platform}: {error}",
+                        p.title
+                    ),
+                )
+                .with("postTitle", &p.title)
+                .with("platform", platform)
+                .with("error", error),
+            ))
+        }
         _ => None,
     }
 }

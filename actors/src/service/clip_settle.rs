@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::clip_render::{render_event, stale, RenderJob};
 use super::Services;
-use crate::accounts::{AccountError, NotificationKind};
+use crate::accounts::{AccountError, NotificationKind, Said};
 use crate::project::clip_history::{ClipVersion, RenderState};
 use crate::project::events::{ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, ClipRecord, ProjectRecord};
@@ -33,10 +33,12 @@ impl Services {
         let version = outcome.as_ref().ok().cloned();
         let error = outcome.as_ref().err().cloned();
         let announce = version.as_ref().map(|v| {
-            (
-                "Clip rendered".to_string(),
+            Said::new(
+                "Clip rendered",
                 format!("Version {} of \"{}\" is ready.", v.version, v.title),
             )
+            .with("version", v.version)
+            .with("clipTitle", &v.title)
         });
         let saved = self
             .settle(
@@ -191,7 +193,7 @@ impl Services {
 
     /// Applies `change` to the stored clip while its render is `version`
     /// (retried when the record moved); `None` when the clip is gone or
-    /// another render took over. With `announce` (title, message), a
+    /// another render took over. With `announce`, a
     /// `clip_rendered` notification and its `clip.rendered` webhook
     /// deliveries are written in the same atomic write.
     async fn settle(
@@ -199,7 +201,7 @@ impl Services {
         project: &ProjectRecord,
         clip: &ClipRecord,
         version: u32,
-        announce: Option<(String, String)>,
+        announce: Option<Said>,
         change: impl Fn(&mut ClipRecord) + Send + Sync + 'static,
     ) -> Option<ClipRecord> {
         let change = Arc::new(change);
@@ -231,7 +233,7 @@ impl Services {
                             value: kv::encode(&c)?,
                         },
                     ];
-                    let Some((title, message)) = announce.as_ref() else {
+                    let Some(said) = announce.as_ref() else {
                         kv.apply(ops)?;
                         return Ok(Some((c, false)));
                     };
@@ -240,8 +242,7 @@ impl Services {
                         .notify_with(
                             &user,
                             NotificationKind::ClipRendered,
-                            title,
-                            message,
+                            said,
                             ops,
                             Some(&subject),
                             None,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use ractor::Actor;
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::accounts::{Accounts, NotificationKind};
+use crate::accounts::{Accounts, NotificationKind, Said};
 use crate::media::whisper::{ModelOptions, WhisperModel};
 use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
@@ -378,11 +378,13 @@ impl Services {
                     "\"{title}\" is ready: {clips} clip{} generated.",
                     if clips == 1 { "" } else { "s" }
                 );
+                let said = Said::new("Project completed", msg)
+                    .with("projectTitle", &title)
+                    .with("clips", clips);
                 a.notify(
                     &user,
                     NotificationKind::ProjectCompleted,
-                    "Project completed",
-                    &msg,
+                    &said,
                     subject.as_ref().ok(),
                 )
                 .map(|_| ())
@@ -432,11 +434,16 @@ impl Services {
         let released = self
             .with_account(&project.user_id, move |a| {
                 a.release(&user, &pid)?;
+                let said = Said::new(
+                    "Project failed",
+                    format!("\"{title}\" could not be processed: {why}"),
+                )
+                .with("projectTitle", &title)
+                .with("error", &why);
                 a.notify(
                     &user,
                     NotificationKind::ProjectFailed,
-                    "Project failed",
-                    &format!("\"{title}\" could not be processed: {why}"),
+                    &said,
                     subject.as_ref().ok(),
                 )
                 .map(|_| ())

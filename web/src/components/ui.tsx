@@ -1,6 +1,5 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ApiFailure } from "../api/client";
 import { t, type Key } from "../i18n";
 
 /** Seconds as m:ss, or h:mm:ss from an hour on. */
@@ -11,26 +10,7 @@ export function clock(sec: number): string {
   return `${Math.floor(s / 3600)}:${mmss(Math.floor(s / 60) % 60).padStart(5, "0")}`;
 }
 
-/** A user-facing sentence for an API failure. */
-export function errorText(e: unknown): string {
-  if (e instanceof ApiFailure) {
-    if (e.status === 413) return t("err413");
-    if (e.status === 415) return t("err415");
-    if (e.status === 402) return e.message ? `${t("err402")} (${e.message})` : t("err402");
-    if (e.status === 0) return t("errNetwork");
-    return e.message || t("errGeneric");
-  }
-  return t("errGeneric");
-}
-
-export function ErrorBox({ error }: { error: unknown }) {
-  if (!error) return null;
-  return (
-    <p class="error" role="alert">
-      {errorText(error)}
-    </p>
-  );
-}
+export { ErrorBox, FieldError } from "./errors";
 
 /** One choice out of a few, as radio buttons in a labelled group. */
 export function Choice<T extends string>(props: { legend: string; name: string; value: T; options: [T, string][]; onChange: (v: T) => void }) {
@@ -47,13 +27,15 @@ export function Choice<T extends string>(props: { legend: string; name: string; 
   );
 }
 
-export function Progress({ label, value }: { label: string; value: number }) {
+/** A labelled bar; `note`: a line under it (e.g. the time left). */
+export function Progress({ label, value, note }: { label: string; value: number; note?: string | null }) {
   const v = Math.max(0, Math.min(100, Math.round(value)));
   return (
     <div class="progress-row">
       <span class="progress-label">{label}</span>
       <progress max={100} value={v} aria-label={label} />
       <span class="progress-value">{v}%</span>
+      {note && <span class="progress-note muted small">{note}</span>}
     </div>
   );
 }

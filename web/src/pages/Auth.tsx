@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import { LangSwitch } from "../components/Layout";
-import { ErrorBox } from "../components/ui";
+import { ErrorBox, FieldError } from "../components/ui";
 import { t } from "../i18n";
 import { setUser } from "../session";
 
@@ -51,10 +51,12 @@ export function Auth({ mode }: { mode: "in" | "up" }) {
               <input name="name" autocomplete="name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
             </label>
           )}
+          {mode === "up" && <FieldError error={error} field="name" />}
           <label>
             {t("email")}
             <input type="email" name="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
           </label>
+          <FieldError error={error} field="email" />
           <label>
             {t("password")}
             <input
@@ -67,7 +69,8 @@ export function Auth({ mode }: { mode: "in" | "up" }) {
               onInput={(e) => setPassword(e.currentTarget.value)}
             />
           </label>
-          <ErrorBox error={error} />
+          <FieldError error={error} field="password" />
+          <ErrorBox error={error} fields={["name", "email", "password"]} />
           <button type="submit" disabled={busy}>
             {mode === "up" ? t("signUp") : t("signIn")}
           </button>

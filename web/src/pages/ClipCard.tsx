@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Clip, Integration } from "../api/models";
+import { reasonText } from "../api/reasons";
 import { clock, ErrorBox, useAction } from "../components/ui";
 import { t, type Key } from "../i18n";
 import { ScheduleOne } from "./ScheduleForms";
@@ -71,7 +72,7 @@ export function ClipCard({ clip, integrations }: { clip: Clip; integrations: Int
         {clip.reason && (
           <div class="reason">
             <p>
-              <strong>{t("whyPicked")}:</strong> {clip.reason}
+              <strong>{t("whyPicked")}:</strong> {reasonText(clip.reason, clip.scores)}
             </p>
             <ul class="scores" aria-label={t("subScores")}>
               {SUB_SCORES.filter((k) => clip.scores[k] != null).map((k) => (

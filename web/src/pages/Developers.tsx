@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { CreatedKey, KeyList, KeyScope } from "../api/models";
-import { ErrorBox, Loading, Page, tk, useAction, useLoad } from "../components/ui";
+import { ErrorBox, FieldError, Loading, Page, tk, useAction, useLoad } from "../components/ui";
 import { formatDate, t } from "../i18n";
 import { Webhooks } from "./Webhooks";
 
@@ -45,7 +45,7 @@ export function Developers() {
   return (
     <Page title={t("developers")}>
       <p class="muted">{t("keysIntro")}</p>
-      <ErrorBox error={error || action.error} />
+      <ErrorBox error={error || action.error} fields={["name"]} />
       {made && (
         <div class="panel" role="status" aria-label={t("newKey")}>
           <p>
@@ -69,8 +69,9 @@ export function Developers() {
         <h2>{t("newKey")}</h2>
         <label>
           {t("keyName")}
-          <input type="text" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input type="text" name="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </label>
+        <FieldError error={action.error} field="name" />
         <fieldset class="choice">
           <legend>{t("keyScopes")}</legend>
           {SCOPES.map((s) => (

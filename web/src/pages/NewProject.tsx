@@ -2,7 +2,7 @@ import { useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { CreateProjectBody, Created, MetaResponse, Preset, TemplateList, UploadResponse } from "../api/models";
 import { uploadVideo } from "../api/upload";
-import { Choice, clock, ErrorBox, Page, Progress, useLoad } from "../components/ui";
+import { Choice, clock, ErrorBox, FieldError, Page, Progress, useLoad } from "../components/ui";
 import { t, tn } from "../i18n";
 import { navigate } from "../router";
 import { DEFAULT_OPTIONS, optionsBody, ProjectOptions, type Options } from "./ProjectOptions";
@@ -21,6 +21,9 @@ export function NewProject() {
   const [skipCuts, setSkipCuts] = useState(false);
   const [options, setOptions] = useState<Options>(DEFAULT_OPTIONS);
   const [error, setError] = useState<unknown>(null);
+  // The failure of the source itself (a link's preview, an upload), shown
+  // by the source's field.
+  const [previewError, setPreviewError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const abort = useRef<(() => void) | null>(null);
   const templates = useLoad(() => ok(api.GET("/caption-templates")) as Promise<TemplateList>, []);
@@ -37,12 +40,13 @@ export function NewProject() {
 
   async function preview() {
     setError(null);
+    setPreviewError(null);
     setMeta(null);
     setBusy(true);
     try {
       setMeta(await ok(api.POST("/meta", { body: { url } })));
     } catch (e) {
-      setError(e);
+      setPreviewError(e);
     } finally {
       setBusy(false);
     }
@@ -53,6 +57,7 @@ export function NewProject() {
     abort.current?.();
     setUpload(null);
     setError(null);
+    setPreviewError(null);
     if (!file) return;
     setUploadPct(0);
     const up = uploadVideo(file, (f) => setUploadPct(Math.round(f * 100)));
@@ -62,7 +67,7 @@ export function NewProject() {
       setUpload(r);
       if (!title) setTitle(file.name.replace(/\.[^.]+$/, ""));
     } catch (e) {
-      setError(e);
+      setPreviewError(e);
       input.value = "";
     } finally {
       setUploadPct(null);
@@ -106,7 +111,11 @@ export function NewProject() {
           legend={t("source")}
           name="mode"
           value={mode}
-          onChange={setMode}
+          onChange={(m) => {
+            setMode(m);
+            setPreviewError(null);
+            setError(null);
+          }}
           options={[
             ["file", t("fromFile")],
             ["url", t("fromUrl")],
@@ -127,6 +136,7 @@ export function NewProject() {
             <p id="file-hint" class="muted small">
               {t("fileHint")}
             </p>
+            <ErrorBox error={previewError} />
             {uploadPct !== null && <Progress label={t("uploading", { p: uploadPct })} value={uploadPct} />}
             {upload && (
               <p role="status" class="ok">
@@ -139,11 +149,22 @@ export function NewProject() {
           <div class="stack">
             <label>
               {t("videoUrl")}
-              <input type="url" value={url} onInput={(e) => setUrl(e.currentTarget.value)} placeholder="https://www.youtube.com/watch?v=…" />
+              <input
+                type="url"
+                name="sourceUrl"
+                value={url}
+                onInput={(e) => {
+                  setUrl(e.currentTarget.value);
+                  setPreviewError(null);
+                }}
+                placeholder="https://www.youtube.com/watch?v=…"
+              />
             </label>
+            <FieldError error={previewError || error} field="sourceUrl" also={["url"]} />
             <button type="button" class="secondary" disabled={!url.trim() || busy} onClick={preview}>
               {t("preview")}
             </button>
+            <ErrorBox error={previewError} fields={["sourceUrl", "url"]} />
             {meta && (
               <div class="meta-preview" role="status">
                 {meta.thumbnail && <img src={meta.thumbnail} alt="" />}
@@ -195,7 +216,7 @@ export function NewProject() {
           {t("skipCuts")}
         </label>
         <ProjectOptions value={options} onChange={setOptions} />
-        <ErrorBox error={error} />
+        <ErrorBox error={error} fields={mode === "url" ? ["sourceUrl", "url"] : []} />
         <button type="submit" disabled={!ready || busy || uploadPct !== null}>
           {t("createProject")}
         </button>

@@ -1,5 +1,6 @@
 import { api, ok } from "../api/client";
 import type { NotificationList } from "../api/models";
+import { worded } from "../api/notices";
 import { unreadChanged } from "../components/Layout";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
 import { formatDate, t, tn } from "../i18n";
@@ -36,20 +37,23 @@ export function Notifications() {
       {data && data.notifications.length === 0 && <p class="empty">{t("noNotifications")}</p>}
       {data && (
         <ul class="notifications">
-          {data.notifications.map((n) => (
+          {data.notifications.map((n) => {
+            const w = worded(n);
+            return (
             <li key={n.id} class={n.read ? "read" : "unread"} data-type={n.type}>
               <div>
-                <strong>{n.title}</strong>
-                <p>{n.message}</p>
+                <strong>{w.title}</strong>
+                <p>{w.message}</p>
                 <p class="muted small">{formatDate(n.createdAt)}</p>
               </div>
               {!n.read && (
-                <button type="button" class="secondary small" onClick={() => readOne(n.id)} aria-label={`${t("markRead")}: ${n.title}`}>
+                <button type="button" class="secondary small" onClick={() => readOne(n.id)} aria-label={`${t("markRead")}: ${w.title}`}>
                   {t("markRead")}
                 </button>
               )}
             </li>
-          ))}
+            );
+          })}
         </ul>
       )}
     </Page>

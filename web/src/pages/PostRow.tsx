@@ -3,7 +3,7 @@ import { api, ok } from "../api/client";
 import type { Post } from "../api/models";
 import { ErrorBox, useAction } from "../components/ui";
 import { getLang, t, type Key } from "../i18n";
-import { FormButtons, localInput, PROVIDER_NAMES, TitleField, toUtc, WhenField } from "./ScheduleForms";
+import { FIELDS, FormButtons, localInput, PROVIDER_NAMES, TitleField, toUtc, WhenField } from "./ScheduleForms";
 
 export function timeOf(iso: string): string {
   return new Date(iso).toLocaleTimeString(getLang() === "pt" ? "pt-BR" : "en", { hour: "2-digit", minute: "2-digit" });
@@ -70,12 +70,12 @@ export function PostRow({ post, onChanged }: { post: Post; onChanged: () => void
       {post.error && <p class="error small">{failed ? t("failedBecause", { m: post.error }) : post.error}</p>}
       {editing && (
         <form class="stack inset" onSubmit={save} aria-label={`${failed ? t("reschedule") : t("edit")}: ${name}`}>
-          <TitleField value={title} onChange={setTitle} />
-          <WhenField value={when} onChange={setWhen} />
+          <TitleField value={title} onChange={setTitle} error={action.error} />
+          <WhenField value={when} onChange={setWhen} error={action.error} />
           <FormButtons onClose={() => setEditing(false)} />
         </form>
       )}
-      <ErrorBox error={action.error} />
+      <ErrorBox error={action.error} fields={editing ? FIELDS : []} />
     </li>
   );
 }

@@ -1,8 +1,11 @@
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
-import { ErrorBox, Page } from "../components/ui";
+import { ErrorBox, FieldError, Page } from "../components/ui";
+import type { ErrorContext } from "../api/errors";
 import { t } from "../i18n";
 import { refreshUser, useUser } from "../session";
+
+const CONTEXTS: Record<string, ErrorContext> = { avatar: "image", password: "passwordChange" };
 
 export function Profile() {
   const user = useUser();
@@ -11,10 +14,12 @@ export function Profile() {
   const [next, setNext] = useState("");
   const [revoke, setRevoke] = useState(true);
   const [error, setError] = useState<unknown>(null);
+  const [failed, setFailed] = useState("");
   const [saved, setSaved] = useState("");
 
   async function run(what: string, f: () => Promise<unknown>) {
     setError(null);
+    setFailed(what);
     setSaved("");
     try {
       await f();
@@ -56,7 +61,7 @@ export function Profile() {
   if (!user) return null;
   return (
     <Page title={t("profile")}>
-      <ErrorBox error={error} />
+      <ErrorBox error={error} ctx={CONTEXTS[failed]} fields={["name", "currentPassword", "newPassword"]} />
       {saved && (
         <p role="status" class="ok">
           {t("saved")}
@@ -80,20 +85,23 @@ export function Profile() {
         <p class="muted">{user.email}</p>
         <label>
           {t("name")}
-          <input value={name} required onInput={(e) => setName(e.currentTarget.value)} autocomplete="name" />
+          <input name="name" value={name} required onInput={(e) => setName(e.currentTarget.value)} autocomplete="name" />
         </label>
+        {failed === "name" && <FieldError error={error} field="name" />}
         <button type="submit">{t("save")}</button>
       </form>
       <form class="panel stack narrow" onSubmit={changePassword} aria-labelledby="pw-h">
         <h2 id="pw-h">{t("changePassword")}</h2>
         <label>
           {t("currentPassword")}
-          <input type="password" value={current} required autocomplete="current-password" onInput={(e) => setCurrent(e.currentTarget.value)} />
+          <input type="password" name="currentPassword" value={current} required autocomplete="current-password" onInput={(e) => setCurrent(e.currentTarget.value)} />
         </label>
+        <FieldError error={error} field="currentPassword" ctx="passwordChange" />
         <label>
           {t("newPassword")}
-          <input type="password" value={next} required autocomplete="new-password" onInput={(e) => setNext(e.currentTarget.value)} />
+          <input type="password" name="newPassword" value={next} required autocomplete="new-password" onInput={(e) => setNext(e.currentTarget.value)} />
         </label>
+        <FieldError error={error} field="newPassword" />
         <label class="inline">
           <input type="checkbox" checked={revoke} onChange={(e) => setRevoke(e.currentTarget.checked)} />
           {t("revokeOthers")}

@@ -1,9 +1,10 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { ProjectDetail, StepProgress } from "../api/models";
+import { Eta } from "../api/eta";
 import { followStatus } from "../api/sse";
 import { ErrorBox, Loading, Page, Progress, useLoad } from "../components/ui";
-import { t, type Key } from "../i18n";
+import { t, tn, type Key } from "../i18n";
 import { navigate } from "../router";
 import { ClipCard } from "./ClipCard";
 import { isRunning, StateLabel } from "./Dashboard";
@@ -22,6 +23,7 @@ export function ProjectPage({ id }: { id: string }) {
   // The API forgets a cancelled project (404 afterwards): say so here.
   const [cancelled, setCancelled] = useState(false);
   const integrations = useIntegrations();
+  const eta = useRef(new Eta());
   const running = data ? isRunning(data.project) : false;
 
   // Live progress while the project runs; the list is reloaded at the end.
@@ -29,6 +31,9 @@ export function ProjectPage({ id }: { id: string }) {
     if (!running) return;
     return followStatus(id, {
       progress(e) {
+        const now = Date.now();
+        for (const s of STAGES) eta.current.note(s, e.stepProgress[s], now);
+        eta.current.note("overall", e.percent, now);
         setPercent(e.percent);
         setData((d) => d && { ...d, project: { ...d.project, state: e.state, status: e.status, stepProgress: e.stepProgress } });
       },
@@ -114,10 +119,11 @@ export function ProjectPage({ id }: { id: string }) {
           <h2 id="progress-h">{t("progress")}</h2>
           <div aria-live="polite">
             {STAGES.map((s) => (
-              <Progress key={s} label={t(("stage_" + s) as Key)} value={p.stepProgress[s]} />
+              <Progress key={s} label={t(("stage_" + s) as Key)} value={p.stepProgress[s]} note={left(eta.current.remaining(s))} />
             ))}
-            {percent !== null && <Progress label={t("overall")} value={percent} />}
+            {percent !== null && <Progress label={t("overall")} value={percent} note={left(eta.current.remaining("overall"))} />}
           </div>
+          <p class="muted small">{t("notifyWhenDone")}</p>
         </section>
       )}
       {bulk && <BulkSchedule projectId={p.id} integrations={integrations} onDone={() => setBulk(false)} />}
@@ -150,6 +156,13 @@ export function ProjectPage({ id }: { id: string }) {
       )}
     </Page>
   );
+}
+
+/** Seconds left as words ("about 3 minutes left"), or null. */
+function left(secs: number | null): string | null {
+  if (secs === null || !isFinite(secs)) return null;
+  if (secs < 60) return t("etaSoon");
+  return tn("etaMinutes", Math.round(secs / 60));
 }
 
 /** The editor exports of a finished project (`GET /api/projects/:id/export`). */

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { BulkScheduled, Clip, Integration, IntegrationList, Provider } from "../api/models";
-import { ErrorBox, useAction } from "../components/ui";
+import { ErrorBox, FieldError, useAction } from "../components/ui";
 import { t } from "../i18n";
 
 export const PROVIDERS = ["tiktok", "instagram", "youtube"] as const;
@@ -36,25 +36,36 @@ function inOneHour(): string {
   return localInput(d);
 }
 
-type Field = { value: string; onChange: (v: string) => void };
+/** A field of a scheduling form; `error`: the form's last failure (shown
+ * here when it is this field's). */
+type Field = { value: string; onChange: (v: string) => void; error?: unknown };
+
+/** The fields the scheduling forms show their own errors by. */
+export const FIELDS = ["title", "scheduledAt"];
 
 /** The post's title, as every scheduling form asks for it. */
-export function TitleField({ value, onChange }: Field) {
+export function TitleField({ value, onChange, error }: Field) {
   return (
-    <label>
-      {t("postTitle")}
-      <input value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
-    </label>
+    <>
+      <label>
+        {t("postTitle")}
+        <input name="title" value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
+      </label>
+      <FieldError error={error} field="title" />
+    </>
   );
 }
 
 /** When to publish (local time). */
-export function WhenField({ value, onChange }: Field) {
+export function WhenField({ value, onChange, error }: Field) {
   return (
-    <label>
-      {t("when")}
-      <input type="datetime-local" value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
-    </label>
+    <>
+      <label>
+        {t("when")}
+        <input type="datetime-local" name="scheduledAt" value={value} onInput={(e) => onChange(e.currentTarget.value)} required />
+      </label>
+      <FieldError error={error} field="scheduledAt" />
+    </>
   );
 }
 
@@ -122,9 +133,9 @@ export function ScheduleOne({ clip, integrations, onDone }: { clip: Clip; integr
           ))}
         </select>
       </label>
-      <TitleField value={title} onChange={setTitle} />
-      <WhenField value={when} onChange={setWhen} />
-      <ErrorBox error={action.error} />
+      <TitleField value={title} onChange={setTitle} error={action.error} />
+      <WhenField value={when} onChange={setWhen} error={action.error} />
+      <ErrorBox error={action.error} fields={FIELDS} />
       {done && <Scheduled />}
       <FormButtons onClose={onDone} />
     </form>
@@ -161,7 +172,7 @@ export function BulkSchedule({ projectId, integrations, onDone }: { projectId: s
           </label>
         ))}
       </fieldset>
-      <WhenField value={when} onChange={setWhen} />
+      <WhenField value={when} onChange={setWhen} error={action.error} />
       <label>
         {t("interval")}
         <input type="number" min={0} max={2160} value={interval} onInput={(e) => setInterval_(Number(e.currentTarget.value))} />
@@ -172,7 +183,7 @@ export function BulkSchedule({ projectId, integrations, onDone }: { projectId: s
         </span>
         <input value={caption} onInput={(e) => setCaption(e.currentTarget.value)} />
       </label>
-      <ErrorBox error={action.error} />
+      <ErrorBox error={action.error} fields={FIELDS} />
       {count !== null && <Scheduled count={count} />}
       <FormButtons onClose={onDone} disabled={providers.length === 0} />
     </form>

@@ -2,7 +2,7 @@ import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Animation, Template, TemplateList, WatermarkPosition } from "../api/models";
-import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
+import { ErrorBox, FieldError, Loading, Page, useLoad } from "../components/ui";
 import { t } from "../i18n";
 
 type Style = Omit<Template, "id" | "createdAt" | "updatedAt">;
@@ -121,8 +121,9 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
         <div class="stack">
           <label>
             {t("name")}
-            <input value={s.name} required maxLength={100} onInput={(e) => set("name", e.currentTarget.value)} />
+            <input name="name" value={s.name} required maxLength={100} onInput={(e) => set("name", e.currentTarget.value)} />
           </label>
+          <FieldError error={error} field="name" />
           <label>
             {t("description")}
             <input value={s.description} onInput={(e) => set("description", e.currentTarget.value)} />
@@ -221,7 +222,7 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
           <CaptionPreview s={s} />
         </div>
       </div>
-      <ErrorBox error={error} />
+      <ErrorBox error={error} fields={["name"]} />
       <div class="row">
         <button type="submit">{t("save")}</button>
         <button type="button" class="secondary" onClick={onClose}>

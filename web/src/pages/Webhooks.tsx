@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { CreatedWebhook, DeliveryPage, Webhook, WebhookEventType, WebhookList } from "../api/models";
-import { ErrorBox, Loading, tk, useAction, useLoad } from "../components/ui";
+import { ErrorBox, FieldError, Loading, tk, useAction, useLoad } from "../components/ui";
 import { formatDate, t } from "../i18n";
 
 const EVENTS: WebhookEventType[] = ["project.completed", "project.failed", "clip.rendered", "post.published", "post.failed", "credits.low"];
@@ -39,7 +39,7 @@ export function Webhooks() {
     <section aria-labelledby="webhooks-title">
       <h2 id="webhooks-title">{t("webhooks")}</h2>
       <p class="muted">{t("webhooksIntro")}</p>
-      <ErrorBox error={error || action.error} />
+      <ErrorBox error={error || action.error} fields={["url"]} />
       {made && (
         <div class="panel" role="status" aria-label={t("newWebhook")}>
           <p>
@@ -63,8 +63,9 @@ export function Webhooks() {
         <h3>{t("newWebhook")}</h3>
         <label>
           {t("webhookUrl")}
-          <input type="url" required maxLength={2048} placeholder="https://example.com/clipforge" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+          <input type="url" name="url" required maxLength={2048} placeholder="https://example.com/clipforge" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
         </label>
+        <FieldError error={action.error} field="url" />
         <fieldset class="choice">
           <legend>{t("webhookEvents")}</legend>
           {EVENTS.map((ev) => (
