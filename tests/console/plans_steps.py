@@ -18,6 +18,14 @@ def credits_and_plans(run):
     expect(page.get_by_role("cell", name="charge").first).to_be_visible()
     # Each line names its project, a link to it.
     expect(page.locator("table a[href^='/projects/']").first).to_be_visible()
+    # A ledger wider than the phone says so until it is scrolled to its end.
+    cue = page.get_by_test_id("scroll-cue")
+    if run.name == "phone":
+        expect(cue).to_be_visible()
+        page.locator(".table-wrap").evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+        expect(cue).to_have_count(0)
+    else:
+        expect(cue).to_have_count(0)
     expect(page.locator(".plan.current h3")).to_have_text("Free")
     # Each plan's price (from the local Stripe) and what it gives (the
     # server's plan table), per billing period and in Portuguese.
@@ -32,6 +40,7 @@ def credits_and_plans(run):
     page.get_by_label("Language").select_option("pt")
     expect(page.get_by_test_id("price-creator")).to_contain_text("por mês")
     expect(page.get_by_test_id("facts-creator")).to_contain_text("300 créditos por mês")
+    expect(page.get_by_role("cell", name="Cobrança").first).to_be_visible()
     open_menu(page)
     page.get_by_label("Idioma").select_option("en")
     run.page_check("credits")

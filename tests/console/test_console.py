@@ -307,6 +307,11 @@ def main_path(run: Run):
         editor.get_by_label("Highlight keywords (numbers, names, rare words)").uncheck()
         expect(preview.locator(".emphasis")).to_have_count(0)
         expect(preview.locator(".current")).to_have_count(1)
+        # The preview stays in view while the last control is reached.
+        last = editor.locator("input[type=range]").last
+        last.scroll_into_view_if_needed()
+        box, height = preview.bounding_box(), page.viewport_size["height"]
+        assert box["y"] >= -1 and box["y"] + box["height"] <= height + 1, f"preview at {box}, viewport {height}"
         run.page_check("template-editor")
         editor.get_by_role("button", name="Save").click()
         expect(page.get_by_role("heading", name="Loud yellow")).to_be_visible()

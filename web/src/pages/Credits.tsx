@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ok } from "../api/client";
 import type { Balance, LedgerPage } from "../api/models";
 import { ErrorBox, Loading, Page, useLoad } from "../components/ui";
@@ -7,9 +7,34 @@ import { Plans } from "./Plans";
 
 const LIMIT = 20;
 
+/** "Scroll sideways" above a table that is wider than its box (a phone),
+ * until it has been scrolled to its end; the box also shades the side
+ * that has more (styles.css, .table-wrap). */
+function ScrollCue({ target }: { target: { current: HTMLElement | null } }) {
+  const [more, setMore] = useState(false);
+  useEffect(() => {
+    const el = target.current;
+    if (!el) return;
+    const check = () => setMore(el.scrollWidth - el.clientWidth - el.scrollLeft > 4);
+    check();
+    el.addEventListener("scroll", check, { passive: true });
+    window.addEventListener("resize", check);
+    return () => {
+      el.removeEventListener("scroll", check);
+      window.removeEventListener("resize", check);
+    };
+  });
+  return more ? (
+    <p class="scroll-cue small muted" data-testid="scroll-cue">
+      {t("scrollSideways")} <span aria-hidden="true">→</span>
+    </p>
+  ) : null;
+}
+
 export function Credits() {
   const balance = useLoad(() => ok(api.GET("/credits")) as Promise<Balance>, []);
   const [page, setPage] = useState(1);
+  const wrap = useRef<HTMLDivElement>(null);
   const ledger = useLoad(
     () => ok(api.GET("/credits/ledger", { params: { query: { page, limit: LIMIT } } })) as Promise<LedgerPage>,
     [page],
@@ -45,7 +70,9 @@ export function Credits() {
         <h2 id="ledger-h">{t("ledger")}</h2>
         <ErrorBox error={ledger.error} />
         {ledger.data && (
-          <div class="table-wrap" tabIndex={0} role="region" aria-labelledby="ledger-h">
+          <>
+          <ScrollCue target={wrap} />
+          <div class="table-wrap" tabIndex={0} role="region" aria-labelledby="ledger-h" ref={wrap}>
             <table>
               <thead>
                 <tr>
@@ -60,7 +87,7 @@ export function Credits() {
                 {ledger.data.entries.map((e, i) => (
                   <tr key={i}>
                     <td>{formatDate(e.createdAt)}</td>
-                    <td>{e.type}</td>
+                    <td>{t(`ledger_${e.type}` as Key)}</td>
                     <td class="num">{["reserve", "charge"].includes(e.type) ? `−${e.amount}` : `+${e.amount}`}</td>
                     <td class="num">{e.balanceAfter}</td>
                     <td>
@@ -77,6 +104,7 @@ export function Credits() {
               </tbody>
             </table>
           </div>
+          </>
         )}
         {pages > 1 && (
           <nav class="pager" aria-label={t("ledger")}>

@@ -217,7 +217,7 @@ function Editor({ initial, id, onSaved, onClose }: { initial: Style; id: string 
             </>
           )}
         </div>
-        <div>
+        <div class="editor-preview" data-testid="editor-preview">
           <h3>{t("livePreview")}</h3>
           <CaptionPreview s={s} />
         </div>
