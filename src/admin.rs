@@ -106,6 +106,18 @@ fn actor_views(state: &State) -> Vec<Value> {
             }));
         }
     }
+    // The fixed service actors of the webhooks and housekeeping branches.
+    for branch in [&tree.webhooks, &tree.housekeeping] {
+        for c in branch.cell().map(|s| s.get_children()).unwrap_or_default() {
+            let name = cell_name(&c);
+            actors.push(json!({
+                "name": name, "kind": branch.name, "id": name,
+                "supervisor": format!("supervisor:{}", branch.name), "state": format!("{:?}", c.get_status()),
+                "restarts": branch.restarts_of(&name), "mailbox": null, "uptimeSecs": null,
+                "children": [],
+            }));
+        }
+    }
     actors
 }
 

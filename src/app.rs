@@ -211,42 +211,9 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
             }
         }
     }
-    {
-        let s = services.clone();
-        // Sweep at least as often as the idle limit (at most every 15 s).
-        let every = Duration::from_secs(config.pipeline.idle_secs.clamp(1, 15));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                let n = s.passivate_idle();
-                if n > 0 {
-                    tracing::debug!(passivated = n, "idle account actors stopped");
-                    // Give the memory of stopped actors back to the system
-                    // (glibc keeps freed heap pages otherwise).
-                    // Stopping is asynchronous: trim once the actors are gone.
-                    tokio::spawn(async {
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        let _ =
-                            tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
-                    });
-                }
-            }
-        });
-    }
     let billing = billing(&config)?;
     let guard = Arc::new(crate::security::Guard::new(&config, &public_url)?);
-    {
-        // Rate-limit keys whose rate is replenished are forgotten.
-        let g = guard.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                tick.tick().await;
-                g.rates.prune();
-            }
-        });
-    }
+    start_housekeeping(&services, &guard, &config).await?;
     Ok(Arc::new(AppState {
         guard,
         cluster,
@@ -525,4 +492,52 @@ fn status_code(status: StatusCode) -> &'static str {
         503 => "unavailable",
         _ => "internal_error",
     }
+}
+
+/// The node's periodic work, each job a supervised actor of the
+/// `housekeeping` branch (`clipforge_actors::housekeeping`): idle account
+/// actors stopped (at least as often as the idle limit, at most every 15 s;
+/// the freed heap given back to the system a second later, once they are
+/// gone — glibc keeps freed pages otherwise), and rate-limit keys whose
+/// rate is replenished forgotten (every minute).
+async fn start_housekeeping(
+    services: &Arc<Services>,
+    guard: &Arc<crate::security::Guard>,
+    config: &Config,
+) -> anyhow::Result<()> {
+    use clipforge_actors::housekeeping::{Periodic, PeriodicActor, Then};
+    use clipforge_actors::supervisor::spawner;
+    let s = services.clone();
+    let every = Duration::from_secs(config.pipeline.idle_secs.clamp(1, 15));
+    let passivation = Periodic::new("passivation", every, move || {
+        let n = s.passivate_idle();
+        if n == 0 {
+            return Then::Nothing;
+        }
+        tracing::debug!(passivated = n, "idle account actors stopped");
+        Then::After(
+            Duration::from_secs(1),
+            Arc::new(|| {
+                // SAFETY: malloc_trim only returns free heap pages to the system.
+                unsafe { libc::malloc_trim(0) };
+                Then::Nothing
+            }),
+        )
+    });
+    let g = guard.clone();
+    let prune = Periodic::new("rate-prune", Duration::from_secs(60), move || {
+        g.rates.prune();
+        Then::Nothing
+    });
+    services
+        .tree
+        .start_housekeeping(vec![
+            (
+                "passivation",
+                spawner("passivation", PeriodicActor, passivation),
+            ),
+            ("rate-prune", spawner("rate-prune", PeriodicActor, prune)),
+        ])
+        .await
+        .map_err(|e| anyhow::anyhow!("starting housekeeping: {e}"))
 }

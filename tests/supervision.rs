@@ -197,6 +197,45 @@ async fn a_panicking_account_actor_is_restarted_and_the_next_request_succeeds() 
     }
 }
 
+/// The node's periodic work runs as supervised actors: a passivation sweep
+/// that panics is started again by the housekeeping branch (its restart in
+/// `/admin/actors`), and sweeps again — an idle account's actor is stopped.
+#[tokio::test]
+async fn a_housekeeping_job_that_panics_is_restarted_and_runs_again() {
+    let app = spawn_app_with(
+        tempfile::tempdir().unwrap(),
+        &[
+            ("CLIPFORGE_FAULTS", "housekeeping-panic:passivation:once"),
+            ("CLIPFORGE_PIPELINE_IDLE_SECS", "1"),
+        ],
+    );
+    let token = app.sign_up("idle@example.com").await;
+    let (_, session) = app.get("/api/auth/get-session", &token).await;
+    let uid = session["user"]["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let actors = admin_actors(&app).await;
+        let job = |name: &str| actors.iter().find(|a| a["name"] == name).cloned();
+        let sweep = job("passivation");
+        let account_live = actors
+            .iter()
+            .any(|a| a["kind"] == "user" && a["id"] == uid.as_str());
+        if let (Some(sweep), false) = (&sweep, account_live) {
+            if sweep["restarts"] == 1 {
+                assert_eq!(sweep["supervisor"], "supervisor:housekeeping", "{sweep}");
+                let prune = job("rate-prune").expect("the rate-limit sweep runs");
+                assert_eq!(prune["restarts"], 0, "{prune}");
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no restarted sweep that stopped the idle account: {sweep:?}, account live {account_live}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_typo_in_the_faults_is_refused_at_start() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clipforge"))

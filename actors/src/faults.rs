@@ -18,7 +18,9 @@
 //! - `render-panic:once|always` — a clip editor's render panics before it
 //!   encodes;
 //! - `render-stall:once|always` — a clip editor's render waits forever
-//!   before it encodes (to stop a server in the middle of one).
+//!   before it encodes (to stop a server in the middle of one);
+//! - `housekeeping-panic:<job>:once|always` — the housekeeping actor of
+//!   `<job>` (`passivation`, `rate-prune`, or `*`) panics at its next run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -33,6 +35,7 @@ pub enum Point<'a> {
     Relay,
     Render,
     RenderStall,
+    Housekeeping(&'a str),
 }
 
 #[derive(Debug)]
@@ -65,10 +68,10 @@ impl Faults {
                     ))
                 }
             };
-            let needs_target = kind == "stage-panic";
+            let needs_target = kind == "stage-panic" || kind == "housekeeping-panic";
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
-                | "relay-panic" | "render-panic" | "render-stall" => {}
+                | "relay-panic" | "render-panic" | "render-stall" | "housekeeping-panic" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -107,6 +110,7 @@ impl Faults {
             Point::Relay => ("relay-panic", None),
             Point::Render => ("render-panic", None),
             Point::RenderStall => ("render-stall", None),
+            Point::Housekeeping(job) => ("housekeeping-panic", Some(job)),
         };
         self.rules.iter().any(|r| {
             r.kind == kind
@@ -168,6 +172,11 @@ mod tests {
         let r = Faults::parse("relay-panic:once").unwrap();
         assert!(r.hit(Point::Relay));
         assert!(!r.hit(Point::Relay));
+        let h = Faults::parse("housekeeping-panic:rate-prune:once").unwrap();
+        assert!(!h.hit(Point::Housekeeping("passivation")));
+        assert!(h.hit(Point::Housekeeping("rate-prune")));
+        assert!(!h.hit(Point::Housekeeping("rate-prune")));
+        assert!(Faults::parse("housekeeping-panic:once").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod billing;
 pub mod captions;
 pub mod cluster;
 pub mod faults;
+pub mod housekeeping;
 pub mod media;
 pub mod project;
 pub mod publish;

@@ -95,6 +95,8 @@ pub mod policy {
     pub const WEBHOOKS: RestartPolicy = RestartPolicy::new(10, 60);
     pub const CLUSTER_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
     pub const CLUSTER: RestartPolicy = RestartPolicy::new(10, 60);
+    pub const HOUSEKEEPING_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+    pub const HOUSEKEEPING: RestartPolicy = RestartPolicy::new(10, 60);
 }
 
 #[path = "supervisor_fixed.rs"]
@@ -196,6 +198,9 @@ pub struct Tree {
     /// The webhook delivery actor.
     pub webhooks: Arc<Branch>,
     webhook_actors: Arc<FixedChildren>,
+    /// The node's periodic work (`housekeeping.rs`).
+    pub housekeeping: Arc<Branch>,
+    housekeeping_actors: Arc<FixedChildren>,
     node: RwLock<Option<ActorRef<NodeMsg>>>,
     node_restarts: AtomicU32,
     down: tokio::sync::watch::Sender<bool>,
@@ -212,6 +217,8 @@ impl Default for Tree {
             cluster_actors: Arc::default(),
             webhooks: Arc::new(Branch::new("webhooks")),
             webhook_actors: Arc::default(),
+            housekeeping: Arc::new(Branch::new("housekeeping")),
+            housekeeping_actors: Arc::default(),
             node: RwLock::new(None),
             node_restarts: AtomicU32::new(0),
             down: tokio::sync::watch::channel(false).0,
@@ -273,6 +280,7 @@ impl Tree {
             &self.projects,
             &self.scheduler,
             &self.webhooks,
+            &self.housekeeping,
             &self.cluster,
         ]
         .into_iter()
@@ -306,19 +314,42 @@ impl Tree {
     /// Starts the `webhooks` branch with the actor `name` under it, started
     /// again with `spawn` whenever it fails.
     pub async fn start_webhooks(&self, name: &str, spawn: Spawn) -> Result<(), String> {
-        self.webhook_actors.insert(name, spawn.clone());
-        self.start_branch(
-            &self.webhooks,
-            policy::WEBHOOK_ACTOR,
-            policy::WEBHOOKS,
-            self.webhook_actors.clone(),
-        )
-        .await?;
-        let sup = self
-            .webhooks
+        let (branch, actors) = (&self.webhooks, &self.webhook_actors);
+        let policies = (policy::WEBHOOK_ACTOR, policy::WEBHOOKS);
+        self.start_fixed(branch, actors, policies, vec![(name, spawn)])
+            .await
+    }
+
+    /// Starts the `housekeeping` branch with `children` (name, spawner)
+    /// under it, each started again with its spawner whenever it fails.
+    pub async fn start_housekeeping(&self, children: Vec<(&str, Spawn)>) -> Result<(), String> {
+        let (branch, actors) = (&self.housekeeping, &self.housekeeping_actors);
+        let policies = (policy::HOUSEKEEPING_ACTOR, policy::HOUSEKEEPING);
+        self.start_fixed(branch, actors, policies, children).await
+    }
+
+    /// Starts a branch of fixed children (each policy: per child, the
+    /// branch's own) and the children under it.
+    async fn start_fixed(
+        &self,
+        branch: &Arc<Branch>,
+        actors: &Arc<FixedChildren>,
+        (child, own): (RestartPolicy, RestartPolicy),
+        children: Vec<(&str, Spawn)>,
+    ) -> Result<(), String> {
+        // Known before they run, so a failure at once is restarted too.
+        for (name, spawn) in &children {
+            actors.insert(name, spawn.clone());
+        }
+        self.start_branch(branch, child, own, actors.clone())
+            .await?;
+        let sup = branch
             .cell()
-            .ok_or("the webhooks branch is not running")?;
-        spawn(sup).await.map(|_| ())
+            .ok_or_else(|| format!("the {} branch is not running", branch.name))?;
+        for (_, spawn) in children {
+            spawn(sup.clone()).await?;
+        }
+        Ok(())
     }
 
     /// Age of the node supervisor.
