@@ -1,5 +1,11 @@
 //! 16 kHz mono PCM streamed out of ffmpeg, never loaded whole, plus the
 //! loudness series measured on the way (one value per 100 ms window).
+//!
+//! ffmpeg writes 16-bit samples, read as `s / 32768`, as faster-whisper's
+//! `decode_audio` reads them: ffmpeg's downmix of a stereo source to mono
+//! keeps the sum of its coefficients at 1 for an integer format but not for
+//! `f32le` (there each channel is weighted 0.707, the audio 3 dB louder), and
+//! Whisper's features, and in crosstalk its words, follow that level.
 
 use std::io::Read;
 use std::path::Path;
@@ -12,7 +18,7 @@ use super::whisper::SAMPLE_RATE;
 pub const LOUDNESS_STEP: f64 = 0.1;
 const LOUDNESS_WINDOW: usize = SAMPLE_RATE / 10;
 
-/// A running `ffmpeg … -f f32le pipe:1`, read in blocks.
+/// A running `ffmpeg … -f s16le pipe:1`, read in blocks.
 pub struct PcmStream {
     child: Child,
     stdout: ChildStdout,
@@ -49,7 +55,7 @@ impl PcmStream {
             "-ar",
             &SAMPLE_RATE.to_string(),
             "-f",
-            "f32le",
+            "s16le",
             "pipe:1",
         ])
         .stdout(Stdio::piped())
@@ -70,7 +76,7 @@ impl PcmStream {
 
     /// Appends up to `max` samples to `out`; returns how many (0 = end).
     pub fn read_into(&mut self, out: &mut Vec<f32>, max: usize) -> std::io::Result<usize> {
-        let mut bytes = vec![0u8; max * 4];
+        let mut bytes = vec![0u8; max * 2];
         let n = loop {
             match self.stdout.read(&mut bytes) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -81,11 +87,11 @@ impl PcmStream {
             return Ok(0);
         }
         self.carry.extend_from_slice(&bytes[..n]);
-        let whole = self.carry.len() / 4 * 4;
+        let whole = self.carry.len() / 2 * 2;
         let before = out.len();
         let carry = std::mem::take(&mut self.carry);
-        for c in carry[..whole].chunks_exact(4) {
-            let s = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        for c in carry[..whole].chunks_exact(2) {
+            let s = f32::from(i16::from_le_bytes([c[0], c[1]])) / 32768.0;
             out.push(s);
             self.acc += (s as f64) * (s as f64);
             self.acc_n += 1;

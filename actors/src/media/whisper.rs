@@ -226,8 +226,8 @@ impl WhisperModel {
 
     /// Log-mel features of one window (≤ 30 s of 16 kHz samples), laid out
     /// `[n_mels][WINDOW_FRAMES]`, as faster-whisper's batched pipeline makes
-    /// them: the frames of the audio (and one past it), normalised by their
-    /// own maximum, then zeros to 30 s. (Whisper's reference pads the audio
+    /// them: a frame per hop of the audio, normalised by their maximum (and
+    /// that of the frame past the audio), then zeros to 30 s. (Whisper's reference pads the audio
     /// with silence before the transform instead; on real speech the words
     /// just before the end of a window, which are the words before a pause,
     /// were lost that way where faster-whisper kept them.)
@@ -249,8 +249,11 @@ impl WhisperModel {
             }
         };
         let mut max = f32::NEG_INFINITY;
-        let content = (samples.len().min(WINDOW_SAMPLES) / HOP + 1).min(WINDOW_FRAMES);
-        for frame in 0..content {
+        // faster-whisper's transform has a frame per hop and one past the
+        // audio; its batched pipeline drops that last frame from the
+        // features (`[..., :-1]`) after it counted in the maximum.
+        let kept = (len as usize / HOP).min(WINDOW_FRAMES);
+        for frame in 0..=kept {
             let centre = (frame * HOP) as isize;
             for (k, c) in buf.iter_mut().enumerate() {
                 *c = Complex::new(sample(centre - half + k as isize) * self.window[k], 0.0);
@@ -267,12 +270,14 @@ impl WhisperModel {
                     .sum();
                 let v = e.max(1e-10).log10();
                 max = max.max(v);
-                out[m * WINDOW_FRAMES + frame] = v;
+                if frame < kept {
+                    out[m * WINDOW_FRAMES + frame] = v;
+                }
             }
         }
         let floor = max - 8.0;
         for band in out.chunks_mut(WINDOW_FRAMES) {
-            for v in &mut band[..content] {
+            for v in &mut band[..kept] {
                 *v = (v.max(floor) + 4.0) / 4.0;
             }
         }
