@@ -496,21 +496,26 @@ fn status_code(status: StatusCode) -> &'static str {
 
 /// The node's periodic work, each job a supervised actor of the
 /// `housekeeping` branch (`clipforge_actors::housekeeping`): idle account
-/// actors stopped (at least as often as the idle limit, at most every 15 s;
-/// the freed heap given back to the system a second later, once they are
-/// gone — glibc keeps freed pages otherwise), and rate-limit keys whose
+/// actors stopped (at least as often as the idle limit, at most every 15 s)
+/// and the heaps' free pages given back to the system (`allocator.rs`),
+/// again a second after actors stopped, once they are gone; and rate-limit
+/// keys whose
 /// rate is replenished forgotten (every minute).
 async fn start_housekeeping(
     services: &Arc<Services>,
     guard: &Arc<crate::security::Guard>,
     config: &Config,
 ) -> anyhow::Result<()> {
+    use crate::allocator::release;
     use clipforge_actors::housekeeping::{Periodic, PeriodicActor, Then};
     use clipforge_actors::supervisor::spawner;
     let s = services.clone();
     let every = Duration::from_secs(config.pipeline.idle_secs.clamp(1, 15));
     let passivation = Periodic::new("passivation", every, move || {
         let n = s.passivate_idle();
+        // The heaps keep what is freed for reuse (allocator.rs): give it
+        // back on every sweep, and again once the stopped actors are gone.
+        release();
         if n == 0 {
             return Then::Nothing;
         }
@@ -518,8 +523,7 @@ async fn start_housekeeping(
         Then::After(
             Duration::from_secs(1),
             Arc::new(|| {
-                // SAFETY: malloc_trim only returns free heap pages to the system.
-                unsafe { libc::malloc_trim(0) };
+                release();
                 Then::Nothing
             }),
         )

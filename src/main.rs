@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod admin;
+mod allocator;
 mod api;
 mod app;
 mod bodylimit;
@@ -29,6 +30,7 @@ mod telemetry;
 mod webhooks;
 
 fn main() -> ExitCode {
+    clipforge_actors::media::heap::configure();
     clipforge_actors::storage::objects::install_default_crypto_provider();
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -10,6 +10,7 @@ mod face_detect;
 pub mod ffprobe;
 pub mod fonts;
 pub mod frame;
+pub mod heap;
 pub mod loudness;
 mod mouth;
 pub mod process;

@@ -110,7 +110,11 @@ pub async fn run_loading(
     opts.language = opts.language.filter(|l| model.knows_language(l));
     let ctx2 = ctx.clone();
     tokio::task::spawn_blocking(move || {
-        let output = recognise(rx, &model, &opts, &ctx2, reader)?;
+        let output = recognise(rx, &model, &opts, &ctx2, reader);
+        // What the model's tensors took stays in the heap for reuse until
+        // given back (media::heap).
+        crate::media::heap::release();
+        let output = output?;
         ctx2.progress.done();
         Ok(output)
     })
