@@ -253,7 +253,7 @@ impl Services {
                 )
             })
             .collect();
-        clip_render::spawn(self.clone(), project, jobs, slot);
+        clip_render::spawn(self.clone(), project, jobs, slot).await;
         Ok(added)
     }
 }

@@ -316,7 +316,7 @@ impl Services {
         });
         self.replace_clip(bytes, &clip).await?;
         self.projects_changed(&project.user_id);
-        clip_render::spawn(self.clone(), project, vec![(clip.clone(), job)], slot);
+        clip_render::spawn(self.clone(), project, vec![(clip.clone(), job)], slot).await;
         Ok(Edited::Rendering(clip))
     }
 

@@ -91,15 +91,26 @@ impl Drop for RenderSlot {
     }
 }
 
-/// Runs the renders one after the other in a task of their own, which
+/// Writes each render's first event (`rendering`, 0 %) before the caller
+/// answers, so a status stream opened after the answer waits for the
+/// render instead of ending on the project's earlier `completed`; then
+/// runs the renders one after the other in a task of their own, which
 /// always records how each ended (a panic inside one is caught and
 /// recorded as its failure).
-pub fn spawn(
+pub async fn spawn(
     services: Arc<Services>,
     project: ProjectRecord,
     jobs: Vec<(ClipRecord, RenderJob)>,
     slot: RenderSlot,
 ) {
+    for (clip, job) in &jobs {
+        services
+            .append_event(
+                &project,
+                render_event(clip, job.version, "rendering", 0, None),
+            )
+            .await;
+    }
     tokio::spawn(async move {
         let _slot = slot;
         for (clip, job) in jobs {
@@ -173,12 +184,6 @@ async fn render(
         .acquire_owned()
         .await
         .map_err(|_| "the node is shutting down".to_string())?;
-    services
-        .append_event(
-            project,
-            render_event(clip, job.version, "rendering", 0, None),
-        )
-        .await;
     let kit = edit_kit::load(services, &project.id)
         .await
         .map_err(|e| e.to_string())?;
