@@ -197,10 +197,16 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     let cluster = crate::cluster::start(&config, &services).await?;
     let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
     crate::webhooks::start(&config, &services, links.clone()).await?;
+    // Periodic node work beyond the sweeps: platform tokens refreshed and,
+    // on a cluster, projects and posts taken over by their owners once the
+    // node has heard from its peers and on every membership change.
+    let mut periodic = vec![publishing.token_refresh()];
     match &cluster {
-        // Projects and posts are taken over by their owners once the node
-        // has heard from its peers, and again on every membership change.
-        Some(c) => crate::cluster::start_hand_off(c.clone(), services.clone(), publishing.clone()),
+        Some(c) => periodic.push(crate::cluster::hand_off_job(
+            c.clone(),
+            services.clone(),
+            publishing.clone(),
+        )),
         None => {
             let resumed = services
                 .resume_all()
@@ -213,7 +219,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     }
     let billing = billing(&config)?;
     let guard = Arc::new(crate::security::Guard::new(&config, &public_url)?);
-    start_housekeeping(&services, &guard, &config).await?;
+    start_housekeeping(&services, &guard, &config, periodic).await?;
     Ok(Arc::new(AppState {
         guard,
         cluster,
@@ -505,6 +511,7 @@ async fn start_housekeeping(
     services: &Arc<Services>,
     guard: &Arc<crate::security::Guard>,
     config: &Config,
+    more: Vec<clipforge_actors::housekeeping::Periodic>,
 ) -> anyhow::Result<()> {
     use crate::allocator::release;
     use clipforge_actors::housekeeping::{Periodic, PeriodicActor, Then};
@@ -533,15 +540,19 @@ async fn start_housekeeping(
         g.rates.prune();
         Then::Nothing
     });
+    let mut children = vec![
+        (
+            "passivation",
+            spawner("passivation", PeriodicActor, passivation),
+        ),
+        ("rate-prune", spawner("rate-prune", PeriodicActor, prune)),
+    ];
+    for p in more {
+        children.push((p.name, spawner(p.name, PeriodicActor, p)));
+    }
     services
         .tree
-        .start_housekeeping(vec![
-            (
-                "passivation",
-                spawner("passivation", PeriodicActor, passivation),
-            ),
-            ("rate-prune", spawner("rate-prune", PeriodicActor, prune)),
-        ])
+        .start_housekeeping(children)
         .await
         .map_err(|e| anyhow::anyhow!("starting housekeeping: {e}"))
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load, Role};
+use clipforge_actors::housekeeping::Periodic;
 use clipforge_actors::publish::Publishing;
 use clipforge_actors::service::Services;
 use poem::web::Data;
@@ -59,33 +60,51 @@ pub async fn start(
     Ok(Some(cluster))
 }
 
-/// Hand-off (single activation): once the node has heard from its peers
-/// (one heartbeat timeout after joining), whenever the set of up nodes
-/// changes, and every four leases, stop the actors this node no longer
-/// owns and take over the unfinished projects and pending posts it now
-/// owns. A hand-off that fails (the store unreachable) is tried again on
-/// the next tick.
-pub fn start_hand_off(cluster: Arc<Cluster>, services: Arc<Services>, publishing: Arc<Publishing>) {
-    tokio::spawn(async move {
-        tokio::time::sleep(cluster.heartbeat_timeout()).await;
-        // Also every few leases with no membership change: picks up a
-        // project whose actor stopped on a lost lease, and posts created
-        // on a node that is not their scheduler.
-        let sweep = cluster.lease_ttl() * 4;
-        let mut done: Option<(u64, std::time::Instant)> = None;
-        loop {
-            let generation = cluster.generation();
-            let due = done.is_none_or(|(g, at)| g != generation || at.elapsed() >= sweep);
-            if due && hand_off(&services, &publishing).await {
-                done = Some((generation, std::time::Instant::now()));
-            }
-            if cluster.is_leaving() {
+/// Hand-off (single activation), as the housekeeping branch's `hand-off`
+/// actor (every heartbeat): once the node has heard from its peers (one
+/// heartbeat timeout after joining), whenever the set of up nodes changes,
+/// and every four leases, stop the actors this node no longer owns and take
+/// over the unfinished projects and pending posts it now owns. A hand-off
+/// that fails (the store unreachable) is tried again on the next tick; one
+/// that panics fails the actor, which its supervisor starts again. A node
+/// that is leaving hands off once more itself ([`leave`]).
+pub fn hand_off_job(
+    cluster: Arc<Cluster>,
+    services: Arc<Services>,
+    publishing: Arc<Publishing>,
+) -> Periodic {
+    let joined = std::time::Instant::now();
+    // The membership generation of the last complete hand-off, and when.
+    let done: Arc<std::sync::Mutex<Option<(u64, std::time::Instant)>>> = Arc::default();
+    let every = cluster.heartbeat_every();
+    Periodic::new_async(HAND_OFF, every, move || {
+        let (cluster, services, publishing, done) = (
+            cluster.clone(),
+            services.clone(),
+            publishing.clone(),
+            done.clone(),
+        );
+        async move {
+            if joined.elapsed() < cluster.heartbeat_timeout() || cluster.is_leaving() {
                 return;
             }
-            tokio::time::sleep(cluster.heartbeat_every()).await;
+            // Also every few leases with no membership change: picks up a
+            // project whose actor stopped on a lost lease, and posts created
+            // on a node that is not their scheduler.
+            let sweep = cluster.lease_ttl() * 4;
+            let generation = cluster.generation();
+            let last = *done.lock().unwrap_or_else(|e| e.into_inner());
+            let due = last.is_none_or(|(g, at)| g != generation || at.elapsed() >= sweep);
+            if due && hand_off(&services, &publishing).await {
+                *done.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((generation, std::time::Instant::now()));
+            }
         }
-    });
+    })
 }
+
+/// The hand-off's name in the tree (and in `housekeeping-panic:`).
+pub const HAND_OFF: &str = "hand-off";
 
 /// One hand-off; false when it did not complete.
 pub async fn hand_off(services: &Arc<Services>, publishing: &Arc<Publishing>) -> bool {

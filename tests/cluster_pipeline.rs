@@ -346,8 +346,16 @@ async fn projects_hand_off_to_a_joining_node_and_back_when_it_dies() {
     wait_mid_stage(&b, &token, &pid).await;
 
     // A node joins while the project runs: the account and its project
-    // move to it (b stops its actor, a resumes from the store).
-    let a = node(&pg, "node-a", "api,scheduler", &[&b], &moto.1);
+    // move to it (b stops its actor, a resumes from the store). Its first
+    // hand-off panics: the housekeeping branch starts it again, and the
+    // next one takes the project.
+    let mut env = shared_env(&pg, &moto.1);
+    env.push(("CLIPFORGE_CLUSTER_ROLES".into(), "api,scheduler".into()));
+    env.push((
+        "CLIPFORGE_FAULTS".into(),
+        "housekeeping-panic:hand-off:once".into(),
+    ));
+    let a = Node::start("node-a", &[&b], &env);
     wait_up(&a, &["node-b"]).await;
     wait_up(&b, &["node-a"]).await;
     wait_served_by(&b, "node-b", &token, "node-a").await;
@@ -369,6 +377,16 @@ async fn projects_hand_off_to_a_joining_node_and_back_when_it_dies() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let (_, v) = a.app.get("/admin/actors?node=node-a", ADMIN).await;
+    let hand_off = v["actors"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "hand-off"))
+        .unwrap_or_else(|| panic!("no hand-off actor: {v}"));
+    assert_eq!(
+        hand_off["supervisor"], "supervisor:housekeeping",
+        "{hand_off}"
+    );
+    assert_eq!(hand_off["restarts"], 1, "{hand_off}");
 
     // The new owner dies: b takes the account and the project back.
     drop(a); // SIGKILL

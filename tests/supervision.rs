@@ -199,14 +199,19 @@ async fn a_panicking_account_actor_is_restarted_and_the_next_request_succeeds() 
 
 /// The node's periodic work runs as supervised actors: a passivation sweep
 /// that panics is started again by the housekeeping branch (its restart in
-/// `/admin/actors`), and sweeps again — an idle account's actor is stopped.
+/// `/admin/actors`), and sweeps again — an idle account's actor is stopped;
+/// so is the platform token refresh (an async job).
 #[tokio::test]
 async fn a_housekeeping_job_that_panics_is_restarted_and_runs_again() {
     let app = spawn_app_with(
         tempfile::tempdir().unwrap(),
         &[
-            ("CLIPFORGE_FAULTS", "housekeeping-panic:passivation:once"),
+            (
+                "CLIPFORGE_FAULTS",
+                "housekeeping-panic:passivation:once,housekeeping-panic:token-refresh:once",
+            ),
             ("CLIPFORGE_PIPELINE_IDLE_SECS", "1"),
+            ("CLIPFORGE_PUBLISH_REFRESH_EVERY_SECS", "1"),
         ],
     );
     let token = app.sign_up("idle@example.com").await;
@@ -225,7 +230,15 @@ async fn a_housekeeping_job_that_panics_is_restarted_and_runs_again() {
                 assert_eq!(sweep["supervisor"], "supervisor:housekeeping", "{sweep}");
                 let prune = job("rate-prune").expect("the rate-limit sweep runs");
                 assert_eq!(prune["restarts"], 0, "{prune}");
-                break;
+                // The platform token refresh too.
+                let refresh = job("token-refresh").expect("the token refresh runs");
+                assert_eq!(
+                    refresh["supervisor"], "supervisor:housekeeping",
+                    "{refresh}"
+                );
+                if refresh["restarts"] == 1 {
+                    break;
+                }
             }
         }
         assert!(

@@ -20,7 +20,8 @@
 //! - `render-stall:once|always` — a clip editor's render waits forever
 //!   before it encodes (to stop a server in the middle of one);
 //! - `housekeeping-panic:<job>:once|always` — the housekeeping actor of
-//!   `<job>` (`passivation`, `rate-prune`, or `*`) panics at its next run.
+//!   `<job>` (`passivation`, `rate-prune`, `token-refresh`, `hand-off` on a
+//!   cluster, or `*`) panics at its next run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

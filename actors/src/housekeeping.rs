@@ -1,12 +1,17 @@
 //! Periodic node work as supervised actors (the `housekeeping` branch of
 //! the tree): each actor runs its job every `every` (ractor's
-//! `send_interval`), on a blocking thread so a slow sweep never holds an
-//! async worker. A job that panics fails its actor; the branch supervisor
-//! starts it again (its restarts show in `/admin/actors`), so a panic in a
-//! sweep cannot silently stop it for the life of the node.
+//! `send_interval`) — a blocking job on a blocking thread so a slow sweep
+//! never holds an async worker, an async one (the cluster hand-off, the
+//! platform token refresh) in a task of its own. A job that panics fails
+//! its actor; the branch supervisor starts it again (its restarts show in
+//! `/admin/actors`), so a panic in a sweep cannot silently stop it for the
+//! life of the node. Ticks that arrive while a run is under way are
+//! dropped, so a slow run is not followed by a burst of queued ones.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -20,18 +25,29 @@ pub enum Then {
     After(Duration, Job),
 }
 
-/// One run of periodic work.
+/// One run of periodic blocking work.
 pub type Job = Arc<dyn Fn() -> Then + Send + Sync>;
+
+/// One run of periodic async work.
+pub type AsyncJob = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The work of a [`Periodic`].
+#[derive(Clone)]
+pub enum Work {
+    Blocking(Job),
+    Async(AsyncJob),
+}
 
 /// A named job and how often it runs.
 #[derive(Clone)]
 pub struct Periodic {
     pub name: &'static str,
     pub every: Duration,
-    pub job: Job,
+    pub work: Work,
 }
 
 impl Periodic {
+    /// Blocking work (run on a blocking thread).
     pub fn new(
         name: &'static str,
         every: Duration,
@@ -40,7 +56,23 @@ impl Periodic {
         Periodic {
             name,
             every,
-            job: Arc::new(job),
+            work: Work::Blocking(Arc::new(job)),
+        }
+    }
+
+    /// Async work: `job` makes the future of one run.
+    pub fn new_async<F>(
+        name: &'static str,
+        every: Duration,
+        job: impl Fn() -> F + Send + Sync + 'static,
+    ) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        Periodic {
+            name,
+            every,
+            work: Work::Async(Arc::new(move || Box::pin(job()))),
         }
     }
 }
@@ -55,6 +87,12 @@ pub enum PeriodicMsg {
 
 impl ractor::Message for PeriodicMsg {}
 
+/// The actor's state: its job and when its last run ended.
+pub struct Running {
+    periodic: Periodic,
+    last_end: Option<Instant>,
+}
+
 /// Runs `job` on a blocking thread; its panic becomes this actor's failure.
 async fn run(name: &str, job: Job) -> Result<Then, ActorProcessingErr> {
     tokio::task::spawn_blocking(move || job())
@@ -62,37 +100,61 @@ async fn run(name: &str, job: Job) -> Result<Then, ActorProcessingErr> {
         .map_err(|e| format!("housekeeping job {name} failed: {e}").into())
 }
 
+/// Runs one async run in a task of its own; its panic becomes this
+/// actor's failure.
+async fn run_async(name: &str, job: &AsyncJob) -> Result<Then, ActorProcessingErr> {
+    tokio::spawn(job())
+        .await
+        .map(|()| Then::Nothing)
+        .map_err(|e| format!("housekeeping job {name} failed: {e}").into())
+}
+
 impl Actor for PeriodicActor {
     type Msg = PeriodicMsg;
-    type State = Periodic;
+    type State = Running;
     type Arguments = Periodic;
 
     async fn pre_start(
         &self,
         myself: ActorRef<PeriodicMsg>,
         periodic: Periodic,
-    ) -> Result<Periodic, ActorProcessingErr> {
+    ) -> Result<Running, ActorProcessingErr> {
         // The timer ends with the actor (its sends fail then).
         myself.send_interval(periodic.every, || PeriodicMsg::Tick);
-        Ok(periodic)
+        Ok(Running {
+            periodic,
+            last_end: None,
+        })
     }
 
     async fn handle(
         &self,
         myself: ActorRef<PeriodicMsg>,
         msg: PeriodicMsg,
-        periodic: &mut Periodic,
+        state: &mut Running,
     ) -> Result<(), ActorProcessingErr> {
-        let job = match msg {
+        let periodic = &state.periodic;
+        let then = match msg {
             PeriodicMsg::Tick => {
+                // Queued while the last run was under way.
+                if state
+                    .last_end
+                    .is_some_and(|t| t.elapsed() < periodic.every / 2)
+                {
+                    return Ok(());
+                }
                 if faults::hit(Point::Housekeeping(periodic.name)) {
                     panic!("fault injection: housekeeping-panic:{}", periodic.name);
                 }
-                periodic.job.clone()
+                match &periodic.work {
+                    Work::Blocking(job) => run(periodic.name, job.clone()).await?,
+                    Work::Async(job) => run_async(periodic.name, job).await?,
+                }
             }
-            PeriodicMsg::Run(job) => job,
+            PeriodicMsg::Run(job) => run(periodic.name, job).await?,
         };
-        if let Then::After(delay, next) = run(periodic.name, job).await? {
+        state.last_end = Some(Instant::now());
+        if let Then::After(delay, next) = then {
             myself.send_after(delay, move || PeriodicMsg::Run(next));
         }
         Ok(())
@@ -137,6 +199,54 @@ mod tests {
         assert!(
             ended.is_ok(),
             "the actor kept running after its job panicked"
+        );
+    }
+
+    /// An async job runs every tick; the ticks queued during a slow run
+    /// are dropped, not run back to back after it (each run starts at
+    /// least half a period after the one before ended); a run that panics
+    /// fails the actor.
+    #[tokio::test]
+    async fn runs_an_async_job_and_fails_when_it_panics() {
+        let starts = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+        let s = starts.clone();
+        let every = Duration::from_millis(20);
+        let job = Periodic::new_async("test-async", every, move || {
+            let s = s.clone();
+            async move {
+                let first = {
+                    let mut starts = s.lock().unwrap();
+                    starts.push(Instant::now());
+                    starts.len() == 1
+                };
+                if first {
+                    // Ten ticks' time: they are queued meanwhile.
+                    tokio::time::sleep(every * 10).await;
+                }
+            }
+        });
+        let (actor, handle) = Actor::spawn(None, PeriodicActor, job).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while starts.lock().unwrap().len() < 4 && Instant::now() < deadline {
+            tokio::time::sleep(every).await;
+        }
+        actor.stop(None);
+        handle.await.unwrap();
+        let starts = starts.lock().unwrap().clone();
+        assert!(starts.len() >= 4, "{} runs", starts.len());
+        let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps[0] >= every * 10, "{gaps:?}");
+        assert!(gaps.iter().all(|g| *g >= every / 2), "{gaps:?}");
+
+        let panicking =
+            Periodic::new_async("test-async-panic", Duration::from_millis(10), || async {
+                panic!("a hand-off that fails")
+            });
+        let (_actor, handle) = Actor::spawn(None, PeriodicActor, panicking).await.unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(5), handle).await;
+        assert!(
+            ended.is_ok(),
+            "the actor kept running after its async job panicked"
         );
     }
 }

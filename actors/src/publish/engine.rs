@@ -16,6 +16,7 @@ use super::schedule_actor::ScheduleMsg;
 use super::schedules::Live;
 use super::{Provider, PublishError, PublishSettings, Result};
 use crate::accounts::now_ms;
+use crate::housekeeping::Periodic;
 use crate::project::records::{self as records, ClipRecord};
 use crate::service::Services;
 use crate::storage::kv;
@@ -25,6 +26,8 @@ use crate::webhooks::Subject;
 mod checks;
 
 const STRIPES: usize = 64;
+/// The token refresh's name in the tree (and in `housekeeping-panic:`).
+pub const TOKEN_REFRESH: &str = "token-refresh";
 /// Posts are scheduled within the next 365 days.
 const MAX_AHEAD_MS: i64 = 365 * 24 * 3600 * 1000;
 const MAX_INTERVAL_HOURS: f64 = 24.0 * 90.0;
@@ -92,19 +95,24 @@ impl Publishing {
         });
         super::supervision::start(&this).await;
         this.rearm_all().await?;
-        let p = this.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                tick.tick().await;
+        Ok(this)
+    }
+
+    /// The periodic token work, for the node's `housekeeping` branch:
+    /// every `refresh_every`, the tokens expiring within the margin are
+    /// refreshed and expired OAuth states removed.
+    pub fn token_refresh(self: &Arc<Self>) -> Periodic {
+        let p = self.clone();
+        Periodic::new_async(TOKEN_REFRESH, self.settings.refresh_every, move || {
+            let p = p.clone();
+            async move {
                 p.refresh_expiring().await;
                 let _ = p
                     .services
                     .blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?))
                     .await;
             }
-        });
-        Ok(this)
+        })
     }
 
     /// Arms the post's timer for `at` (ms): re-arms its actor, or starts

@@ -142,6 +142,8 @@ pub struct PublishSettings {
     pub instagram_api_version: String,
     /// Tokens expiring within this margin are refreshed before use.
     pub refresh_margin: Duration,
+    /// How often the tokens expiring within the margin are refreshed.
+    pub refresh_every: Duration,
     /// Lifetime of the signed clip URL handed to Instagram.
     pub media_url_ttl: Duration,
     pub youtube: ProviderSettings,
@@ -165,6 +167,7 @@ impl Default for PublishSettings {
             youtube_privacy: "public".into(),
             instagram_api_version: "v21.0".into(),
             refresh_margin: Duration::from_secs(300),
+            refresh_every: Duration::from_secs(60),
             media_url_ttl: Duration::from_secs(6 * 3600),
             youtube: ProviderSettings {
                 auth_url: "https://accounts.google.com/o/oauth2/v2/auth".into(),
