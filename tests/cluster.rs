@@ -524,11 +524,12 @@ async fn a_failed_relay_is_restarted_by_the_cluster_supervisor() {
     let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
     let a = node(&pg, "node-a", COOKIE, &[], media.path());
-    // node-b's relay panics on the first request another node forwards to it.
+    // node-b's relay panics on the first request another node forwards to
+    // it; the task running the next one panics too.
     let env = env_with(
         &pg,
         media.path(),
-        &[("CLIPFORGE_FAULTS", "relay-panic:once")],
+        &[("CLIPFORGE_FAULTS", "relay-panic:once,forwarded-panic:once")],
     );
     let b = Node::start("node-b", &[&a], &env);
     for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
@@ -555,17 +556,27 @@ async fn a_failed_relay_is_restarted_by_the_cluster_supervisor() {
     common::assert_error(s, &v, 503);
     assert_eq!(v["error"], "node_unavailable", "{v}");
 
-    // The cluster supervisor restarted the relay: the next one is served.
+    // The cluster supervisor restarted the relay. The first request it
+    // runs panics: answered 500 at once (not after the forwarding node's
+    // 10-minute wait for a head); the next one is served.
     let start = Instant::now();
+    let mut failed = None;
     loop {
-        let (s, v, served_by) = credits_via(&a, &token).await;
-        if s == 200 {
+        let (s, v, served_by) =
+            tokio::time::timeout(Duration::from_secs(60), credits_via(&a, &token))
+                .await
+                .expect("a forwarded request is answered");
+        if s == 500 {
+            failed = Some(v.clone());
+        } else if s == 200 {
             assert_eq!(served_by.as_deref(), Some("node-b"));
             break;
         }
         assert!(start.elapsed() < DEADLINE, "{s} {v}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let failed = failed.expect("the request whose task panicked was answered 500");
+    assert_eq!(failed["error"], "internal_error", "{failed}");
     let (s, v) = b.app.get("/admin/actors?node=node-b", ADMIN).await;
     assert_eq!(s, 200, "{v}");
     let actors = v["actors"].as_array().expect("node-b's actors");

@@ -15,6 +15,8 @@
 //!   stage;
 //! - `relay-panic:once|always` — a clustered node's HTTP relay panics when a
 //!   request forwarded by another node reaches it;
+//! - `forwarded-panic:once|always` — the task running a request forwarded
+//!   by another node panics before the request runs (answered 500);
 //! - `render-panic:once|always` — a clip editor's render panics before it
 //!   encodes;
 //! - `render-stall:once|always` — a clip editor's render waits forever
@@ -34,6 +36,7 @@ pub enum Point<'a> {
     Schedule,
     Project,
     Relay,
+    Forwarded,
     Render,
     RenderStall,
     Housekeeping(&'a str),
@@ -72,7 +75,8 @@ impl Faults {
             let needs_target = kind == "stage-panic" || kind == "housekeeping-panic";
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
-                | "relay-panic" | "render-panic" | "render-stall" | "housekeeping-panic" => {}
+                | "relay-panic" | "forwarded-panic" | "render-panic" | "render-stall"
+                | "housekeeping-panic" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -109,6 +113,7 @@ impl Faults {
             Point::Schedule => ("schedule-panic", None),
             Point::Project => ("project-panic", None),
             Point::Relay => ("relay-panic", None),
+            Point::Forwarded => ("forwarded-panic", None),
             Point::Render => ("render-panic", None),
             Point::RenderStall => ("render-stall", None),
             Point::Housekeeping(job) => ("housekeeping-panic", Some(job)),

@@ -120,9 +120,8 @@ impl Actor for Membership {
                         );
                     }
                     let (own, busy) = (st.args.addr.clone(), st.redialling.clone());
-                    tokio::spawn(async move {
+                    spawn_clearing(busy, async move {
                         redial(&server, &seeds, &own, tls.as_ref()).await;
-                        busy.store(false, Ordering::Release);
                     });
                 }
             }
@@ -152,6 +151,24 @@ impl Membership {
             }
         }
     }
+}
+
+/// Runs `work` in a task and clears `busy` when it ends, also by a panic
+/// (the flag would otherwise stay set and the node never dial again).
+fn spawn_clearing(
+    busy: Arc<AtomicBool>,
+    work: impl std::future::Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    struct Clear(Arc<AtomicBool>);
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
+    tokio::spawn(async move {
+        let _clear = Clear(busy);
+        work.await;
+    })
 }
 
 /// Dials every seed that no current session leads to (first tick, then
@@ -205,5 +222,23 @@ async fn redial(
             Ok(Err(e)) => tracing::debug!(seed = %seed, error = ?e, "cluster: seed not reachable"),
             Err(_) => tracing::debug!(seed = %seed, "cluster: seed dial timed out"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A redial that panics does not leave the flag set: the next tick
+    /// dials again.
+    #[tokio::test]
+    async fn the_redial_flag_is_cleared_by_a_panic() {
+        let busy = Arc::new(AtomicBool::new(true));
+        let ended = spawn_clearing(busy.clone(), async { panic!("a redial that fails") }).await;
+        assert!(ended.is_err_and(|e| e.is_panic()));
+        assert!(!busy.load(Ordering::Acquire));
+        busy.store(true, Ordering::Release);
+        spawn_clearing(busy.clone(), async {}).await.unwrap();
+        assert!(!busy.load(Ordering::Acquire));
     }
 }

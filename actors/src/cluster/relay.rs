@@ -139,7 +139,20 @@ impl HttpRelayState {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             let (id, from) = (req.id.clone(), req.from.clone());
-            let (head, first, rest) = handler(req, body).await;
+            // The request in a task of its own (stopped with this one): its
+            // panic is answered 500 at once, not left for the forwarding
+            // node to give up on after `HEAD_TIMEOUT`.
+            let mut run = AbortOnDrop(tokio::spawn(async move {
+                crate::faults::check(crate::faults::Point::Forwarded);
+                handler(req, body).await
+            }));
+            let (head, first, rest) = match (&mut run.0).await {
+                Ok(response) => response,
+                Err(e) => {
+                    tracing::error!(%from, error = %e, "cluster: a forwarded request failed");
+                    internal_error()
+                }
+            };
             if let Some(router) = find_router(&from).await {
                 send_response(&router, id, head, first, rest).await;
             } else {
@@ -166,6 +179,31 @@ impl HttpRelayState {
             keep
         });
     }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The uniform error body of a request that failed on this node.
+fn internal_error() -> Response {
+    let body = serde_json::json!({
+        "error": "internal_error",
+        "message": "something went wrong on our side; please try again",
+    });
+    (
+        WireHead {
+            status: 500,
+            headers: vec![("content-type".into(), "application/json".into())],
+        },
+        body.to_string().into_bytes(),
+        None,
+    )
 }
 
 /// The head with the body's first chunk (one message when that is all),
