@@ -38,7 +38,10 @@ landscape file, timing each run, then measures every clip it wrote:
   the transcript's first or follows a word ending in . ? ! 。 ？ ！ …),
   ends after a sentence end (its last word ends so, or is the transcript's
   last); a transcript with (almost) no sentence punctuation (under 2 % of
-  its words) also takes a pause of >= 0.3 s between words for one. No cut falls
+  its words) also takes a pause of >= 0.3 s between words for one, and a
+  word ending in the Mandarin question particle 吗/嗎 (it only ever closes a
+  yes/no question; Whisper's punctuation-less Chinese drops the ？ after
+  it). No cut falls
   inside a word (20 ms tolerance), the trailing breath after the last word
   is >= 0.25 s or reaches the next word's start, and the audio RMS (ffmpeg,
   16 kHz mono) in the 50 ms around each cut over the median RMS of the
@@ -84,6 +87,8 @@ ENERGY_LIMIT = 0.5
 TAIL_SECS = 0.25
 SENTENCE_PAUSE = 0.3
 SENTENCE_END = (".", "?", "!", "。", "？", "！", "…", "．")
+# Words that close a sentence in a transcript without punctuation.
+FINAL_PARTICLES = ("吗", "嗎")
 CLOSERS = "\"'”’»)]}」』）"
 
 TARGET_FACE_KEPT = float(os.environ.get("BENCH_QUALITY_FACE_KEPT", "0.95"))
@@ -128,7 +133,9 @@ def boundaries(words, start, end, audio, src_dur):
         if by_pause:
             # A word that does end in sentence punctuation ends a sentence
             # here too; the pause stands in only for missing punctuation.
-            return ends_sentence(words[i]["text"]) or words[i + 1]["start"] - words[i]["end"] >= SENTENCE_PAUSE
+            text = words[i]["text"].strip().rstrip(CLOSERS)
+            return (ends_sentence(text) or text.endswith(FINAL_PARTICLES)
+                    or words[i + 1]["start"] - words[i]["end"] >= SENTENCE_PAUSE)
         return ends_sentence(words[i]["text"])
 
     b["start_ok"] = first == 0 or ends_after(first - 1)
