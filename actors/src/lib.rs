@@ -15,5 +15,6 @@ pub mod service;
 pub mod stage;
 pub mod storage;
 pub mod supervisor;
+pub mod tasks;
 pub mod transcript;
 pub mod webhooks;

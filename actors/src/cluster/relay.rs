@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::wire::Wire;
 use super::Cluster;
+use crate::tasks::AbortOnDrop;
 
 /// The largest request body sent to another node (the HTTP side answers
 /// 413 beyond this). Uploads never travel: the node receiving one streams
@@ -178,15 +179,6 @@ impl HttpRelayState {
             }
             keep
         });
-    }
-}
-
-/// Aborts its task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

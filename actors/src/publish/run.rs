@@ -11,6 +11,7 @@ use super::schedule_actor::{Step, Steps};
 use super::{instagram, tiktok, youtube, Provider, Publishing};
 use crate::accounts::now_ms;
 use crate::project::records::ClipRecord;
+use crate::tasks::AbortOnDrop;
 
 #[async_trait::async_trait]
 impl Steps for Publishing {
@@ -52,10 +53,11 @@ impl Publishing {
         };
         self.fences_mut().insert(id.to_string(), fence.clone());
         // Renewed every third of a lease while the step runs: a platform
-        // upload can last longer than the lease. Stopped with the step.
+        // upload can last longer than the lease. Stopped with the step,
+        // also when the step panics (the lease then runs out).
         let keeper = {
             let (services, fence, every) = (self.services.clone(), fence.clone(), ttl / 3);
-            tokio::spawn(async move {
+            AbortOnDrop(tokio::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {
@@ -64,10 +66,10 @@ impl Publishing {
                         break;
                     }
                 }
-            })
+            }))
         };
         let step = self.step(id).await;
-        keeper.abort();
+        drop(keeper);
         self.fences_mut().remove(id);
         self.services.release_lease(&fence).await;
         step
