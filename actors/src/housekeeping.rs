@@ -166,6 +166,16 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    /// The actor running `periodic` ends (its job panicked).
+    async fn ends_by_failing(periodic: Periodic) {
+        let (_actor, handle) = Actor::spawn(None, PeriodicActor, periodic).await.unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(5), handle).await;
+        assert!(
+            ended.is_ok(),
+            "the actor kept running after its job panicked"
+        );
+    }
+
     /// The job runs every tick and its follow-up after its delay; a job that
     /// panics fails the actor (for its supervisor to see).
     #[tokio::test]
@@ -194,12 +204,7 @@ mod tests {
         let panicking = Periodic::new("test-panic", Duration::from_millis(10), || {
             panic!("a sweep that fails")
         });
-        let (_actor, handle) = Actor::spawn(None, PeriodicActor, panicking).await.unwrap();
-        let ended = tokio::time::timeout(Duration::from_secs(5), handle).await;
-        assert!(
-            ended.is_ok(),
-            "the actor kept running after its job panicked"
-        );
+        ends_by_failing(panicking).await;
     }
 
     /// An async job runs every tick; the ticks queued during a slow run
@@ -242,11 +247,6 @@ mod tests {
             Periodic::new_async("test-async-panic", Duration::from_millis(10), || async {
                 panic!("a hand-off that fails")
             });
-        let (_actor, handle) = Actor::spawn(None, PeriodicActor, panicking).await.unwrap();
-        let ended = tokio::time::timeout(Duration::from_secs(5), handle).await;
-        assert!(
-            ended.is_ok(),
-            "the actor kept running after its async job panicked"
-        );
+        ends_by_failing(panicking).await;
     }
 }

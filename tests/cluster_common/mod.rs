@@ -154,6 +154,26 @@ impl Node {
         Self::spawn(&name, addr, seeds, env, dir)
     }
 
+    /// `GET /api/credits` through this node with `token`: status, body,
+    /// and the node that served it when it was forwarded.
+    pub async fn credits(&self, token: &str) -> (u16, Value, Option<String>) {
+        let r = self
+            .app
+            .client
+            .get(format!("{}/api/credits", self.app.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let served_by = r
+            .headers()
+            .get("x-clipforge-node")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        (status, r.json().await.unwrap_or(Value::Null), served_by)
+    }
+
     pub async fn view(&self) -> Value {
         let (s, v) = self.app.get("/admin/cluster", ADMIN).await;
         assert_eq!(s, 200, "{v}");
