@@ -7,6 +7,7 @@ pub mod captions;
 pub mod cluster;
 pub mod faults;
 pub mod housekeeping;
+pub mod mailbox;
 pub mod media;
 pub mod project;
 pub mod publish;

@@ -7,6 +7,7 @@ use poem_openapi::types::multipart::Upload;
 use poem_openapi::types::Example;
 use poem_openapi::{ApiResponse, Multipart, Object, OpenApi, Tags};
 
+use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::{account_id_for_email, NewAccount};
 
 use super::formats::{DateTime, Email, OkStatus, Plan, Text, Uri, Uuid};
@@ -230,12 +231,15 @@ impl AuthApi {
             NewAccount::prepare(&b.email, &b.password, &b.name)
         })
         .await;
-        let new = account(new.map_err(|e| e.to_string()))?;
+        let new = account(new.map_err(|e| ApiError::internal("hashing a password", e))?)?;
         let (acc, token) = account(
             state
                 .services
-                .with_account(&new.account_id(), move |a| {
-                    a.sign_up_hashed(&new.email, new.name.clone(), new.password_hash.clone())
+                .call_account(&new.account_id(), |reply| AccountMsg::SignUp {
+                    email: new.email,
+                    name: new.name,
+                    password_hash: new.password_hash,
+                    reply,
                 })
                 .await,
         )?;
@@ -265,15 +269,15 @@ impl AuthApi {
         let b = body.0;
         // Counted (and refused beyond the limits) before it reaches the
         // account's actor, which checks the password and opens the session.
-        let email = account(Ok(state
-            .services
-            .accounts
-            .sign_in_attempt(&b.email, &client)))?;
+        let email = account(state.services.accounts.sign_in_attempt(&b.email, &client))?;
         let (acc, token) = account(
             state
                 .services
-                .with_account(&account_id_for_email(&email), move |a| {
-                    a.sign_in_counted(&email, &b.password, &client)
+                .call_account(&account_id_for_email(&email), |reply| AccountMsg::SignIn {
+                    email,
+                    password: b.password.0,
+                    client,
+                    reply,
                 })
                 .await,
         )?;
@@ -297,7 +301,10 @@ impl AuthApi {
         account(
             state
                 .services
-                .with_account(&user.account.id, move |a| a.sign_out(&token))
+                .call_account(&user.account.id, |reply| AccountMsg::SignOut {
+                    token,
+                    reply,
+                })
                 .await,
         )?;
         Ok(SignedOut::Ok(ok(), cookie("", 0)))
@@ -337,18 +344,15 @@ impl AuthApi {
         let user = auth.user().clone();
         let b = body.0;
         let revoke = b.revoke_other_sessions.unwrap_or(true);
-        let id = user.account.id.clone();
         account(
             state
                 .services
-                .with_account(&id.clone(), move |a| {
-                    a.change_password(
-                        &id,
-                        &user.token,
-                        &b.current_password,
-                        &b.new_password,
-                        revoke,
-                    )
+                .call_account(&user.account.id, |reply| AccountMsg::ChangePassword {
+                    token: user.token.clone(),
+                    current: b.current_password.0,
+                    new: b.new_password.0,
+                    revoke_others: revoke,
+                    reply,
                 })
                 .await,
         )?;
@@ -368,7 +372,10 @@ impl AuthApi {
         account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.update_profile(&id, &name))
+                .call_account(&id, |reply| AccountMsg::UpdateProfile {
+                    name: name.0,
+                    reply,
+                })
                 .await,
         )?;
         Ok(ok())
@@ -407,11 +414,13 @@ impl AuthApi {
             .put_bytes(&key, png, "image/png")
             .await
             .map_err(|e| ApiError::internal("storing avatar", e))?;
-        let k2 = key.clone();
         let previous = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.set_avatar(&id, Some(k2.clone())))
+                .call_account(&id, |reply| AccountMsg::SetAvatar {
+                    key: Some(key.clone()),
+                    reply,
+                })
                 .await,
         )?;
         if let Some(old) = previous {
@@ -435,7 +444,7 @@ impl AuthApi {
         let previous = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.set_avatar(&id, None))
+                .call_account(&id, |reply| AccountMsg::SetAvatar { key: None, reply })
                 .await,
         )?;
         if let Some(old) = previous {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::Plan as AccountPlan;
 use clipforge_actors::billing::{Billing, BillingError, SignatureError};
 use poem::http::StatusCode;
@@ -261,11 +262,13 @@ pub async fn admin_set_plan(
         }
     };
     let user_id = id.0;
-    let uid = user_id.clone();
     let result = account(
         state
             .services
-            .with_account(&user_id, move |a| a.set_plan_by_operator(&uid, plan))
+            .call_account(&user_id, |reply| AccountMsg::SetPlanByOperator {
+                plan,
+                reply,
+            })
             .await,
     );
     match result {

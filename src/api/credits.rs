@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::formats::{DateTime, LedgerEntryType, OkStatus, Plan, Text, Uuid};
 use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
+use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::CreditBalance;
 use clipforge_actors::billing::Billing;
 use clipforge_actors::service::project_api::ProjectError;
@@ -247,20 +248,17 @@ impl CreditsApi {
         let held = account(state.services.account_state(&id).await)?;
         let used = match held.as_ref().and_then(|h| h.storage()) {
             Some(used) => used,
-            None => {
-                let uid = id.clone();
-                account(
-                    state
-                        .services
-                        .with_account(&id, move |a| a.storage_used(&uid))
-                        .await,
-                )?
-            }
+            None => account(
+                state
+                    .services
+                    .call_account(&id, AccountMsg::StorageUsed)
+                    .await,
+            )?,
         };
         let storage = (used, accounts.plan_limits(user.plan).storage_bytes);
         // Only a paid plan with billing on can be set to end.
         let ends = if state.billing.is_some() && paid(user.plan) {
-            let record = account(Ok(accounts.billing_record(&id)))?;
+            let record = account(accounts.billing_record(&id))?;
             Billing::plan_ends_at(record.subscription.as_ref())
         } else {
             None
@@ -268,12 +266,7 @@ impl CreditsApi {
         if let Some(b) = held.and_then(|h| accounts.held_balance(&h)) {
             return raw(b, storage, ends);
         }
-        let b = account(
-            state
-                .services
-                .with_account(&id.clone(), move |a| a.balance(&id))
-                .await,
-        )?;
+        let b = account(state.services.call_account(&id, AccountMsg::Balance).await)?;
         raw(b, storage, ends)
     }
 
@@ -314,7 +307,7 @@ impl CreditsApi {
         account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.select_plan(&id, plan))
+                .call_account(&id, |reply| AccountMsg::SelectPlan { plan, reply })
                 .await,
         )?;
         Ok(Json(PlanSelected {
@@ -338,8 +331,10 @@ impl CreditsApi {
         let ledger = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| {
-                    a.ledger(&id, page as u64, limit as u64)
+                .call_account(&id, |reply| AccountMsg::Ledger {
+                    page: page as u64,
+                    limit: limit as u64,
+                    reply,
                 })
                 .await,
         )?;

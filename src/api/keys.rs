@@ -10,6 +10,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
 use super::formats::{DateTime, KeyScope, Text, Uuid};
 use super::{account, ApiError, ApiResult, Auth, State};
+use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::{parse_scopes, ApiKeyView};
 
 #[derive(Tags)]
@@ -114,8 +115,10 @@ impl KeysApi {
         let (info, key) = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| {
-                    a.create_api_key(&id, &name.0, &scopes)
+                .call_account(&id, |reply| AccountMsg::CreateApiKey {
+                    name: name.0,
+                    scopes,
+                    reply,
                 })
                 .await,
         )?;
@@ -129,12 +132,7 @@ impl KeysApi {
     #[oai(path = "/", method = "get", operation_id = "listApiKeys")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<KeyList>> {
         let id = auth.user().account.id.clone();
-        let keys = account(
-            state
-                .services
-                .with_account(&id.clone(), move |a| a.list_api_keys(&id))
-                .await,
-        )?;
+        let keys = account(state.services.call_account(&id, AccountMsg::ApiKeys).await)?;
         Ok(Json(KeyList {
             keys: keys.into_iter().map(view).collect(),
         }))
@@ -153,7 +151,7 @@ impl KeysApi {
         account(
             state
                 .services
-                .with_account(&uid.clone(), move |a| a.revoke_api_key(&uid, &kid))
+                .call_account(&uid, |reply| AccountMsg::RevokeApiKey { id: kid, reply })
                 .await,
         )?;
         Ok(Json(Revoked { revoked: true }))

@@ -8,6 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::formats::{Text, Uri};
 use super::{account, ApiError, ApiResult, Auth, State};
+use clipforge_actors::accounts::actor::AccountMsg;
+use clipforge_actors::accounts::AccountError;
 use clipforge_actors::media::download::{self, MetaError, VideoMeta};
 use clipforge_actors::media::{ffprobe, frame};
 use clipforge_actors::project::stages::StageError;
@@ -354,26 +356,22 @@ pub async fn record_upload(state: &State, commit: UploadCommit) -> ApiResult<()>
         size,
         duration_sec,
     };
-    let uid = user_id.clone();
+    let value = account(kv::encode(&record).map_err(AccountError::Storage))?;
+    let put = kv::KvOp::Put {
+        tree: UPLOADS.to_string(),
+        key: key.as_bytes().to_vec(),
+        value,
+    };
     // The upload's record and its quota in one write.
     let stored = state
         .services
-        .with_account(
-            &user_id,
-            move |a| -> Result<(), clipforge_actors::accounts::AccountError> {
-                let value = kv::encode(&record)
-                    .map_err(clipforge_actors::accounts::AccountError::Storage)?;
-                let put = kv::KvOp::Put {
-                    tree: UPLOADS.to_string(),
-                    key: key.as_bytes().to_vec(),
-                    value,
-                };
-                a.add_storage_with(&uid, size, vec![put])?;
-                Ok(())
-            },
-        )
+        .call_account(&user_id, |reply| AccountMsg::AddStorage {
+            bytes: size,
+            with: vec![put],
+            reply,
+        })
         .await;
-    account(stored)
+    account(stored.map(drop))
 }
 
 #[cfg(test)]

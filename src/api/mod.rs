@@ -173,12 +173,9 @@ impl From<AccountError> for ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
-/// Flattens the two layers of an account-actor call.
-pub fn account<T>(r: Result<Result<T, AccountError>, String>) -> ApiResult<T> {
-    match r {
-        Ok(inner) => inner.map_err(ApiError::from),
-        Err(e) => Err(ApiError::internal("account actor", e)),
-    }
+/// An account operation's answer as the API gives it.
+pub fn account<T>(r: Result<T, AccountError>) -> ApiResult<T> {
+    r.map_err(ApiError::from)
 }
 
 /// A JSON body serialized ahead of time (a cached listing page), documented

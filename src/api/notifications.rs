@@ -1,5 +1,6 @@
 //! Notifications (contract 4.7).
 
+use clipforge_actors::accounts::actor::AccountMsg;
 use std::collections::BTreeMap;
 
 use poem::web::Data;
@@ -64,11 +65,7 @@ impl NotificationsApi {
             .and_then(|h| services.accounts.held_notification_list(&h));
         let list = match held {
             Some(list) => list,
-            None => account(
-                services
-                    .with_account(&id.clone(), move |a| a.notifications(&id))
-                    .await,
-            )?,
+            None => account(services.call_account(&id, AccountMsg::Notifications).await)?,
         };
         let notifications = list
             .into_iter()
@@ -92,7 +89,7 @@ impl NotificationsApi {
         account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.mark_all_read(&id))
+                .call_account(&id, AccountMsg::MarkAllRead)
                 .await,
         )?;
         Ok(ok())
@@ -111,7 +108,7 @@ impl NotificationsApi {
         account(
             state
                 .services
-                .with_account(&uid.clone(), move |a| a.mark_read(&uid, &nid))
+                .call_account(&uid, |reply| AccountMsg::MarkRead { id: nid, reply })
                 .await,
         )?;
         Ok(ok())

@@ -9,6 +9,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
 use super::formats::{Animation, DateTime, Text, Uuid, WatermarkPosition};
 use super::{account, ApiResult, Auth, State};
+use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::{TemplateInput, TemplateView};
 use clipforge_actors::captions::template::CaptionStyle;
 
@@ -278,7 +279,7 @@ impl TemplatesApi {
         let list = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.list_templates(&id))
+                .call_account(&id, AccountMsg::Templates)
                 .await,
         )?;
         Ok(Json(TemplateList {
@@ -300,7 +301,7 @@ impl TemplatesApi {
         let t = account(
             state
                 .services
-                .with_account(&id.clone(), move |a| a.create_template(&id, &input))
+                .call_account(&id, |reply| AccountMsg::CreateTemplate { input, reply })
                 .await,
         )?;
         Ok(Created::Created(Json(view(t))))
@@ -322,7 +323,11 @@ impl TemplatesApi {
         let t = account(
             state
                 .services
-                .with_account(&uid.clone(), move |a| a.update_template(&uid, &tid, &input))
+                .call_account(&uid, |reply| AccountMsg::UpdateTemplate {
+                    id: tid,
+                    input,
+                    reply,
+                })
                 .await,
         )?;
         Ok(Json(view(t)))
@@ -345,7 +350,7 @@ impl TemplatesApi {
         account(
             state
                 .services
-                .with_account(&uid.clone(), move |a| a.delete_template(&uid, &tid))
+                .call_account(&uid, |reply| AccountMsg::DeleteTemplate { id: tid, reply })
                 .await,
         )?;
         Ok(Json(Deleted { deleted: true }))

@@ -1,4 +1,4 @@
-//! An account's state held in memory by its actor (`service::user_actor`),
+//! An account's state held in memory by its actor (`accounts::actor`),
 //! and the versioned writes that keep memory and store in step.
 //!
 //! [`HeldAccount`] holds the account record, its credit state and the

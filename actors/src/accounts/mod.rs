@@ -8,7 +8,7 @@
 //!
 //! # Concurrency
 //!
-//! Every change to an account runs in its actor (`service::user_actor`),
+//! Every change to an account runs in its actor (`accounts::actor`),
 //! through [`Accounts::acting_for`]: the account's record and credit state
 //! are held in memory and every write is conditional on the account's
 //! stored version (`held.rs`), so a write from a stale copy (another node
@@ -43,6 +43,7 @@
 //! Timestamps are stored as unix milliseconds and shown as ISO 8601 UTC
 //! ([`iso8601`]).
 
+pub mod actor;
 mod auth;
 mod billing;
 mod clock;
@@ -55,6 +56,7 @@ mod model;
 mod notifications;
 mod plans;
 mod ratelimit;
+pub mod registry;
 mod store;
 mod templates;
 pub mod text;
@@ -191,7 +193,7 @@ fn new_id() -> String {
 /// can be told to fail its writes, with a clock the test moves by hand.
 #[cfg(test)]
 pub(crate) mod testutil {
-    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::Arc;
 
     use super::*;
@@ -200,17 +202,24 @@ pub(crate) mod testutil {
     /// 2026-11-21T23:50:06.123Z
     pub const START_MS: i64 = 1_795_305_006_123;
 
-    /// A [`MemoryStore`] whose writes fail while `failing` is set.
+    /// A [`MemoryStore`] whose writes fail while `failing` is set; counts
+    /// the batches it refused for a precondition.
     #[derive(Default)]
     pub struct FlakyStore {
         inner: MemoryStore,
         failing: AtomicBool,
+        conflicts: AtomicUsize,
     }
 
     impl FlakyStore {
         /// Makes every write fail (or succeed again).
         pub fn fail_writes(&self, failing: bool) {
             self.failing.store(failing, Ordering::SeqCst);
+        }
+
+        /// Batches refused so far because a precondition did not hold.
+        pub fn conflicts(&self) -> usize {
+            self.conflicts.load(Ordering::SeqCst)
         }
 
         fn check(&self) -> kv::Result<()> {
@@ -241,7 +250,11 @@ pub(crate) mod testutil {
         }
         fn apply(&self, batch: Vec<KvOp>) -> kv::Result<()> {
             self.check()?;
-            self.inner.apply(batch)
+            let applied = self.inner.apply(batch);
+            if let Err(StorageError::Conflict(_)) = &applied {
+                self.conflicts.fetch_add(1, Ordering::SeqCst);
+            }
+            applied
         }
         fn flush(&self) -> kv::Result<()> {
             self.inner.flush()

@@ -309,6 +309,15 @@ impl Accounts {
         self.commit(batch)
     }
 
+    /// [`Self::resolve_template`] with the plan's watermark rule applied:
+    /// the style a project or a clip of `user_id` is drawn with.
+    pub fn styled(&self, user_id: &str, spec: &str) -> Result<CaptionStyle> {
+        let account = self.get_account(user_id)?;
+        Ok(self
+            .plan_limits(account.plan)
+            .enforce(self.resolve_template(user_id, spec)?))
+    }
+
     /// The caption style a project's `captionTemplate` names: empty or
     /// `default` for the user's default template, an id or the name of one
     /// of the user's templates (a saved name wins over a built-in preset of

@@ -25,7 +25,8 @@ pub mod webhook;
 
 use std::collections::HashMap;
 
-use crate::accounts::{Account, AccountError, Accounts, Activation, BillingFrequency, Plan};
+use crate::accounts::actor::{AccountMsg, BillingChange, Reply};
+use crate::accounts::{Account, AccountError, Activation, Applied, BillingFrequency, Plan};
 use crate::service::Services;
 pub use plan_change::FreeSelection;
 pub use prices::PlanPrice;
@@ -203,17 +204,31 @@ async fn blocking<T: Send + 'static>(
         .map_err(BillingError::from)
 }
 
-/// Runs an accounts operation inside `user_id`'s actor.
+/// Sends `user_id`'s actor the message `build` makes and waits for its
+/// answer.
 async fn on_account<T: Send + 'static>(
     services: &Services,
     user_id: &str,
-    f: impl FnMut(&Accounts) -> crate::accounts::Result<T> + Send + 'static,
+    build: impl FnOnce(Reply<T>) -> AccountMsg,
 ) -> Result<T> {
-    services
-        .with_account(user_id, f)
-        .await
-        .map_err(BillingError::Actor)?
-        .map_err(BillingError::from)
+    Ok(services.call_account(user_id, build).await?)
+}
+
+/// Applies a billing change (a Stripe event `event_id`, or the checkout's
+/// return path) to `user_id`'s account.
+async fn apply(
+    services: &Services,
+    user_id: &str,
+    change: BillingChange,
+    event_id: Option<&str>,
+) -> Result<Applied> {
+    let event_id = event_id.map(str::to_string);
+    on_account(services, user_id, |reply| AccountMsg::Billing {
+        change,
+        event_id,
+        reply,
+    })
+    .await
 }
 
 /// The state of a checkout seen from the return path.
@@ -269,11 +284,7 @@ impl Billing {
     ) -> Result<String> {
         let choice = PlanChoice::parse(plan, frequency)?;
         let user_id = user.id.clone();
-        let record = on_account(services, &user_id, {
-            let id = user_id.clone();
-            move |a| a.billing_record(&id)
-        })
-        .await?;
+        let record = on_account(services, &user_id, AccountMsg::BillingRecord).await?;
         if let Some(sub) = record.subscription.as_ref().filter(|s| s.is_live()) {
             return Err(BillingError::Conflict {
                 code: "subscription_active",
@@ -291,9 +302,9 @@ impl Billing {
                     .stripe
                     .create_customer(&user_id, &user.email, &user.name)
                     .await?;
-                on_account(services, &user_id, {
-                    let id = user_id.clone();
-                    move |a| a.remember_customer(&id, &created)
+                on_account(services, &user_id, |reply| AccountMsg::RememberCustomer {
+                    customer_id: created,
+                    reply,
                 })
                 .await?
             }
@@ -323,9 +334,11 @@ impl Billing {
             .clone()
             .ok_or_else(|| BillingError::Provider("the checkout session has no url".into()))?;
         let session_id = session.id.clone();
-        on_account(services, &user_id, {
-            let id = user_id.clone();
-            move |a| a.record_checkout(&id, &session_id, choice.plan, choice.frequency)
+        on_account(services, &user_id, |reply| AccountMsg::RecordCheckout {
+            session_id,
+            plan: choice.plan,
+            frequency: choice.frequency,
+            reply,
         })
         .await?;
         tracing::info!(user_id = %user_id, session_id = %session.id, plan = %choice.plan, "checkout opened");
@@ -389,15 +402,10 @@ impl Billing {
                 plan: choice.plan,
                 frequency: choice.frequency,
             };
-            let uid = user_id.to_string();
-            on_account(services, user_id, move |a| {
-                a.activate_subscription(&uid, &activation, None)
-            })
-            .await?;
+            apply(services, user_id, BillingChange::Activate(activation), None).await?;
             activated = true;
         }
-        let uid = user_id.to_string();
-        let account = on_account(services, user_id, move |a| a.get_account(&uid)).await?;
+        let account = on_account(services, user_id, AccountMsg::Get).await?;
         Ok(CheckoutStatus {
             session_id: session.id,
             status: session.status,
@@ -409,8 +417,7 @@ impl Billing {
 
     /// A customer-portal session for an account that has paid before.
     pub async fn customer_portal(&self, services: &Services, user_id: &str) -> Result<String> {
-        let uid = user_id.to_string();
-        let record = on_account(services, user_id, move |a| a.billing_record(&uid)).await?;
+        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
         let customer = record
             .customer_id
             .filter(|_| record.ever_paid)

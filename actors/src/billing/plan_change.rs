@@ -4,7 +4,8 @@
 //! plan again before then keeps it (the cancellation is withdrawn), and
 //! [`Billing::plan_ends_at`] tells when a plan set to end becomes free.
 
-use super::{on_account, Billing, Result};
+use super::{apply, on_account, Billing, Result};
+use crate::accounts::actor::{AccountMsg, BillingChange};
 use crate::accounts::{iso8601, Plan, SubscriptionRecord, SubscriptionUpdate};
 use crate::service::Services;
 
@@ -26,16 +27,14 @@ impl Billing {
     /// longer entitles). Without a live subscription, or on another plan
     /// than the subscription's, the account moves to free at once.
     pub async fn select_free(&self, services: &Services, user_id: &str) -> Result<FreeSelection> {
-        let uid = user_id.to_string();
-        let record = on_account(services, user_id, move |a| a.billing_record(&uid)).await?;
+        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
         if let Some(sub) = record.subscription.filter(|s| s.is_live()) {
             let mut changes_at = sub.current_period_end;
             if !sub.cancel_at_period_end {
                 let update = self.set_ending(services, user_id, &sub, true).await?;
                 changes_at = update.current_period_end;
             }
-            let uid = user_id.to_string();
-            let account = on_account(services, user_id, move |a| a.get_account(&uid)).await?;
+            let account = on_account(services, user_id, AccountMsg::Get).await?;
             if account.plan == sub.plan {
                 return Ok(FreeSelection {
                     plan: account.plan,
@@ -43,9 +42,11 @@ impl Billing {
                 });
             }
         }
-        let uid = user_id.to_string();
-        let balance =
-            on_account(services, user_id, move |a| a.select_plan(&uid, Plan::Free)).await?;
+        let balance = on_account(services, user_id, |reply| AccountMsg::SelectPlan {
+            plan: Plan::Free,
+            reply,
+        })
+        .await?;
         Ok(FreeSelection {
             plan: balance.plan,
             changes_at: None,
@@ -58,8 +59,7 @@ impl Billing {
     /// when there was nothing to keep (the caller then applies the plan
     /// rules as usual).
     pub async fn keep_plan(&self, services: &Services, user_id: &str, plan: Plan) -> Result<bool> {
-        let uid = user_id.to_string();
-        let record = on_account(services, user_id, move |a| a.billing_record(&uid)).await?;
+        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
         let Some(sub) = record.subscription.filter(|s| s.is_live()) else {
             return Ok(false);
         };
@@ -104,12 +104,8 @@ impl Billing {
                 .map(|s| s.saturating_mul(1000))
                 .or(sub.current_period_end),
         };
-        let uid = user_id.to_string();
-        let stored = update.clone();
-        on_account(services, user_id, move |a| {
-            a.update_subscription(&uid, &stored, None)
-        })
-        .await?;
+        let stored = BillingChange::Update(update.clone());
+        apply(services, user_id, stored, None).await?;
         Ok(update)
     }
 }

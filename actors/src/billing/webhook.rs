@@ -12,6 +12,7 @@
 use serde_json::Value;
 
 use super::{Billing, BillingError, PlanChoice};
+use crate::accounts::actor::BillingChange;
 use crate::accounts::{Activation, Applied, SubscriptionUpdate};
 use crate::service::Services;
 pub use crate::webhooks::signing::{sign, verify_signature, SignatureError, MAX_SIGNATURES};
@@ -210,11 +211,8 @@ impl Billing {
             plan: choice.plan,
             frequency: choice.frequency,
         };
-        let id = event_id.to_string();
-        let applied = super::on_account(services, &user.clone(), move |a| {
-            a.activate_subscription(&user, &activation, Some(&id))
-        })
-        .await?;
+        let change = BillingChange::Activate(activation);
+        let applied = super::apply(services, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -253,11 +251,8 @@ impl Billing {
                 .unwrap_or(false),
             current_period_end: period_end,
         };
-        let id = event_id.to_string();
-        let applied = super::on_account(services, &user.clone(), move |a| {
-            a.update_subscription(&user, &update, Some(&id))
-        })
-        .await?;
+        let change = BillingChange::Update(update);
+        let applied = super::apply(services, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -275,11 +270,10 @@ impl Billing {
         let Some(user) = self.owner(services, sub).await? else {
             return self.ignore(services, event_id, "no such account").await;
         };
-        let id = event_id.to_string();
-        let applied = super::on_account(services, &user.clone(), move |a| {
-            a.end_subscription(&user, &sub_id, Some(&id))
-        })
-        .await?;
+        let change = BillingChange::End {
+            subscription_id: sub_id,
+        };
+        let applied = super::apply(services, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -305,11 +299,12 @@ impl Billing {
             .map(secs_to_ms)
             .unwrap_or_else(crate::accounts::now_ms);
         let end = int_at(&line, &["period", "end"]).map(secs_to_ms);
-        let id = event_id.to_string();
-        let applied = super::on_account(services, &user.clone(), move |a| {
-            a.renew_paid_cycle(&user, &sub_id, start, end, Some(&id))
-        })
-        .await?;
+        let change = BillingChange::Renew {
+            subscription_id: sub_id,
+            period_start: start,
+            period_end: end,
+        };
+        let applied = super::apply(services, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -323,11 +318,8 @@ impl Billing {
             return self.ignore(services, event_id, "no such account").await;
         };
         let retry = int_at(invoice, &["next_payment_attempt"]).map(secs_to_ms);
-        let id = event_id.to_string();
-        let applied = super::on_account(services, &user.clone(), move |a| {
-            a.payment_failed(&user, retry, Some(&id))
-        })
-        .await?;
+        let change = BillingChange::PaymentFailed { retry_at: retry };
+        let applied = super::apply(services, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 

@@ -11,6 +11,7 @@ use super::clip_render::{self, RenderJob, RenderSlot};
 use super::edit_kit::{self, KitError};
 use super::project_api::ProjectError;
 use super::Services;
+use crate::accounts::actor::AccountMsg;
 use crate::accounts::AccountError;
 use crate::captions::template::CaptionStyle;
 use crate::project::clip_history::{ClipRender, RenderState};
@@ -255,14 +256,12 @@ impl Services {
     /// A caption template (id or preset name) as the account's plan lets it
     /// be drawn (the free plan's watermark is forced).
     async fn resolve_style(&self, user_id: &str, spec: &str) -> Result<CaptionStyle, ProjectError> {
-        let (uid, spec) = (user_id.to_string(), spec.to_string());
-        self.with_account(user_id, move |a| -> Result<CaptionStyle, AccountError> {
-            let acc = a.get_account(&uid)?;
-            Ok(a.plan_limits(acc.plan)
-                .enforce(a.resolve_template(&uid, &spec)?))
+        let template = spec.to_string();
+        self.call_account(user_id, |reply| AccountMsg::ResolveStyle {
+            template,
+            reply,
         })
         .await
-        .map_err(|e| ProjectError::internal("account actor", e))?
         .map_err(|e| match e {
             AccountError::NotFound(_) => ProjectError::Invalid {
                 field: "captionTemplate",

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::clip_render::{render_event, stale, RenderJob};
 use super::Services;
+use crate::accounts::actor::AccountMsg;
 use crate::accounts::{AccountError, NotificationKind, Said};
 use crate::project::clip_history::{ClipVersion, RenderState};
 use crate::project::events::{ProjectEvent, ProjectEventBody};
@@ -158,19 +159,18 @@ impl Services {
         project: &ProjectRecord,
         v: ClipVersion,
     ) -> Result<ClipVersion, String> {
-        let (uid, bytes) = (project.user_id.clone(), v.bytes);
         let counted = self
-            .with_account(&project.user_id, move |a| a.add_storage(&uid, bytes))
+            .call_account(&project.user_id, |reply| AccountMsg::AddStorage {
+                bytes: v.bytes,
+                with: Vec::new(),
+                reply,
+            })
             .await;
         match counted {
-            Ok(Ok(_)) => Ok(v),
-            Ok(Err(e)) => {
-                self.drop_files(project, &v).await;
-                Err(e.to_string())
-            }
+            Ok(_) => Ok(v),
             Err(e) => {
                 self.drop_files(project, &v).await;
-                Err(format!("the account could not be reached: {e}"))
+                Err(e.to_string())
             }
         }
     }
@@ -185,9 +185,12 @@ impl Services {
     /// A version nobody will play: its files and counted bytes go.
     async fn drop_version_files(&self, project: &ProjectRecord, v: &ClipVersion) {
         self.drop_files(project, v).await;
-        let (uid, bytes) = (project.user_id.clone(), v.bytes);
         let _ = self
-            .with_account(&project.user_id, move |a| a.remove_storage(&uid, bytes))
+            .call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
+                bytes: v.bytes,
+                with: Vec::new(),
+                reply,
+            })
             .await;
     }
 

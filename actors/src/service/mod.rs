@@ -30,7 +30,6 @@ mod removal;
 mod sessions;
 pub use handoff::HandOff;
 pub use sessions::Credential;
-pub mod mailbox;
 pub mod metrics;
 pub mod project_actor;
 pub mod project_api;
@@ -39,16 +38,16 @@ pub mod stage_job;
 pub mod stage_wire;
 pub mod supervision;
 pub mod uploads;
-pub mod user_actor;
 pub mod work;
 pub mod workers;
 
+use crate::accounts::actor::{AccountMsg, Notice, Reply};
+use crate::accounts::registry::UserRegistry;
+use crate::mailbox::{ActorMeta, Tracked};
 use crate::project::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState};
-use mailbox::{ActorMeta, Tracked};
 use metrics::Metrics;
 use project_actor::{ProjectActor, ProjectMsg};
-use user_actor::UserRegistry;
 
 /// Knobs of the service engine (from the server's config).
 #[derive(Clone, Debug)]
@@ -143,27 +142,30 @@ impl Services {
             .cloned()
     }
 
-    /// Runs `f` inside the account's actor (serialised per account; run
-    /// again if its write met a newer version, see `user_actor`).
-    pub async fn with_account<T: Send + 'static>(
+    /// Sends `user_id`'s actor the message `build` makes and waits for
+    /// its answer (messages are handled one at a time per account and
+    /// handled again when their write met a newer version, see
+    /// `accounts::actor`), e.g.
+    /// `services.call_account(id, AccountMsg::Balance)`.
+    pub async fn call_account<T: Send + 'static>(
         &self,
         user_id: &str,
-        f: impl FnMut(&Accounts) -> T + Send + 'static,
-    ) -> Result<T, String> {
-        self.users.run(&self.accounts, user_id, f).await
+        build: impl FnOnce(Reply<T>) -> AccountMsg,
+    ) -> crate::accounts::Result<T> {
+        self.users.call(&self.accounts, user_id, build).await
     }
 
     /// The account's state as its actor holds it in memory (activating the
     /// actor, which loads it, when it is not active or has not loaded it);
-    /// its `account()` is `None` for an account that does not exist.
+    /// `None` for an account that does not exist.
     pub async fn account_state(
         &self,
         user_id: &str,
-    ) -> Result<crate::accounts::Result<Option<Arc<crate::accounts::Held>>>, String> {
+    ) -> crate::accounts::Result<Option<Arc<crate::accounts::Held>>> {
         if let Some(held) = self.users.held(user_id) {
-            return Ok(Ok(Some(held)));
+            return Ok(Some(held));
         }
-        self.with_account(user_id, |a| a.held_state()).await
+        self.call_account(user_id, AccountMsg::HeldState).await
     }
 
     /// Runs a blocking storage call off the async threads.
@@ -361,8 +363,7 @@ impl Services {
             }
         }
         let minutes = (project.duration_sec / 60.0).ceil().max(1.0) as u64;
-        let (user, pid) = (project.user_id.clone(), project.id.clone());
-        let title = project.title.clone();
+        let title = &project.title;
         let clips = project.clip_count;
         // Webhooks get the project as it is once this completes it.
         let subject = {
@@ -371,29 +372,27 @@ impl Services {
             done.step_progress = [100; 4];
             kv::encode(&done).map(Subject::Project)
         };
+        let msg = format!(
+            "\"{title}\" is ready: {clips} clip{} generated.",
+            if clips == 1 { "" } else { "s" }
+        );
+        let notice = Notice {
+            kind: NotificationKind::ProjectCompleted,
+            said: Said::new("Project completed", msg)
+                .with("projectTitle", title)
+                .with("clips", clips),
+            subject: subject.ok(),
+        };
+        let project_id = project.id.clone();
         let charged = self
-            .with_account(&project.user_id, move |a| {
-                a.charge(&user, &pid, minutes)?;
-                let msg = format!(
-                    "\"{title}\" is ready: {clips} clip{} generated.",
-                    if clips == 1 { "" } else { "s" }
-                );
-                let said = Said::new("Project completed", msg)
-                    .with("projectTitle", &title)
-                    .with("clips", clips);
-                a.notify(
-                    &user,
-                    NotificationKind::ProjectCompleted,
-                    &said,
-                    subject.as_ref().ok(),
-                )
-                .map(|_| ())
+            .call_account(&project.user_id, |reply| AccountMsg::Charge {
+                project_id,
+                minutes,
+                notice,
+                reply,
             })
             .await;
-        if let Err(e) = charged
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-        {
+        if let Err(e) = charged {
             tracing::error!(project_id = %project.id, error = %e, "cannot charge or notify");
         }
         project.state = ProjectState::Completed;
@@ -419,40 +418,32 @@ impl Services {
                 return;
             }
         }
-        let (user, pid, title) = (
-            project.user_id.clone(),
-            project.id.clone(),
-            project.title.clone(),
-        );
-        let why = reason.to_string();
+        let (title, why) = (&project.title, reason.to_string());
         let subject = {
             let mut failed = project.clone();
             failed.state = ProjectState::Failed;
             failed.error = Some(reason.to_string());
             kv::encode(&failed).map(Subject::Project)
         };
+        let notice = Notice {
+            kind: NotificationKind::ProjectFailed,
+            said: Said::new(
+                "Project failed",
+                format!("\"{title}\" could not be processed: {why}"),
+            )
+            .with("projectTitle", title)
+            .with("error", &why),
+            subject: subject.ok(),
+        };
+        let project_id = project.id.clone();
         let released = self
-            .with_account(&project.user_id, move |a| {
-                a.release(&user, &pid)?;
-                let said = Said::new(
-                    "Project failed",
-                    format!("\"{title}\" could not be processed: {why}"),
-                )
-                .with("projectTitle", &title)
-                .with("error", &why);
-                a.notify(
-                    &user,
-                    NotificationKind::ProjectFailed,
-                    &said,
-                    subject.as_ref().ok(),
-                )
-                .map(|_| ())
+            .call_account(&project.user_id, |reply| AccountMsg::Release {
+                project_id,
+                notice: Some(notice),
+                reply,
             })
             .await;
-        if let Err(e) = released
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-        {
+        if let Err(e) = released {
             tracing::error!(project_id = %project.id, error = %e, "cannot release credits or notify");
         }
         project.state = ProjectState::Failed;
@@ -468,11 +459,15 @@ impl Services {
     /// Cancel: release the reservation, announce `cancelled`, then remove the
     /// project, its clips, its media and its work folder.
     pub async fn cancel_project(&self, project: &mut ProjectRecord) {
-        let (user, pid) = (project.user_id.clone(), project.id.clone());
-        if let Err(e) = self
-            .with_account(&project.user_id, move |a| a.release(&user, &pid))
-            .await
-        {
+        let project_id = project.id.clone();
+        let released = self
+            .call_account(&project.user_id, |reply| AccountMsg::Release {
+                project_id,
+                notice: None,
+                reply,
+            })
+            .await;
+        if let Err(e) = released {
             tracing::error!(project_id = %project.id, error = %e, "cannot release credits");
         }
         project.state = ProjectState::Cancelled;

@@ -12,9 +12,9 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::mailbox::{ActorMeta, Tracked};
 use super::work::{self, CaptionResult};
 use super::Services;
+use crate::mailbox::{ActorMeta, Tracked};
 use crate::project::events::ProjectEventBody;
 use crate::project::records::{now_ms, ProjectRecord, ProjectState};
 use crate::project::stages::{Progress, Stage, StageError};

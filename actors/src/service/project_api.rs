@@ -11,11 +11,13 @@ use tokio::sync::broadcast;
 use super::project_actor::ProjectMsg;
 use super::uploads::{UploadRecord, UPLOADS};
 use super::Services;
+use crate::accounts::actor::{AccountMsg, Reserved};
 use crate::accounts::{text, AccountError};
+use crate::captions::template::CaptionStyle;
 use crate::project::events::{events_after, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::project::reframe::{AspectRatio, Layout};
-use crate::storage::kv;
+use crate::storage::kv::{self, KvOp};
 
 /// Longest clip title a user may give.
 pub const CLIP_TITLE_MAX_CHARS: usize = 100;
@@ -248,27 +250,20 @@ impl Services {
             prompt: new.prompt,
             remove_fillers: new.remove_fillers,
         };
-        // In the account's actor: resolve the template, then reserve and
-        // store the project in one write (rerun as a whole if the account
-        // changed meanwhile, so `rec` is cloned per run).
-        let uid = new.user_id;
-        let mut rec = record;
-        let stored = self
-            .with_account(
-                &uid.clone(),
-                move |a| -> Result<ProjectRecord, AccountError> {
-                    let acc = a.get_account(&uid)?;
-                    // Contract 4.5 rule 4: the free plan's watermark is forced here.
-                    rec.style = a
-                        .plan_limits(acc.plan)
-                        .enforce(a.resolve_template(&uid, &spec)?);
-                    let ops = records::new_project_ops(&rec).map_err(AccountError::Storage)?;
-                    a.reserve_with(&uid, &rec.id, rec.reserved_credits, ops)?;
-                    Ok(rec.clone())
-                },
-            )
+        // In the account's actor: resolve the template (contract 4.5 rule
+        // 4: the free plan's watermark is forced there), then reserve and
+        // store the project in one write (again as a whole if the account
+        // changed meanwhile).
+        let mut stored = record.clone();
+        stored.style = self
+            .call_account(&new.user_id, |reply| AccountMsg::Reserve {
+                project_id: record.id.clone(),
+                credits: record.reserved_credits,
+                template: spec,
+                records: Box::new(ProjectRecords(record)),
+                reply,
+            })
             .await
-            .map_err(|e| ProjectError::internal("account actor", e))?
             .map_err(ProjectError::Account)?;
         self.projects_changed(&stored.user_id);
         self.start_project(stored.clone())
@@ -373,5 +368,16 @@ impl Services {
             live: (!ended).then_some(rx),
             last,
         })
+    }
+}
+
+/// A new project's records, written with its credit reservation.
+struct ProjectRecords(ProjectRecord);
+
+impl Reserved for ProjectRecords {
+    fn ops(&self, style: &CaptionStyle) -> crate::accounts::Result<Vec<KvOp>> {
+        let mut rec = self.0.clone();
+        rec.style = style.clone();
+        records::new_project_ops(&rec).map_err(AccountError::Storage)
     }
 }

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::mailbox::Tracked;
 use super::project_actor::ProjectMsg;
 use super::stage_wire::{self, Carried};
 use super::workers::{reply_group, work_prefix, RemoteStageMsg, StageJob, StageReport, WorkerMsg};
 use crate::cluster::wire::{worker_group, Wire};
 use crate::cluster::{Cluster, Pick};
+use crate::mailbox::Tracked;
 use crate::project::records::ProjectRecord;
 use crate::project::stages::{Stage, StageError};
 use crate::storage::objects::ObjectStore;

@@ -3,6 +3,7 @@
 //! no other project uses it, its upload.
 
 use super::{records, work, workers, Services};
+use crate::accounts::actor::AccountMsg;
 use crate::project::records::{ClipRecord, ProjectRecord};
 use crate::storage::kv::{self, KvOp};
 
@@ -49,10 +50,13 @@ impl Services {
             .await
             .map_err(|e| e.to_string())?;
         if counted > 0 {
-            let uid = project.user_id.clone();
-            self.with_account(&project.user_id, move |a| a.remove_storage(&uid, counted))
-                .await?
-                .map_err(|e| e.to_string())?;
+            self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
+                bytes: counted,
+                with: Vec::new(),
+                reply,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
         }
         self.projects_changed(&project.user_id);
         self.objects

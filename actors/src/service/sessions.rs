@@ -13,8 +13,9 @@
 //! store, the next ones from memory.
 
 use super::Services;
+use crate::accounts::actor::Part;
 use crate::accounts::{
-    account_of_token, is_api_key, Account, AccountError, Accounts, ApiKeyInfo, Result, SessionInfo,
+    account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo,
 };
 
 /// What a request is authenticated with.
@@ -80,20 +81,10 @@ impl Services {
             let key = self.accounts.held_api_key(&held, token)?;
             return Some((held.account()?, Credential::Key(key)));
         }
-        if memory.should_ask_keys() && !self.ask_to_load(user_id, Accounts::load_held_keys) {
+        if memory.should_ask_keys() && !self.users.load(user_id, Part::Keys) {
             memory.keys_not_asked();
         }
         None
-    }
-
-    /// Asks the actor of `user_id` to run `load` without waiting; `false`
-    /// when the actor is not active or did not take it.
-    fn ask_to_load(&self, user_id: &str, load: fn(&Accounts) -> Result<()>) -> bool {
-        self.users.ask(user_id, move |a| {
-            if let Err(e) = load(a) {
-                tracing::warn!(error = %e, "loading a part of an account's state");
-            }
-        })
     }
 
     /// The session of `token` as the memory of its account's actor holds
@@ -107,8 +98,7 @@ impl Services {
         if let Some(held) = self.users.held(user_id).filter(|h| h.holds_sessions()) {
             return self.accounts.held_session(&held, token);
         }
-        if memory.should_ask_sessions() && !self.ask_to_load(user_id, Accounts::load_held_sessions)
-        {
+        if memory.should_ask_sessions() && !self.users.load(user_id, Part::Sessions) {
             memory.sessions_not_asked();
         }
         None

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Services;
-use crate::accounts::AccountError;
+use crate::accounts::actor::AccountMsg;
 use crate::project::records::{self, ProjectRecord, Source};
 use crate::storage::kv::{self, KvOp};
 
@@ -62,17 +62,18 @@ impl Services {
         let Some(record) = record.filter(|r| r.user_id == project.user_id) else {
             return Ok(0);
         };
-        let (uid, k, size) = (project.user_id.clone(), key.clone(), record.size);
+        let size = record.size;
         // The record's deletion and the quota in one write.
-        self.with_account(&project.user_id, move |a| -> Result<(), AccountError> {
-            let delete = KvOp::Delete {
-                tree: UPLOADS.to_string(),
-                key: k.as_bytes().to_vec(),
-            };
-            a.remove_storage_with(&uid, size, vec![delete])?;
-            Ok(())
+        let delete = KvOp::Delete {
+            tree: UPLOADS.to_string(),
+            key: key.as_bytes().to_vec(),
+        };
+        self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
+            bytes: size,
+            with: vec![delete],
+            reply,
         })
-        .await?
+        .await
         .map_err(|e| e.to_string())?;
         match folder_of(key) {
             Some(folder) => self.objects.delete_prefix(&folder).await,

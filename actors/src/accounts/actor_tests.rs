@@ -1,13 +1,29 @@
-//! Tests of `user_actor`: the account actor's memory and its versioned
+//! Tests of the account actor: its memory and its versioned
 //! writes, on one node and on two nodes sharing one store.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::*;
+use crate::accounts::actor::Reserved;
+use crate::accounts::actor::{AccountMsg, Part};
 use crate::accounts::testutil::{FlakyStore, TREES};
+use crate::accounts::Account;
 use crate::accounts::{hash_password, AccountError, PlanTable};
+use crate::captions::template::CaptionStyle;
+use crate::storage::kv::KvOp;
 use crate::storage::kv::KvStore;
+
+/// A reservation's records: none, counting how often the actor asked
+/// for them (once per run of the message).
+struct Counted(Arc<AtomicUsize>);
+
+impl Reserved for Counted {
+    fn ops(&self, _: &CaptionStyle) -> Result<Vec<KvOp>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(Vec::new())
+    }
+}
 
 /// One node: its accounts domain and account actors, over a shared store.
 #[derive(Clone)]
@@ -25,27 +41,50 @@ impl Node {
         }
     }
 
-    async fn run<T: Send + 'static>(
+    async fn call<T: Send + 'static>(
         &self,
         user_id: &str,
-        f: impl FnMut(&Accounts) -> T + Send + 'static,
-    ) -> T {
-        self.users
-            .run(&self.accounts, user_id, f)
-            .await
-            .expect("the account actor answers")
+        build: impl FnOnce(Reply<T>) -> AccountMsg,
+    ) -> Result<T> {
+        self.users.call(&self.accounts, user_id, build).await
     }
 
     /// Signs up `local@example.com` named `name` in its account's actor.
-    async fn sign_up(&self, local: &str, name: &str, hash: &str) -> Result<String, AccountError> {
+    async fn sign_up(&self, local: &str, name: &str, hash: &str) -> Result<String> {
         let email = format!("{local}@example.com");
         let id = crate::accounts::account_id_for_email(&email);
-        let (name, hash) = (name.to_string(), hash.to_string());
-        self.run(&id, move |a| {
-            a.sign_up_hashed(&email, name.clone(), hash.clone())
+        self.call(&id, |reply| AccountMsg::SignUp {
+            email,
+            name: name.to_string(),
+            password_hash: hash.to_string(),
+            reply,
         })
         .await
         .map(|(account, _)| account.id)
+    }
+
+    async fn rename(&self, user_id: &str, name: &str) -> Result<Account> {
+        let name = name.to_string();
+        self.call(user_id, |reply| AccountMsg::UpdateProfile { name, reply })
+            .await
+    }
+
+    /// Reserves `credits` for `project`; `runs` counts the runs.
+    async fn reserve(
+        &self,
+        user_id: &str,
+        project: &str,
+        credits: u64,
+        runs: &Arc<AtomicUsize>,
+    ) -> Result<CaptionStyle> {
+        self.call(user_id, |reply| AccountMsg::Reserve {
+            project_id: project.to_string(),
+            credits,
+            template: "default".into(),
+            records: Box::new(Counted(runs.clone())),
+            reply,
+        })
+        .await
     }
 
     fn held(&self, user_id: &str) -> Arc<Held> {
@@ -86,14 +125,9 @@ async fn reads_are_answered_from_memory_after_a_write() {
     let credits = node.accounts.held_balance(&held).expect("no renewal due");
     assert_eq!((credits.credits, credits.reserved), (60, 0));
 
-    let uid = id.clone();
-    node.run(&id, move |a| a.update_profile(&uid, "Ana Lima"))
-        .await
-        .expect("update");
-    let uid = id.clone();
-    node.run(&id, move |a| a.reserve(&uid, "p1", 10))
-        .await
-        .expect("reserve");
+    node.rename(&id, "Ana Lima").await.expect("update");
+    let runs = Arc::new(AtomicUsize::new(0));
+    node.reserve(&id, "p1", 10, &runs).await.expect("reserve");
     let held = node.held(&id);
     assert_eq!((held.version, name(&held)), (3, "Ana Lima".to_string()));
     let credits = node.accounts.held_balance(&held).expect("no renewal due");
@@ -106,8 +140,7 @@ async fn reads_are_answered_from_memory_after_a_write() {
     crate::storage::kv::put_value(kv.as_ref(), "accounts.users", id.as_bytes(), &record)
         .expect("put");
     assert_eq!(name(&node.held(&id)), "Ana Lima");
-    let uid = id.clone();
-    let account = node.run(&id, move |a| a.get_account(&uid)).await;
+    let account = node.call(&id, AccountMsg::Get).await;
     assert_eq!(account.expect("account").name, "Ana Lima");
 }
 
@@ -121,15 +154,14 @@ async fn a_failed_write_leaves_memory_and_store_unchanged() {
     let stored_before = dump(&kv);
 
     kv.fail_writes(true);
-    let uid = id.clone();
     let err = node
-        .run(&id, move |a| a.update_profile(&uid, "Other"))
+        .rename(&id, "Other")
         .await
         .expect_err("the store refuses the write");
     assert!(matches!(err, AccountError::Storage(_)), "{err:?}");
-    let uid = id.clone();
+    let runs = Arc::new(AtomicUsize::new(0));
     let err = node
-        .run(&id, move |a| a.reserve(&uid, "p1", 10))
+        .reserve(&id, "p1", 10, &runs)
         .await
         .expect_err("the store refuses the write");
     assert!(matches!(err, AccountError::Storage(_)), "{err:?}");
@@ -140,10 +172,7 @@ async fn a_failed_write_leaves_memory_and_store_unchanged() {
     assert_eq!(dump(&kv), stored_before, "nothing written");
 
     kv.fail_writes(false);
-    let uid = id.clone();
-    node.run(&id, move |a| a.update_profile(&uid, "Other"))
-        .await
-        .expect("update");
+    node.rename(&id, "Other").await.expect("update");
     let after = node.held(&id);
     assert_eq!((after.version, name(&after)), (2, "Other".to_string()));
 }
@@ -156,7 +185,7 @@ async fn concurrent_sign_ups_with_one_email_make_one_account() {
     let id = crate::accounts::account_id_for_email("same@example.com");
     // Both nodes' actors hold "no account yet" before any sign-up runs.
     for node in &nodes {
-        let held = node.run(&id, |a| a.held_state()).await.expect("load");
+        let held = node.call(&id, AccountMsg::HeldState).await.expect("load");
         assert!(held.expect("held").account.is_none());
     }
     let mut tasks = tokio::task::JoinSet::new();
@@ -193,28 +222,27 @@ async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
 
     // Node B (which owns the account a moment later) reserves 10 credits:
     // A's memory is now stale.
-    let uid = id.clone();
-    b.run(&id, move |x| x.reserve(&uid, "p1", 10))
-        .await
-        .expect("reserve on B");
+    let runs = Arc::new(AtomicUsize::new(0));
+    b.reserve(&id, "p1", 10, &runs).await.expect("reserve on B");
     assert_eq!(a.held(&id).version, 1);
 
-    // A reserves 5 from its stale memory: the write is refused, A reloads
-    // and runs the command again; B's reservation is not lost.
-    let runs = Arc::new(AtomicUsize::new(0));
-    let (uid, counted) = (id.clone(), runs.clone());
-    a.run(&id, move |x| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        x.reserve(&uid, "p2", 5)
-    })
-    .await
-    .expect("reserve on A");
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "refused once, run again");
+    // A renames the account from its stale memory: the write is refused,
+    // A reloads and handles the message again; B's reservation is not lost.
+    assert_eq!(kv.conflicts(), 0);
+    a.rename(&id, "Ana Lima").await.expect("rename on A");
+    assert_eq!(kv.conflicts(), 1, "refused once, then handled again");
     for held in [a.held(&id), stored(&a, &id)] {
-        assert_eq!(held.version, 3);
+        assert_eq!((held.version, name(&held)), (3, "Ana Lima".to_string()));
         let credits = a.accounts.held_balance(&held).expect("balance");
-        assert_eq!((credits.credits, credits.reserved), (45, 15));
+        assert_eq!((credits.credits, credits.reserved), (50, 10));
     }
+    // Now B's memory is the stale one: its rename is refused once too.
+    b.rename(&id, "Ana B").await.expect("rename on B");
+    assert_eq!(kv.conflicts(), 2);
+    assert_eq!(name(&b.held(&id)), "Ana B");
+    a.reserve(&id, "p2", 5, &runs).await.expect("reserve on A");
+    let credits = a.accounts.held_balance(&a.held(&id)).expect("balance");
+    assert_eq!((credits.credits, credits.reserved), (45, 15));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,8 +253,11 @@ async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
     let email = "ana@example.com".to_string();
     let id = crate::accounts::account_id_for_email(&email);
     let (_, token) = node
-        .run(&id, move |a| {
-            a.sign_up_hashed(&email, "Ana".into(), hash.clone())
+        .call(&id, |reply| AccountMsg::SignUp {
+            email,
+            name: "Ana".into(),
+            password_hash: hash,
+            reply,
         })
         .await
         .expect("sign up");
@@ -236,10 +267,9 @@ async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
     let memory = node.users.memory(&id).expect("active");
     assert!(memory.should_ask_sessions());
     assert!(!memory.should_ask_sessions(), "asked once");
-    assert!(node
-        .users
-        .ask(&id, |a| a.load_held_sessions().expect("load")));
-    node.run(&id, |_| ()).await; // behind the load in the mailbox
+    assert!(node.users.load(&id, Part::Sessions));
+    // Behind the load in the mailbox.
+    node.call(&id, AccountMsg::HeldState).await.expect("held");
     let held = node.held(&id);
     assert!(held.holds_sessions());
     let (account, _) = node
@@ -249,7 +279,7 @@ async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
     assert_eq!(account.id, id);
 
     let t = token.clone();
-    node.run(&id, move |a| a.sign_out(&t))
+    node.call(&id, |reply| AccountMsg::SignOut { token: t, reply })
         .await
         .expect("sign out");
     assert!(node

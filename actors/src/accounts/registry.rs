@@ -1,126 +1,27 @@
-//! `UserActor`: one per active account, the account's single writer on
-//! this node. It holds the account's state ([`HeldAccount`]: record,
-//! credit state, version), loaded once from the store, and, once a
-//! command needs them, its sessions, templates, notifications and storage
-//! counter (`accounts/held_parts.rs`), and runs every
-//! command for the account (sign-up and sign-in included) one at a time
-//! through [`Accounts::acting_for`]: each command is one atomic store
-//! write, conditional on the version held, and memory changes only after
-//! it succeeded. Reads are answered from that memory
-//! ([`UserRegistry::held`]). A write refused as stale (the account was
-//! changed elsewhere: another node owned it a moment ago) reloads the
-//! state and runs the command again. Idle actors are passivated (stopped,
-//! their memory dropped) and re-activated from the store on the next
-//! request.
+//! The live account actors of this node ([`super::actor`]), activated on
+//! demand under the supervision tree's `accounts` branch and passivated
+//! when idle, and the typed calls to them: a message is sent to the
+//! account's actor and its reply awaited (at most [`CALL_TIMEOUT`]); an
+//! actor found dead (failed, its restart not yet done) is replaced once
+//! and the same message goes to the new actor.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorId, ActorRef, RpcReplyPort};
 
-use super::mailbox::ActorMeta;
-use crate::accounts::{Accounts, Held, HeldAccount};
+use super::actor::{AccountActor, AccountMsg, Part, Reply};
+use super::{AccountError, Accounts, Held, HeldAccount, Result};
+use crate::mailbox::ActorMeta;
 use crate::supervisor::Branch;
 
-/// How many times a command meeting a newer version runs again on
-/// reloaded state before its conflict is returned.
-const STALE_RETRIES: usize = 3;
-
-/// A command for one account: run (again, after a stale write) against the
-/// account's state, then answered.
-pub trait Command: Send {
-    fn run(&mut self, accounts: &Accounts);
-    fn answer(self: Box<Self>);
-}
-
-struct Call<F, T> {
-    f: F,
-    out: Option<T>,
-    reply: tokio::sync::oneshot::Sender<T>,
-}
-
-impl<F: FnMut(&Accounts) -> T + Send, T: Send> Command for Call<F, T> {
-    fn run(&mut self, accounts: &Accounts) {
-        self.out = Some((self.f)(accounts));
-    }
-
-    fn answer(self: Box<Self>) {
-        if let Some(out) = self.out {
-            let _ = self.reply.send(out);
-        }
-    }
-}
-
-pub enum UserMsg {
-    /// Run a command on the account, in order with its other commands.
-    Run(Box<dyn Command>),
-}
-
-// Local only: with ractor's `cluster` feature, messages opt in explicitly.
-impl ractor::Message for UserMsg {}
-
-pub struct UserActor;
-
-pub struct UserState {
-    /// Acting for this actor's account (reads it from `held`).
-    accounts: Accounts,
-    held: Arc<HeldAccount>,
-    meta: Arc<ActorMeta>,
-}
-
-impl Actor for UserActor {
-    type Msg = UserMsg;
-    type State = UserState;
-    type Arguments = (Arc<Accounts>, Arc<HeldAccount>, Arc<ActorMeta>);
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<UserMsg>,
-        (accounts, held, meta): (Arc<Accounts>, Arc<HeldAccount>, Arc<ActorMeta>),
-    ) -> Result<UserState, ActorProcessingErr> {
-        Ok(UserState {
-            accounts: accounts.acting_for(held.clone()),
-            held,
-            meta,
-        })
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<UserMsg>,
-        msg: UserMsg,
-        state: &mut UserState,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            UserMsg::Run(mut command) => {
-                state.meta.received();
-                crate::faults::check(crate::faults::Point::Account);
-                // Storage calls block (sled flushes before acknowledging).
-                tokio::task::block_in_place(|| {
-                    for attempt in 1..=STALE_RETRIES {
-                        command.run(&state.accounts);
-                        if !state.held.take_stale() {
-                            break;
-                        }
-                        // Loaded again by the next run (or the next command).
-                        state.held.unload();
-                        tracing::info!(
-                            user_id = state.held.user_id(),
-                            attempt,
-                            "stale account state reloaded"
-                        );
-                    }
-                });
-                command.answer();
-            }
-        }
-        Ok(())
-    }
-}
+/// How long a caller waits for an account actor's answer. Every message
+/// is one or two store writes; a reply this late means the actor is stuck.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Live {
-    actor: ActorRef<UserMsg>,
+    actor: ActorRef<AccountMsg>,
     used: Instant,
     meta: Arc<ActorMeta>,
     held: Arc<HeldAccount>,
@@ -129,7 +30,7 @@ struct Live {
 /// What the admin view shows of a live user actor.
 pub struct UserActorInfo {
     pub user_id: String,
-    pub actor: ActorRef<UserMsg>,
+    pub actor: ActorRef<AccountMsg>,
     pub idle_secs: f64,
     pub meta: Arc<ActorMeta>,
 }
@@ -163,11 +64,11 @@ impl UserRegistry {
         sup: Option<ActorCell>,
         held: &Arc<HeldAccount>,
         meta: &Arc<ActorMeta>,
-    ) -> Result<ActorRef<UserMsg>, String> {
+    ) -> std::result::Result<ActorRef<AccountMsg>, String> {
         let args = (accounts.clone(), held.clone(), meta.clone());
         match sup {
-            Some(sup) => Actor::spawn_linked(None, UserActor, args, sup).await,
-            None => Actor::spawn(None, UserActor, args).await,
+            Some(sup) => Actor::spawn_linked(None, AccountActor, args, sup).await,
+            None => Actor::spawn(None, AccountActor, args).await,
         }
         .map(|(a, _)| a)
         .map_err(|e| e.to_string())
@@ -177,7 +78,7 @@ impl UserRegistry {
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-    ) -> Result<(ActorRef<UserMsg>, Arc<ActorMeta>), String> {
+    ) -> std::result::Result<(ActorRef<AccountMsg>, Arc<ActorMeta>), String> {
         if let Some(l) = self.live().get_mut(user_id) {
             l.used = Instant::now();
             return Ok((l.actor.clone(), l.meta.clone()));
@@ -215,10 +116,10 @@ impl UserRegistry {
         Some(held)
     }
 
-    /// Queues `f` in the user's actor when it is active, without waiting
-    /// for it (a load asked by a read answered from the store meanwhile);
-    /// `false` when the actor is not active or did not take it.
-    pub fn ask(&self, user_id: &str, f: impl FnMut(&Accounts) + Send + 'static) -> bool {
+    /// Asks the user's actor, when it is active, to load `part` of the
+    /// account's state, without waiting (a read answered from the store
+    /// meanwhile); `false` when the actor is not active or did not take it.
+    pub fn load(&self, user_id: &str, part: Part) -> bool {
         let Some((actor, meta)) = self
             .live()
             .get(user_id)
@@ -226,15 +127,8 @@ impl UserRegistry {
         else {
             return false;
         };
-        // Nobody waits for the answer: it is dropped.
-        let (reply, _) = tokio::sync::oneshot::channel();
         meta.sent();
-        let job = Box::new(Call {
-            f,
-            out: None,
-            reply,
-        });
-        if actor.send_message(UserMsg::Run(job)).is_err() {
+        if actor.send_message(AccountMsg::Load(part)).is_err() {
             meta.received();
             return false;
         }
@@ -255,28 +149,30 @@ impl UserRegistry {
         self.live().get(user_id).map(|l| l.held.clone())
     }
 
-    /// Runs `f` in the user's actor and returns its result; `f` runs again
-    /// when its write met a newer version of the account (see the module
-    /// documentation). An actor found dead (failed, its restart not yet
-    /// done) is replaced once: the command comes back undelivered and goes
-    /// to the new actor.
-    pub async fn run<T: Send + 'static>(
+    /// Sends the message `build` makes to the user's actor and waits for
+    /// its answer (see the module documentation).
+    pub async fn call<T: Send + 'static>(
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-        f: impl FnMut(&Accounts) -> T + Send + 'static,
-    ) -> Result<T, String> {
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        let mut job: Box<dyn Command> = Box::new(Call {
-            f,
-            out: None,
-            reply,
-        });
+        build: impl FnOnce(Reply<T>) -> AccountMsg,
+    ) -> Result<T> {
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let mut msg = build(RpcReplyPort::from(tx));
         for attempt in 0..2 {
-            let (actor, meta) = self.actor(accounts, user_id).await?;
+            let (actor, meta) = self.actor(accounts, user_id).await.map_err(unavailable)?;
             meta.sent();
-            match actor.send_message(UserMsg::Run(job)) {
-                Ok(()) => return rx.await.map_err(|_| "account actor stopped".to_string()),
+            match actor.send_message(msg) {
+                Ok(()) => {
+                    return match tokio::time::timeout(CALL_TIMEOUT, rx).await {
+                        Ok(Ok(out)) => out,
+                        Ok(Err(_)) => Err(unavailable("it stopped before answering")),
+                        Err(_) => Err(unavailable(format!(
+                            "no answer within {} s",
+                            CALL_TIMEOUT.as_secs()
+                        ))),
+                    };
+                }
                 Err(e) => {
                     meta.received();
                     self.forget(user_id, actor.get_id());
@@ -287,15 +183,13 @@ impl UserRegistry {
                     replaced.insert(actor.get_id(), user_id.to_string());
                     drop(replaced);
                     match e {
-                        ractor::MessagingErr::SendErr(UserMsg::Run(back)) if attempt == 0 => {
-                            job = back
-                        }
-                        e => return Err(format!("account actor unavailable: {e}")),
+                        ractor::MessagingErr::SendErr(back) if attempt == 0 => msg = back,
+                        e => return Err(unavailable(e)),
                     }
                 }
             }
         }
-        Err("account actor unavailable".into())
+        Err(unavailable("it is not running"))
     }
 
     /// Which account the actor `id` serves.
@@ -321,7 +215,7 @@ impl UserRegistry {
         user_id: &str,
         failed: ActorId,
         sup: ActorCell,
-    ) -> Result<(), String> {
+    ) -> std::result::Result<(), String> {
         if !self
             .live()
             .get(user_id)
@@ -414,6 +308,10 @@ impl UserRegistry {
     }
 }
 
+fn unavailable(e: impl std::fmt::Display) -> AccountError {
+    AccountError::Internal(format!("account actor: {e}"))
+}
+
 #[cfg(test)]
-#[path = "user_actor_tests.rs"]
+#[path = "actor_tests.rs"]
 mod tests;
