@@ -287,7 +287,9 @@ async fn webhook_account(state: &State, req: &mut Request) -> Option<String> {
     let billing = state.billing.as_ref()?;
     let bytes = req.take_body().into_bytes().await.ok()?;
     req.set_body(bytes.clone());
-    billing.account_of_delivery(&state.services, &bytes).await
+    billing
+        .account_of_delivery(&state.services.desk(), &bytes)
+        .await
 }
 
 /// The account a request acts for, when it names one: the session token

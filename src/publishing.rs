@@ -41,7 +41,7 @@ pub async fn start(
     let settings = config
         .publish
         .settings(public_url, Duration::from_secs(config.storage.url_ttl_secs));
-    Publishing::start(services, settings, token_cipher(config)?)
+    Publishing::start(services.post_host(), settings, token_cipher(config)?)
         .await
         .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))
 }

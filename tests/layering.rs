@@ -1,6 +1,8 @@
 //! No module imports one that imports it back: in each crate (the engine
 //! `actors/src` and the binary `src`), the top-level modules' `crate::…`
-//! references form no cycle. Comment lines are not imports.
+//! references form no cycle. The domains do not import the engine
+//! (`service`, which wires them together) and the engine crate does not
+//! depend on the web framework. Comment lines are not imports.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -113,6 +115,46 @@ fn engine_modules_form_no_cycle() {
 #[test]
 fn binary_modules_form_no_cycle() {
     assert_acyclic("src");
+}
+
+/// The engine module that wires the domains together.
+const ENGINE: &str = "service";
+
+/// The engine's modules that import [`ENGINE`]; only the engine's own
+/// files (and the crate root) may.
+fn importers_of_the_engine(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    edges
+        .iter()
+        .filter(|(module, to)| module.as_str() != ENGINE && to.contains(ENGINE))
+        .map(|(module, _)| module.clone())
+        .collect()
+}
+
+#[test]
+fn domains_do_not_import_the_engine_or_http() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("actors/src");
+    let edges = graph(&root);
+    assert!(edges.contains_key(ENGINE), "the engine module was renamed");
+    assert_eq!(importers_of_the_engine(&edges), Vec::<String>::new());
+    // HTTP types stay in the binary: the engine crate does not depend on
+    // the web framework.
+    let manifest = std::fs::read_to_string(root.join("../Cargo.toml")).expect("manifest");
+    let deps = manifest
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim()))
+        .collect::<Vec<_>>();
+    assert!(!deps.iter().any(|d| d.starts_with("poem")), "{deps:?}");
+}
+
+#[test]
+fn an_import_of_the_engine_is_found() {
+    let mut edges = BTreeMap::new();
+    edges.insert(ENGINE.to_string(), BTreeSet::from(["billing".to_string()]));
+    edges.insert("billing".to_string(), BTreeSet::new());
+    assert!(importers_of_the_engine(&edges).is_empty());
+    edges.insert("billing".to_string(), BTreeSet::from([ENGINE.to_string()]));
+    assert_eq!(importers_of_the_engine(&edges), ["billing"]);
 }
 
 #[test]

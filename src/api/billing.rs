@@ -149,7 +149,12 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user = &auth.user().account;
         let url = billing
-            .checkout(&state.services, user, &body.0.plan, &body.0.frequency)
+            .checkout(
+                &state.services.desk(),
+                user,
+                &body.0.plan,
+                &body.0.frequency,
+            )
             .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
@@ -171,7 +176,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let status = billing
-            .checkout_status(&state.services, &user_id, &session_id.0)
+            .checkout_status(&state.services.desk(), &user_id, &session_id.0)
             .await?;
         Ok(Json(CheckoutState {
             session_id: status.session_id.into(),
@@ -196,7 +201,9 @@ impl BillingApi {
     ) -> ApiResult<Json<UrlResponse>> {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
-        let url = billing.customer_portal(&state.services, &user_id).await?;
+        let url = billing
+            .customer_portal(&state.services.desk(), &user_id)
+            .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
 
@@ -212,7 +219,12 @@ impl BillingApi {
     ) -> ApiResult<Json<WebhookReceipt>> {
         let billing = billing(&state)?;
         let outcome = billing
-            .handle_webhook(&state.services, &body.0, signature.0.as_deref(), unix_now())
+            .handle_webhook(
+                &state.services.desk(),
+                &body.0,
+                signature.0.as_deref(),
+                unix_now(),
+            )
             .await
             .inspect_err(|e| {
                 if let BillingError::Signature(SignatureError::Stale | SignatureError::Mismatch) = e

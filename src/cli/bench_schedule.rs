@@ -121,7 +121,7 @@ async fn rearm(dir: &Path) -> anyhow::Result<()> {
     let scan = t.elapsed().as_secs_f64();
     let rss_before = rss_mb();
     let t = Instant::now();
-    let p = Publishing::start(s, PublishSettings::default(), key())
+    let p = Publishing::start(s.post_host(), PublishSettings::default(), key())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let rearm = t.elapsed().as_secs_f64();
@@ -209,7 +209,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let (user, _) = s
         .accounts
         .sign_up("bench@example.com", "correct horse battery", "Bench")?;
-    let p = Publishing::start(s.clone(), PublishSettings::default(), key())
+    let p = Publishing::start(s.post_host(), PublishSettings::default(), key())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let start = now_ms() + 3_000;

@@ -308,6 +308,37 @@ impl UserRegistry {
     }
 }
 
+/// The accounts domain as other domains use it: its store (reads, and
+/// writes from outside an actor) and its actors (every change to an
+/// account). Cheap to clone.
+#[derive(Clone)]
+pub struct AccountDesk {
+    pub accounts: Arc<Accounts>,
+    users: Arc<UserRegistry>,
+}
+
+impl AccountDesk {
+    pub fn new(accounts: Arc<Accounts>, users: Arc<UserRegistry>) -> Self {
+        Self { accounts, users }
+    }
+
+    /// Sends `user_id`'s actor the message `build` makes and waits for
+    /// its answer ([`UserRegistry::call`]).
+    pub async fn call<T: Send + 'static>(
+        &self,
+        user_id: &str,
+        build: impl FnOnce(Reply<T>) -> AccountMsg,
+    ) -> Result<T> {
+        self.users.call(&self.accounts, user_id, build).await
+    }
+
+    /// Drops the memory of `user_id`'s actor, if active: its account was
+    /// written from outside the actor ([`UserRegistry::unload`]).
+    pub fn unload(&self, user_id: &str) {
+        self.users.unload(user_id)
+    }
+}
+
 fn unavailable(e: impl std::fmt::Display) -> AccountError {
     AccountError::Internal(format!("account actor: {e}"))
 }

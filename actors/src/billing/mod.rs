@@ -26,8 +26,8 @@ pub mod webhook;
 use std::collections::HashMap;
 
 use crate::accounts::actor::{AccountMsg, BillingChange, Reply};
+use crate::accounts::registry::AccountDesk;
 use crate::accounts::{Account, AccountError, Activation, Applied, BillingFrequency, Plan};
-use crate::service::Services;
 pub use plan_change::FreeSelection;
 pub use prices::PlanPrice;
 use stripe_client::{NewCheckout, StripeApi, StripeCallError};
@@ -207,23 +207,23 @@ async fn blocking<T: Send + 'static>(
 /// Sends `user_id`'s actor the message `build` makes and waits for its
 /// answer.
 async fn on_account<T: Send + 'static>(
-    services: &Services,
+    desk: &AccountDesk,
     user_id: &str,
     build: impl FnOnce(Reply<T>) -> AccountMsg,
 ) -> Result<T> {
-    Ok(services.call_account(user_id, build).await?)
+    Ok(desk.call(user_id, build).await?)
 }
 
 /// Applies a billing change (a Stripe event `event_id`, or the checkout's
 /// return path) to `user_id`'s account.
 async fn apply(
-    services: &Services,
+    desk: &AccountDesk,
     user_id: &str,
     change: BillingChange,
     event_id: Option<&str>,
 ) -> Result<Applied> {
     let event_id = event_id.map(str::to_string);
-    on_account(services, user_id, |reply| AccountMsg::Billing {
+    on_account(desk, user_id, |reply| AccountMsg::Billing {
         change,
         event_id,
         reply,
@@ -277,14 +277,14 @@ impl Billing {
     /// customer portal instead (409), so it is never billed twice.
     pub async fn checkout(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         user: &Account,
         plan: &str,
         frequency: &str,
     ) -> Result<String> {
         let choice = PlanChoice::parse(plan, frequency)?;
         let user_id = user.id.clone();
-        let record = on_account(services, &user_id, AccountMsg::BillingRecord).await?;
+        let record = on_account(desk, &user_id, AccountMsg::BillingRecord).await?;
         if let Some(sub) = record.subscription.as_ref().filter(|s| s.is_live()) {
             return Err(BillingError::Conflict {
                 code: "subscription_active",
@@ -302,7 +302,7 @@ impl Billing {
                     .stripe
                     .create_customer(&user_id, &user.email, &user.name)
                     .await?;
-                on_account(services, &user_id, |reply| AccountMsg::RememberCustomer {
+                on_account(desk, &user_id, |reply| AccountMsg::RememberCustomer {
                     customer_id: created,
                     reply,
                 })
@@ -334,7 +334,7 @@ impl Billing {
             .clone()
             .ok_or_else(|| BillingError::Provider("the checkout session has no url".into()))?;
         let session_id = session.id.clone();
-        on_account(services, &user_id, |reply| AccountMsg::RecordCheckout {
+        on_account(desk, &user_id, |reply| AccountMsg::RecordCheckout {
             session_id,
             plan: choice.plan,
             frequency: choice.frequency,
@@ -350,7 +350,7 @@ impl Billing {
     /// Another account's session is not found.
     pub async fn checkout_status(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         user_id: &str,
         session_id: &str,
     ) -> Result<CheckoutStatus> {
@@ -375,7 +375,7 @@ impl Billing {
         if session.is_paid() && session.subscription_mode {
             let meta = |k: &str| session.metadata.get(k).map(String::as_str).unwrap_or("");
             let recorded = blocking({
-                let accounts = services.accounts.clone();
+                let accounts = desk.accounts.clone();
                 let id = session.id.clone();
                 move || accounts.checkout_record(&id)
             })
@@ -402,10 +402,10 @@ impl Billing {
                 plan: choice.plan,
                 frequency: choice.frequency,
             };
-            apply(services, user_id, BillingChange::Activate(activation), None).await?;
+            apply(desk, user_id, BillingChange::Activate(activation), None).await?;
             activated = true;
         }
-        let account = on_account(services, user_id, AccountMsg::Get).await?;
+        let account = on_account(desk, user_id, AccountMsg::Get).await?;
         Ok(CheckoutStatus {
             session_id: session.id,
             status: session.status,
@@ -416,8 +416,8 @@ impl Billing {
     }
 
     /// A customer-portal session for an account that has paid before.
-    pub async fn customer_portal(&self, services: &Services, user_id: &str) -> Result<String> {
-        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
+    pub async fn customer_portal(&self, desk: &AccountDesk, user_id: &str) -> Result<String> {
+        let record = on_account(desk, user_id, AccountMsg::BillingRecord).await?;
         let customer = record
             .customer_id
             .filter(|_| record.ever_paid)

@@ -6,8 +6,8 @@
 
 use super::{apply, on_account, Billing, Result};
 use crate::accounts::actor::{AccountMsg, BillingChange};
+use crate::accounts::registry::AccountDesk;
 use crate::accounts::{iso8601, Plan, SubscriptionRecord, SubscriptionUpdate};
-use crate::service::Services;
 
 /// What selecting the free plan did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,15 +26,15 @@ impl Billing {
     /// (`customer.subscription.deleted`, or an update to a status that no
     /// longer entitles). Without a live subscription, or on another plan
     /// than the subscription's, the account moves to free at once.
-    pub async fn select_free(&self, services: &Services, user_id: &str) -> Result<FreeSelection> {
-        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
+    pub async fn select_free(&self, desk: &AccountDesk, user_id: &str) -> Result<FreeSelection> {
+        let record = on_account(desk, user_id, AccountMsg::BillingRecord).await?;
         if let Some(sub) = record.subscription.filter(|s| s.is_live()) {
             let mut changes_at = sub.current_period_end;
             if !sub.cancel_at_period_end {
-                let update = self.set_ending(services, user_id, &sub, true).await?;
+                let update = self.set_ending(desk, user_id, &sub, true).await?;
                 changes_at = update.current_period_end;
             }
-            let account = on_account(services, user_id, AccountMsg::Get).await?;
+            let account = on_account(desk, user_id, AccountMsg::Get).await?;
             if account.plan == sub.plan {
                 return Ok(FreeSelection {
                     plan: account.plan,
@@ -42,7 +42,7 @@ impl Billing {
                 });
             }
         }
-        let balance = on_account(services, user_id, |reply| AccountMsg::SelectPlan {
+        let balance = on_account(desk, user_id, |reply| AccountMsg::SelectPlan {
             plan: Plan::Free,
             reply,
         })
@@ -58,15 +58,15 @@ impl Billing {
     /// the subscription renews as before. `true` when that happened; `false`
     /// when there was nothing to keep (the caller then applies the plan
     /// rules as usual).
-    pub async fn keep_plan(&self, services: &Services, user_id: &str, plan: Plan) -> Result<bool> {
-        let record = on_account(services, user_id, AccountMsg::BillingRecord).await?;
+    pub async fn keep_plan(&self, desk: &AccountDesk, user_id: &str, plan: Plan) -> Result<bool> {
+        let record = on_account(desk, user_id, AccountMsg::BillingRecord).await?;
         let Some(sub) = record.subscription.filter(|s| s.is_live()) else {
             return Ok(false);
         };
         if sub.plan != plan || !sub.cancel_at_period_end {
             return Ok(false);
         }
-        self.set_ending(services, user_id, &sub, false).await?;
+        self.set_ending(desk, user_id, &sub, false).await?;
         Ok(true)
     }
 
@@ -83,7 +83,7 @@ impl Billing {
     /// period at Stripe, then stores what Stripe answered on the account.
     async fn set_ending(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         user_id: &str,
         sub: &SubscriptionRecord,
         ending: bool,
@@ -105,7 +105,7 @@ impl Billing {
                 .or(sub.current_period_end),
         };
         let stored = BillingChange::Update(update.clone());
-        apply(services, user_id, stored, None).await?;
+        apply(desk, user_id, stored, None).await?;
         Ok(update)
     }
 }

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{Billing, BillingError, PlanChoice};
 use crate::accounts::actor::BillingChange;
+use crate::accounts::registry::AccountDesk;
 use crate::accounts::{Activation, Applied, SubscriptionUpdate};
-use crate::service::Services;
 pub use crate::webhooks::signing::{sign, verify_signature, SignatureError, MAX_SIGNATURES};
 
 /// Largest accepted webhook body.
@@ -61,7 +61,7 @@ impl Billing {
     /// changes nothing; an event already applied is answered as a duplicate.
     pub async fn handle_webhook(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         payload: &[u8],
         signature: Option<&str>,
         now_secs: i64,
@@ -93,21 +93,17 @@ impl Billing {
             event_type: kind.to_string(),
             result,
         };
-        let accounts = services.accounts.clone();
+        let accounts = desk.accounts.clone();
         let event_id = id.to_string();
         if super::blocking(move || accounts.event_applied(&event_id)).await? {
             return Ok(outcome("duplicate"));
         }
         let applied = match kind {
-            "checkout.session.completed" => self.session_completed(services, id, object).await?,
-            "customer.subscription.updated" => {
-                self.subscription_updated(services, id, object).await?
-            }
-            "customer.subscription.deleted" => {
-                self.subscription_deleted(services, id, object).await?
-            }
-            "invoice.paid" => self.invoice_paid(services, id, object).await?,
-            "invoice.payment_failed" => self.invoice_failed(services, id, object).await?,
+            "checkout.session.completed" => self.session_completed(desk, id, object).await?,
+            "customer.subscription.updated" => self.subscription_updated(desk, id, object).await?,
+            "customer.subscription.deleted" => self.subscription_deleted(desk, id, object).await?,
+            "invoice.paid" => self.invoice_paid(desk, id, object).await?,
+            "invoice.payment_failed" => self.invoice_failed(desk, id, object).await?,
             _ => None,
         };
         Ok(outcome(match applied {
@@ -121,24 +117,24 @@ impl Billing {
     /// The account a delivery concerns, for sending it to the node that
     /// hosts that account (a cluster): read without checking the signature,
     /// which the node that applies it checks. `None` when it names none.
-    pub async fn account_of_delivery(&self, services: &Services, payload: &[u8]) -> Option<String> {
+    pub async fn account_of_delivery(&self, desk: &AccountDesk, payload: &[u8]) -> Option<String> {
         let event: Value = serde_json::from_slice(payload).ok()?;
         let object = event.get("data")?.get("object")?;
-        self.owner(services, object).await.ok().flatten()
+        self.owner(desk, object).await.ok().flatten()
     }
 
     /// The account an object belongs to: its customer's, else the user id in
     /// its metadata or `client_reference_id` when that account exists.
     async fn owner(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         object: &Value,
     ) -> Result<Option<String>, BillingError> {
         let customer = id_at(object, "customer").map(str::to_string);
         let claimed = str_at(object, &["client_reference_id"])
             .or_else(|| str_at(object, &["metadata", "user_id"]))
             .map(str::to_string);
-        let accounts = services.accounts.clone();
+        let accounts = desk.accounts.clone();
         super::blocking(move || {
             if let Some(user) = customer
                 .as_deref()
@@ -156,12 +152,12 @@ impl Billing {
     /// Remembers an event that concerns no account, and answers `None`.
     async fn ignore(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         why: &str,
     ) -> Result<Option<Applied>, BillingError> {
         tracing::info!(event_id, why, "stripe event ignored");
-        let accounts = services.accounts.clone();
+        let accounts = desk.accounts.clone();
         let id = event_id.to_string();
         super::blocking(move || accounts.ignore_event(&id)).await?;
         Ok(None)
@@ -169,7 +165,7 @@ impl Billing {
 
     async fn session_completed(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         session: &Value,
     ) -> Result<Option<Applied>, BillingError> {
@@ -179,7 +175,7 @@ impl Billing {
         );
         if str_at(session, &["mode"]) != Some("subscription") || !paid {
             return self
-                .ignore(services, event_id, "not a paid subscription checkout")
+                .ignore(desk, event_id, "not a paid subscription checkout")
                 .await;
         }
         let (Some(session_id), Some(customer), Some(subscription)) = (
@@ -188,20 +184,16 @@ impl Billing {
             id_at(session, "subscription"),
         ) else {
             return self
-                .ignore(
-                    services,
-                    event_id,
-                    "session without customer or subscription",
-                )
+                .ignore(desk, event_id, "session without customer or subscription")
                 .await;
         };
-        let Some(user) = self.owner(services, session).await? else {
-            return self.ignore(services, event_id, "no such account").await;
+        let Some(user) = self.owner(desk, session).await? else {
+            return self.ignore(desk, event_id, "no such account").await;
         };
         let metadata = session.get("metadata");
-        let Some(choice) = self.session_plan(services, session_id, metadata).await? else {
+        let Some(choice) = self.session_plan(desk, session_id, metadata).await? else {
             return self
-                .ignore(services, event_id, "session without a known plan")
+                .ignore(desk, event_id, "session without a known plan")
                 .await;
         };
         let activation = Activation {
@@ -212,30 +204,28 @@ impl Billing {
             frequency: choice.frequency,
         };
         let change = BillingChange::Activate(activation);
-        let applied = super::apply(services, &user, change, Some(event_id)).await?;
+        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
     async fn subscription_updated(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         sub: &Value,
     ) -> Result<Option<Applied>, BillingError> {
         let Some(sub_id) = str_at(sub, &["id"]) else {
-            return self
-                .ignore(services, event_id, "subscription without id")
-                .await;
+            return self.ignore(desk, event_id, "subscription without id").await;
         };
         let item = first_line(sub, "items").unwrap_or(Value::Null);
         let price = str_at(&item, &["price", "id"]).or_else(|| str_at(&item, &["plan", "id"]));
         let Some(choice) = price.and_then(|p| self.settings.prices.plan_of(p)) else {
             return self
-                .ignore(services, event_id, "subscription to an unknown price")
+                .ignore(desk, event_id, "subscription to an unknown price")
                 .await;
         };
-        let Some(user) = self.owner(services, sub).await? else {
-            return self.ignore(services, event_id, "no such account").await;
+        let Some(user) = self.owner(desk, sub).await? else {
+            return self.ignore(desk, event_id, "no such account").await;
         };
         let period_end = int_at(sub, &["current_period_end"])
             .or_else(|| int_at(&item, &["current_period_end"]))
@@ -252,34 +242,32 @@ impl Billing {
             current_period_end: period_end,
         };
         let change = BillingChange::Update(update);
-        let applied = super::apply(services, &user, change, Some(event_id)).await?;
+        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
     async fn subscription_deleted(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         sub: &Value,
     ) -> Result<Option<Applied>, BillingError> {
         let Some(sub_id) = str_at(sub, &["id"]).map(str::to_string) else {
-            return self
-                .ignore(services, event_id, "subscription without id")
-                .await;
+            return self.ignore(desk, event_id, "subscription without id").await;
         };
-        let Some(user) = self.owner(services, sub).await? else {
-            return self.ignore(services, event_id, "no such account").await;
+        let Some(user) = self.owner(desk, sub).await? else {
+            return self.ignore(desk, event_id, "no such account").await;
         };
         let change = BillingChange::End {
             subscription_id: sub_id,
         };
-        let applied = super::apply(services, &user, change, Some(event_id)).await?;
+        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
     async fn invoice_paid(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         invoice: &Value,
     ) -> Result<Option<Applied>, BillingError> {
@@ -287,11 +275,11 @@ impl Billing {
             .or_else(|| str_at(invoice, &["parent", "subscription_details", "subscription"]));
         let Some(sub_id) = subscription.map(str::to_string) else {
             return self
-                .ignore(services, event_id, "invoice of no subscription")
+                .ignore(desk, event_id, "invoice of no subscription")
                 .await;
         };
-        let Some(user) = self.owner(services, invoice).await? else {
-            return self.ignore(services, event_id, "no such account").await;
+        let Some(user) = self.owner(desk, invoice).await? else {
+            return self.ignore(desk, event_id, "no such account").await;
         };
         let line = first_line(invoice, "lines").unwrap_or(Value::Null);
         let start = int_at(&line, &["period", "start"])
@@ -304,22 +292,22 @@ impl Billing {
             period_start: start,
             period_end: end,
         };
-        let applied = super::apply(services, &user, change, Some(event_id)).await?;
+        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
     async fn invoice_failed(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         event_id: &str,
         invoice: &Value,
     ) -> Result<Option<Applied>, BillingError> {
-        let Some(user) = self.owner(services, invoice).await? else {
-            return self.ignore(services, event_id, "no such account").await;
+        let Some(user) = self.owner(desk, invoice).await? else {
+            return self.ignore(desk, event_id, "no such account").await;
         };
         let retry = int_at(invoice, &["next_payment_attempt"]).map(secs_to_ms);
         let change = BillingChange::PaymentFailed { retry_at: retry };
-        let applied = super::apply(services, &user, change, Some(event_id)).await?;
+        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -327,11 +315,11 @@ impl Billing {
     /// the metadata set on it at creation.
     async fn session_plan(
         &self,
-        services: &Services,
+        desk: &AccountDesk,
         session_id: &str,
         metadata: Option<&Value>,
     ) -> Result<Option<PlanChoice>, BillingError> {
-        let accounts = services.accounts.clone();
+        let accounts = desk.accounts.clone();
         let id = session_id.to_string();
         if let Some(record) = super::blocking(move || accounts.checkout_record(&id)).await? {
             return Ok(Some(PlanChoice {

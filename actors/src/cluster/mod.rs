@@ -5,6 +5,7 @@
 
 mod dispatch;
 mod heartbeat;
+pub mod leases;
 mod membership;
 mod ownership;
 pub mod placement;

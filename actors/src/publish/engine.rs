@@ -11,6 +11,7 @@ use ractor::ActorRef;
 use tokio::sync::Semaphore;
 
 use super::crypto::TokenCipher;
+use super::host::PostHost;
 use super::posts::{self, PostRecord, PostStatus, Progress};
 use super::schedule_actor::ScheduleMsg;
 use super::schedules::Live;
@@ -18,7 +19,6 @@ use super::{Provider, PublishError, PublishSettings, Result};
 use crate::accounts::now_ms;
 use crate::housekeeping::Periodic;
 use crate::project::records::{self as records, ClipRecord};
-use crate::service::Services;
 use crate::storage::kv;
 use crate::webhooks::Subject;
 
@@ -33,7 +33,7 @@ const MAX_AHEAD_MS: i64 = 365 * 24 * 3600 * 1000;
 const MAX_INTERVAL_HOURS: f64 = 24.0 * 90.0;
 
 pub struct Publishing {
-    pub services: Arc<Services>,
+    pub host: PostHost,
     pub settings: PublishSettings,
     pub(crate) http: reqwest::Client,
     pub(crate) cipher: TokenCipher,
@@ -72,7 +72,7 @@ impl Publishing {
     /// unfinished post: one `ScheduleActor` each, holding its timer (posts
     /// whose time passed while the node was down fire at once).
     pub async fn start(
-        services: Arc<Services>,
+        host: PostHost,
         settings: PublishSettings,
         cipher: TokenCipher,
     ) -> Result<Arc<Self>> {
@@ -83,7 +83,7 @@ impl Publishing {
             .build()
             .map_err(|e| PublishError::Upstream(format!("http client: {e}")))?;
         let this = Arc::new(Self {
-            services,
+            host,
             slots: Semaphore::new(settings.concurrency.max(1)),
             settings,
             http,
@@ -108,7 +108,7 @@ impl Publishing {
             async move {
                 p.refresh_expiring().await;
                 let _ = p
-                    .services
+                    .host
                     .blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?))
                     .await;
             }
@@ -118,7 +118,7 @@ impl Publishing {
     /// Arms the post's timer for `at` (ms): re-arms its actor, or starts
     /// one under the `scheduler` branch.
     pub async fn arm(self: &Arc<Self>, id: &str, at: i64) {
-        let sup = self.services.tree.scheduler.cell();
+        let sup = self.host.tree.scheduler.cell();
         self.live.arm(self.clone(), sup, id, at).await;
     }
 
@@ -126,10 +126,10 @@ impl Publishing {
     /// On a cluster the hand-off does it instead, once the node has heard
     /// from its peers (`handoff.rs`): only the owner arms a post.
     pub(crate) async fn rearm_all(self: &Arc<Self>) -> Result<()> {
-        if self.services.cluster.get().is_some() {
+        if self.host.leases.cluster().is_some() {
             return Ok(());
         }
-        let entries = self.services.blocking(posts::due_entries).await?;
+        let entries = self.host.blocking(posts::due_entries).await?;
         for (at, id) in &entries {
             self.arm(id, *at).await;
         }
@@ -182,7 +182,7 @@ impl Publishing {
             .cloned();
         let (this, id) = (self.clone(), id.to_string());
         let out = self
-            .services
+            .host
             .blocking(move |kv| {
                 let _g = this.post_locks[stripe(&id)]
                     .lock()
@@ -203,7 +203,8 @@ impl Publishing {
                 match posts::outcome_notification(&old, &new) {
                     Some((kind, said)) => {
                         let subject = Subject::Post(kv::encode(&new)?);
-                        this.services
+                        this.host
+                            .desk
                             .accounts
                             .notify_with(
                                 &new.user_id,
@@ -216,7 +217,7 @@ impl Publishing {
                             .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
                         // Written outside the account's actor (versioned):
                         // the memory it holds here is stale now.
-                        this.services.users.unload(&new.user_id);
+                        this.host.desk.unload(&new.user_id);
                     }
                     None => match (&fence, kv.leases()) {
                         (Some(f), Some(l)) => l.apply_fenced(f, ops)?,
@@ -255,7 +256,7 @@ impl Publishing {
     /// The caller's clip, or `NotFound` (also for another user's clip).
     pub async fn owned_clip(&self, user_id: &str, clip_id: &str) -> Result<ClipRecord> {
         let (uid, cid) = (user_id.to_string(), clip_id.to_string());
-        self.services
+        self.host
             .blocking(move |kv| records::find_clip(kv, &uid, &cid))
             .await?
             .filter(ClipRecord::playable)
@@ -268,7 +269,7 @@ impl Publishing {
         for r in &records {
             ops.extend(posts::insert_ops(r)?);
         }
-        self.services.blocking(move |kv| kv.apply(ops)).await?;
+        self.host.blocking(move |kv| kv.apply(ops)).await?;
         for r in records.iter().filter(|r| self.owns_posts_of(&r.user_id)) {
             self.arm(&r.id, r.scheduled_at).await;
         }
@@ -318,7 +319,7 @@ impl Publishing {
         // Another user's or an unknown project is 404 whatever the body says.
         let (uid, pid) = (user_id.to_string(), project_id.to_string());
         let clips = self
-            .services
+            .host
             .blocking(move |kv| {
                 Ok(match records::load_project(kv, &uid, &pid)? {
                     Some(_) => Some(
@@ -424,14 +425,14 @@ impl Publishing {
     ) -> Result<(Vec<PostRecord>, usize)> {
         let uid = user_id.to_string();
         Ok(self
-            .services
+            .host
             .blocking(move |kv| posts::list_user(kv, &uid, page, limit))
             .await?)
     }
 
     pub async fn get(&self, user_id: &str, id: &str) -> Result<PostRecord> {
         let pid = id.to_string();
-        self.services
+        self.host
             .blocking(move |kv| posts::load(kv, &pid))
             .await?
             .filter(|p| p.user_id == user_id)
@@ -530,7 +531,7 @@ impl Publishing {
     ) -> Result<Option<std::result::Result<(), PostStatus>>> {
         let (this, pid) = (self.clone(), id.to_string());
         let removed = self
-            .services
+            .host
             .blocking(move |kv| {
                 let _g = this.post_locks[stripe(&pid)]
                     .lock()

@@ -15,23 +15,23 @@ impl Publishing {
     /// Whether this node hosts the schedule actors of `user_id`'s posts:
     /// always on a single node.
     pub fn owns_posts_of(&self, user_id: &str) -> bool {
-        self.services
-            .cluster
-            .get()
+        self.host
+            .leases
+            .cluster()
             .is_none_or(|c| c.owns(user_id, Role::Scheduler))
     }
 
     /// Brings the schedule actors on this node in line with the ownership
     /// now; returns (stopped, armed). Nothing to do on a single node.
     pub async fn hand_off(self: &Arc<Self>) -> Result<(usize, usize)> {
-        if self.services.cluster.get().is_none() {
+        if self.host.leases.cluster().is_none() {
             return Ok((0, 0));
         }
         let mut stopped = 0;
         for (id, _) in self.live.list() {
             let lookup = id.clone();
             let post = self
-                .services
+                .host
                 .blocking(move |kv| posts::load(kv, &lookup))
                 .await?;
             if post.is_some_and(|p| !self.owns_posts_of(&p.user_id)) {
@@ -41,7 +41,7 @@ impl Publishing {
             }
         }
         let live: HashSet<String> = self.live.list().into_iter().map(|(id, _)| id).collect();
-        let entries = self.services.blocking(posts::due_entries).await?;
+        let entries = self.host.blocking(posts::due_entries).await?;
         let mut armed = 0;
         for (at, id) in entries {
             if live.contains(&id) {
@@ -49,7 +49,7 @@ impl Publishing {
             }
             let lookup = id.clone();
             let post = self
-                .services
+                .host
                 .blocking(move |kv| posts::load(kv, &lookup))
                 .await?;
             if post.is_some_and(|p| self.owns_posts_of(&p.user_id)) {

@@ -63,7 +63,7 @@ pub async fn publish(
         Some(c) => c,
         None => {
             let video_url = p
-                .services
+                .host
                 .objects
                 .url(&clip.video_key, p.settings.media_url_ttl)
                 .await

@@ -105,7 +105,7 @@ impl Publishing {
     ) -> Result<Option<IntegrationRecord>> {
         let k = key(user_id, p);
         Ok(self
-            .services
+            .host
             .blocking(move |kv| kv::get_value(kv, INTEGRATIONS, &k))
             .await?)
     }
@@ -123,7 +123,7 @@ impl Publishing {
     pub async fn list_integrations(&self, user_id: &str) -> Result<Vec<Value>> {
         let prefix = format!("{user_id}/");
         let rows = self
-            .services
+            .host
             .blocking(move |kv| kv.scan_prefix(INTEGRATIONS, prefix.as_bytes()))
             .await?;
         let now = now_ms();
@@ -148,7 +148,7 @@ impl Publishing {
         };
         let url = oauth::authorize_url(p, &self.settings, &state, verifier.as_deref());
         let (k, v) = (state.clone().into_bytes(), kv::encode(&rec)?);
-        self.services
+        self.host
             .blocking(move |kv| kv.put(OAUTH_STATES, &k, &v))
             .await?;
         Ok(json!({
@@ -183,7 +183,7 @@ impl Publishing {
         // it cannot spoil the owner's flow. The delete is conditional on the
         // value read, so two callbacks of the same flow cannot both pass.
         let taken: Taken = self
-            .services
+            .host
             .blocking(move |kv| {
                 let Some(raw) = kv.get(OAUTH_STATES, &k)? else {
                     return Ok(Taken::Unknown);
@@ -286,7 +286,7 @@ impl Publishing {
 
     async fn store_integration(&self, rec: IntegrationRecord) -> Result<()> {
         let (k, v) = (key(&rec.user_id, rec.provider), kv::encode(&rec)?);
-        self.services
+        self.host
             .blocking(move |kv| kv.put(INTEGRATIONS, &k, &v))
             .await?;
         Ok(())
@@ -302,12 +302,12 @@ impl Publishing {
             return Err(PublishError::NotFound("integration"));
         }
         let k = key(user_id, p);
-        self.services
+        self.host
             .blocking(move |kv| kv.delete(INTEGRATIONS, &k))
             .await?;
         let uid = user_id.to_string();
         let all = self
-            .services
+            .host
             .blocking(move |kv| posts::all_of_user(kv, &uid))
             .await?;
         let reason = format!(
@@ -388,7 +388,7 @@ impl Publishing {
     /// Refreshes every token that expires within the margin (run periodically).
     pub async fn refresh_expiring(&self) -> usize {
         let rows = match self
-            .services
+            .host
             .blocking(|kv| kv.scan_prefix(INTEGRATIONS, b""))
             .await
         {

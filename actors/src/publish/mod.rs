@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod engine;
 mod handoff;
+pub mod host;
 pub mod http;
 pub mod instagram;
 pub mod integrations;

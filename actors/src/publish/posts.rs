@@ -318,10 +318,7 @@ impl super::Publishing {
         project_id: &str,
     ) -> super::Result<usize> {
         let uid = user_id.to_string();
-        let all = self
-            .services
-            .blocking(move |kv| all_of_user(kv, &uid))
-            .await?;
+        let all = self.host.blocking(move |kv| all_of_user(kv, &uid)).await?;
         let mut cancelled = 0;
         for post in all.iter().filter(|p| p.project_id == project_id) {
             if let Some(Ok(())) = self.remove_if_pending(&post.id).await? {

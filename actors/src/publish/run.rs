@@ -37,10 +37,10 @@ impl Publishing {
     /// renewed every third of a lease while the step runs and checked again
     /// right before the platform call.
     pub async fn leased_step(self: &Arc<Self>, id: &str) -> Step {
-        let Some((_, ttl)) = self.services.leasing() else {
+        let Some((_, ttl)) = self.host.leases.leasing() else {
             return self.step(id).await;
         };
-        let fence = match self.services.acquire_lease(&format!("post:{id}")).await {
+        let fence = match self.host.leases.acquire(&format!("post:{id}")).await {
             Ok(Some(f)) => f,
             Ok(None) => {
                 tracing::info!(post_id = id, "post leased by another node; waiting");
@@ -56,13 +56,13 @@ impl Publishing {
         // upload can last longer than the lease. Stopped with the step,
         // also when the step panics (the lease then runs out).
         let keeper = {
-            let (services, fence, every) = (self.services.clone(), fence.clone(), ttl / 3);
+            let (leases, fence, every) = (self.host.leases.clone(), fence.clone(), ttl / 3);
             AbortOnDrop(tokio::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {
                     tick.tick().await;
-                    if !services.renew_lease(&fence).await {
+                    if !leases.renew(&fence).await {
                         break;
                     }
                 }
@@ -71,7 +71,7 @@ impl Publishing {
         let step = self.step(id).await;
         drop(keeper);
         self.fences_mut().remove(id);
-        self.services.release_lease(&fence).await;
+        self.host.leases.release(&fence).await;
         step
     }
 
@@ -89,8 +89,8 @@ impl Publishing {
     async fn still_leased(&self, id: &str) -> bool {
         let fence = self.fences_mut().get(id).cloned();
         match fence {
-            Some(f) => self.services.renew_lease(&f).await,
-            None => self.services.leasing().is_none(),
+            Some(f) => self.host.leases.renew(&f).await,
+            None => self.host.leases.leasing().is_none(),
         }
     }
 
@@ -173,7 +173,7 @@ impl Publishing {
     async fn clip_of(&self, post: &PostRecord) -> PubResult<ClipRecord> {
         let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
         match self
-            .services
+            .host
             .blocking(move |kv| crate::project::records::find_clip(kv, &uid, &cid))
             .await
         {
@@ -185,7 +185,7 @@ impl Publishing {
 
     /// The clip's video bytes (YouTube and TikTok upload them).
     pub(crate) async fn video_bytes(&self, clip: &ClipRecord) -> PubResult<Vec<u8>> {
-        match self.services.objects.get_bytes(&clip.video_key).await {
+        match self.host.objects.get_bytes(&clip.video_key).await {
             Ok(b) => Ok(b),
             Err(crate::storage::kv::StorageError::NotFound(_)) => {
                 Err(PubError::Permanent("the clip's video is gone".into()))

@@ -11,7 +11,7 @@ use crate::supervisor::{policy, Children};
 /// Starts the `scheduler` branch under the node supervisor (when the tree
 /// runs; without it schedule actors are unsupervised, as in a bench tool).
 pub(crate) async fn start(publishing: &Arc<Publishing>) {
-    let tree = publishing.services.tree.clone();
+    let tree = publishing.host.tree.clone();
     let children = Arc::new(ScheduleChildren(Arc::downgrade(publishing)));
     if let Err(e) = tree
         .start_branch(&tree.scheduler, policy::POST, policy::SCHEDULER, children)

@@ -25,7 +25,6 @@ mod clip_settle;
 mod edit_kit;
 pub mod export;
 mod handoff;
-mod leases;
 mod removal;
 mod sessions;
 pub use handoff::HandOff;
@@ -42,7 +41,8 @@ pub mod work;
 pub mod workers;
 
 use crate::accounts::actor::{AccountMsg, Notice, Reply};
-use crate::accounts::registry::UserRegistry;
+use crate::accounts::registry::{AccountDesk, UserRegistry};
+use crate::cluster::leases::NodeLeases;
 use crate::mailbox::{ActorMeta, Tracked};
 use crate::project::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
 use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState};
@@ -78,13 +78,15 @@ pub struct Services {
     pub objects: Arc<dyn ObjectStore>,
     pub accounts: Arc<Accounts>,
     pub hub: EventHub,
-    pub users: UserRegistry,
+    pub users: Arc<UserRegistry>,
     pub pool: Arc<Semaphore>,
     pub settings: Settings,
     pub metrics: Metrics,
     /// Set when this node is part of a cluster: stages then run on the
     /// cluster's workers (see `workers`).
-    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
+    pub cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>>,
+    /// Leases of what this node runs (when clustered) and fenced writes.
+    pub leases: NodeLeases,
     /// Stage jobs this node's cluster worker is running or has queued.
     pub stage_jobs: std::sync::atomic::AtomicU32,
     /// The node's supervision tree (`crate::supervisor`).
@@ -108,16 +110,18 @@ impl Services {
         settings: Settings,
     ) -> Arc<Self> {
         let tree = Arc::new(crate::supervisor::Tree::default());
+        let cluster = Arc::new(std::sync::OnceLock::new());
         Arc::new(Self {
+            leases: NodeLeases::new(kv.clone(), cluster.clone()),
+            cluster,
             kv,
             objects,
             accounts,
             hub: EventHub::new(),
-            users: UserRegistry::new(tree.accounts.clone()),
+            users: Arc::new(UserRegistry::new(tree.accounts.clone())),
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
             metrics: Metrics::default(),
-            cluster: std::sync::OnceLock::new(),
             stage_jobs: std::sync::atomic::AtomicU32::new(0),
             tree,
             renders: Default::default(),
@@ -155,6 +159,21 @@ impl Services {
         self.users.call(&self.accounts, user_id, build).await
     }
 
+    /// What publishing uses of this node.
+    pub fn post_host(&self) -> crate::publish::host::PostHost {
+        crate::publish::host::PostHost {
+            leases: self.leases.clone(),
+            objects: self.objects.clone(),
+            desk: self.desk(),
+            tree: self.tree.clone(),
+        }
+    }
+
+    /// The accounts domain, for the domains that use it (billing).
+    pub fn desk(&self) -> AccountDesk {
+        AccountDesk::new(self.accounts.clone(), self.users.clone())
+    }
+
     /// The account's state as its actor holds it in memory (activating the
     /// actor, which loads it, when it is not active or has not loaded it);
     /// `None` for an account that does not exist.
@@ -173,10 +192,7 @@ impl Services {
         &self,
         f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
     ) -> kv::Result<T> {
-        let kv = self.kv.clone();
-        tokio::task::spawn_blocking(move || f(kv.as_ref()))
-            .await
-            .map_err(|e| kv::StorageError::Backend(format!("storage task: {e}")))?
+        kv::blocking(&self.kv, f).await
     }
 
     /// Starts the node's supervision tree (accounts and projects branches;
@@ -311,7 +327,7 @@ impl Services {
         if let Some(e) = &event {
             ops.push(event_op(&project.id, e)?);
         }
-        self.apply_under(fence, ops).await?;
+        self.leases.apply_under(fence, ops).await?;
         self.projects_changed(&project.user_id);
         if let Some(e) = event {
             self.hub.publish(&project.id, e);
@@ -338,7 +354,7 @@ impl Services {
                 Err(e) => tracing::error!(error = %e, "cannot encode a clip"),
             }
         }
-        if let Err(e) = self.apply_under(fence, ops).await {
+        if let Err(e) = self.leases.apply_under(fence, ops).await {
             tracing::error!(project_id = %project.id, error = %e, "cannot store clips");
         }
         for c in &clips {
@@ -357,7 +373,7 @@ impl Services {
     ) {
         if let Some(f) = fence {
             // A node that lost the project must not charge for it.
-            if !self.renew_lease(f).await {
+            if !self.leases.renew(f).await {
                 tracing::warn!(project_id = %project.id, "lease lost before completion");
                 return;
             }
@@ -413,7 +429,7 @@ impl Services {
         reason: &str,
     ) {
         if let Some(f) = fence {
-            if !self.renew_lease(f).await {
+            if !self.leases.renew(f).await {
                 tracing::warn!(project_id = %project.id, "lease lost before failing the project");
                 return;
             }

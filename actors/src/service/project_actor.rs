@@ -213,7 +213,7 @@ impl Actor for ProjectActor {
             r.abort();
         }
         if let Some(f) = state.fence.take() {
-            state.services.release_lease(&f).await;
+            state.services.leases.release(&f).await;
         }
         state.services.forget_project(&state.project.id);
         Ok(())
@@ -230,7 +230,7 @@ impl Actor for ProjectActor {
             ProjectMsg::Acquire => self.acquire(&myself, state).await?,
             ProjectMsg::Renew => {
                 if let Some(f) = state.fence.clone() {
-                    if !state.services.renew_lease(&f).await {
+                    if !state.services.leases.renew(&f).await {
                         state.lost();
                     }
                 }
@@ -318,12 +318,12 @@ impl ProjectActor {
         myself: &ActorRef<ProjectMsg>,
         state: &mut ProjectActorState,
     ) -> Result<(), ActorProcessingErr> {
-        let Some((_, ttl)) = state.services.leasing() else {
+        let Some((_, ttl)) = state.services.leases.leasing() else {
             state.me.send(ProjectMsg::Start)?;
             return Ok(());
         };
         let key = format!("project:{}", state.project.id);
-        match state.services.acquire_lease(&key).await {
+        match state.services.leases.acquire(&key).await {
             Ok(Some(fence)) => {
                 state.fence = Some(fence);
                 let meta = state.me.meta.clone();

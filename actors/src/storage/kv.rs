@@ -513,3 +513,15 @@ pub use super::kv_conformance::kv_conformance;
 #[cfg(test)]
 #[path = "kv_tests.rs"]
 mod tests;
+
+/// Runs a blocking storage call on the blocking pool, off the async
+/// threads (the one helper every domain uses for it).
+pub async fn blocking<T: Send + 'static>(
+    kv: &std::sync::Arc<dyn KvStore>,
+    f: impl FnOnce(&dyn KvStore) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let kv = kv.clone();
+    tokio::task::spawn_blocking(move || f(kv.as_ref()))
+        .await
+        .map_err(|e| StorageError::Backend(format!("storage task: {e}")))?
+}

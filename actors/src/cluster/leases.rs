@@ -3,13 +3,40 @@
 //! every write made under one fenced by it. A single node (sled) takes no
 //! leases and writes plainly.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::Services;
-use crate::storage::kv::{self, KvOp};
+use super::Cluster;
+use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
 
-impl Services {
+/// The node's store as the domains that lease what they run (projects,
+/// posts) use it: the cluster the node joined (set once, when it joins)
+/// and the store. Cheap to clone.
+#[derive(Clone)]
+pub struct NodeLeases {
+    kv: Arc<dyn KvStore>,
+    cluster: Arc<OnceLock<Arc<Cluster>>>,
+}
+
+impl NodeLeases {
+    pub fn new(kv: Arc<dyn KvStore>, cluster: Arc<OnceLock<Arc<Cluster>>>) -> Self {
+        Self { kv, cluster }
+    }
+
+    /// The cluster this node is part of, once it joined one.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.get()
+    }
+
+    /// Runs a blocking storage call off the async threads.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
+    ) -> kv::Result<T> {
+        kv::blocking(&self.kv, f).await
+    }
+
     /// `(holder, ttl)` when this node must lease what it runs: clustered,
     /// on a store with leases.
     pub fn leasing(&self) -> Option<(String, Duration)> {
@@ -20,7 +47,7 @@ impl Services {
 
     /// Takes `key` for this node; `Ok(None)` while another node holds it
     /// (or when this node takes no leases).
-    pub async fn acquire_lease(&self, key: &str) -> kv::Result<Option<Fence>> {
+    pub async fn acquire(&self, key: &str) -> kv::Result<Option<Fence>> {
         let Some((holder, ttl)) = self.leasing() else {
             return Ok(None);
         };
@@ -34,7 +61,7 @@ impl Services {
 
     /// Extends the lease; false when it is lost (or cannot be renewed now:
     /// the caller then stops, as it would have to by the expiry).
-    pub async fn renew_lease(&self, fence: &Fence) -> bool {
+    pub async fn renew(&self, fence: &Fence) -> bool {
         let Some((_, ttl)) = self.leasing() else {
             return false;
         };
@@ -56,7 +83,7 @@ impl Services {
 
     /// Gives the lease up (a hand-off: the next owner need not wait for
     /// the expiry).
-    pub async fn release_lease(&self, fence: &Fence) {
+    pub async fn release(&self, fence: &Fence) {
         let f = fence.clone();
         if let Err(e) = self
             .blocking(move |kv| match kv.leases() {
