@@ -485,7 +485,7 @@ async fn killed_during(state: &str) {
     let pid = created["projectId"].as_str().unwrap().to_string();
     // Wait until the stage runs and has temporary files, then SIGKILL the
     // server.
-    let scratch = app._dir.path().join("data/tmp");
+    let scratch = app.dir.path().join("data/tmp");
     let names = || -> Vec<std::ffi::OsString> {
         std::fs::read_dir(&scratch)
             .map(|d| d.flatten().map(|e| e.file_name()).collect())
@@ -509,7 +509,7 @@ async fn killed_during(state: &str) {
         .args(["-KILL", &server.to_string()])
         .status();
     let _ = app.child.wait();
-    let data = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
+    let data = std::mem::replace(&mut app.dir, tempfile::tempdir().unwrap());
     drop(app);
 
     let app = spawn_app_in(data);

@@ -4,8 +4,7 @@
 
 mod common;
 
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 
 mod cluster_common;
 

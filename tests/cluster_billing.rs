@@ -9,8 +9,7 @@
 mod common;
 mod fake_stripe;
 
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 
 mod cluster_common;
 

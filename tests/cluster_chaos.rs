@@ -13,8 +13,7 @@
 mod cluster_common;
 mod common;
 mod fake_stripe;
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 mod publishing;
 
 use std::collections::HashMap;
@@ -24,7 +23,7 @@ use clipforge_actors::accounts::account_id_for_email;
 use clipforge_actors::cluster::placement;
 use cluster_common::*;
 use common::start_moto;
-use fake_stripe::{event, signature, start_stripe, subscribe, WEBHOOK_SECRET};
+use fake_stripe::{event, signature, start_stripe, subscribe, BillingCalls, WEBHOOK_SECRET};
 use postgres::TestPostgres;
 use publishing::platforms::Platforms;
 use serde_json::{json, Value};

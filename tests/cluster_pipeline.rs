@@ -7,8 +7,7 @@
 mod cluster_common;
 mod common;
 
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 
 use std::time::{Duration, Instant};
 

@@ -10,8 +10,7 @@
 
 mod cluster_common;
 mod common;
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 
 use clipforge_actors::accounts::account_id_for_email;
 use clipforge_actors::cluster::placement;

@@ -12,9 +12,9 @@ mod common;
 #[allow(dead_code)]
 mod fake_stripe;
 #[allow(dead_code)]
-#[path = "publishing/platforms.rs"]
-mod platforms;
+mod publishing;
 use fake_stripe as stripe;
+use publishing::platforms;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

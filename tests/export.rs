@@ -163,7 +163,7 @@ async fn a_finished_project_exports_timelines_and_a_zip() {
     let listed: Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), clips.len());
     // Nothing is left behind in the data folder's temp space.
-    let tmp = app._dir.path().join("data/tmp");
+    let tmp = app.dir.path().join("data/tmp");
     let left: Vec<_> = std::fs::read_dir(&tmp)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();

@@ -6,6 +6,7 @@
 
 mod common;
 mod publishing;
+use publishing::Posting;
 
 use std::time::{Duration, Instant};
 

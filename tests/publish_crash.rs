@@ -2,6 +2,7 @@
 //! reconciled with the platform and published exactly once.
 
 mod publishing;
+use publishing::Posting;
 
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,7 @@
 //! platforms' OAuth and upload APIs.
 
 mod publishing;
+use publishing::Posting;
 
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 //! publishing or published stays as it is.
 
 mod publishing;
+use publishing::Posting;
 
 use publishing::platforms::{Fault, Platforms};
 use publishing::{assert_error, at, spawn_app_in, template};

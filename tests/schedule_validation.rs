@@ -2,6 +2,7 @@
 //! the status, the uniform body and the field named in the message.
 
 mod publishing;
+use publishing::Posting;
 
 use publishing::platforms::Platforms;
 use publishing::{assert_error, at, spawn_app_in, template, App};

@@ -4,8 +4,7 @@
 
 mod common;
 
-#[path = "../actors/tests/common/postgres.rs"]
-mod postgres;
+use clipforge_test_support::postgres;
 
 use common::*;
 use postgres::TestPostgres;
@@ -36,7 +35,7 @@ async fn records_in_postgres_survive_a_restart() {
     assert_eq!(s, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_string();
     assert!(
-        !app._dir.path().join("data").join("db").exists(),
+        !app.dir.path().join("data").join("db").exists(),
         "no sled database is opened"
     );
     let rows: u64 = pg

@@ -3,6 +3,7 @@
 //! post exactly once.
 
 mod publishing;
+use publishing::Posting;
 
 use publishing::platforms::Platforms;
 use publishing::{at, spawn_app_in, template};

@@ -154,7 +154,7 @@ async fn a_receiver_down_gets_the_event_later_even_across_a_crash() {
         .status();
     let _ = app.child.wait();
     rx.status.store(200, Ordering::SeqCst);
-    let dir = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
+    let dir = std::mem::replace(&mut app.dir, tempfile::tempdir().unwrap());
     drop(app);
     let app = spawn_app_with(dir, &env);
     let hits = rx

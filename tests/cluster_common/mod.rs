@@ -3,8 +3,7 @@
 //! their records in a real PostgreSQL started by the test and their media
 //! in moto S3; a node can be SIGKILLed and restarted on the same cluster
 //! address and data directory. A test module declares `mod common;` and
-//! `mod postgres;` (the `#[path]` to `actors/tests/common/postgres.rs`)
-//! before `mod cluster_common;`.
+//! `use clipforge_test_support::postgres;` before `mod cluster_common;`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -25,13 +24,7 @@ pub const TOKEN_KEY: &str = "00112233445566778899aabbccddeeff0011223344556677889
 /// Generous: state changes are waited for, never timed.
 pub const DEADLINE: Duration = Duration::from_secs(300);
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use clipforge_test_support::free_port;
 
 /// What every node of one test's cluster shares: its records in `pg`, the
 /// cookie, the secrets, fast heartbeats, one project and one stage at a
@@ -143,7 +136,7 @@ impl Node {
     /// (after [`Node::kill`]).
     pub fn restart(mut self) -> Node {
         self.kill();
-        let dir = std::mem::replace(&mut self.app._dir, tempfile::tempdir().unwrap());
+        let dir = std::mem::replace(&mut self.app.dir, tempfile::tempdir().unwrap());
         let (name, addr, seeds, env) = (
             self.name.clone(),
             self.addr.clone(),

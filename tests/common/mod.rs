@@ -4,26 +4,14 @@
 
 pub mod receiver;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-pub struct App {
-    pub child: Child,
-    pub base: String,
-    pub _dir: tempfile::TempDir,
-    pub client: reqwest::Client,
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[allow(unused_imports)]
+pub use clipforge_test_support::server::{assert_error, speech_video_saying, App};
 
 pub fn spawn_app() -> App {
     spawn_app_in(tempfile::tempdir().unwrap())
@@ -34,96 +22,15 @@ pub fn spawn_app_in(dir: tempfile::TempDir) -> App {
     spawn_app_with(dir, &[])
 }
 
-/// Starts the server on `dir` with extra `CLIPFORGE_*` variables.
+/// Starts the server on `dir` with the admin token `admin-secret` and
+/// extra `CLIPFORGE_*` variables.
 pub fn spawn_app_with(dir: tempfile::TempDir, env: &[(&str, &str)]) -> App {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clipforge"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--config",
-            "/nonexistent/cluster.toml",
-            "--data-dir",
-        ])
-        .arg(dir.path().join("data"))
-        .env("CLIPFORGE_NODE_HTTP_ADDR", "127.0.0.1:0")
-        .env("CLIPFORGE_AUTH_ADMIN_TOKEN", "admin-secret")
-        .env("CLIPFORGE_PIPELINE_X264_PRESET", "ultrafast")
-        .env("CLIPFORGE_PIPELINE_THREADS", "2")
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start clipforge serve");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let port = loop {
-        let line = lines.next().expect("server output").expect("utf-8");
-        if let Some(p) = line.strip_prefix("clipforge listening on port ") {
-            break p.trim().parse::<u16>().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    App {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        _dir: dir,
-        client: reqwest::Client::new(),
-    }
-}
-
-impl App {
-    pub async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, Some(token), None)
-            .await
-    }
-    pub async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(token), Some(body))
-            .await
-    }
-    pub async fn sign_up(&self, email: &str) -> String {
-        let (s, v) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/auth/sign-up/email",
-                None,
-                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        v["token"].as_str().unwrap().to_string()
-    }
-}
-
-pub fn assert_error(status: u16, body: &Value, expected: u16) {
-    assert_eq!(status, expected, "{body}");
-    assert!(
-        body["error"].is_string() && body["message"].is_string(),
-        "not the uniform error body: {body}"
-    );
+    let env = [("CLIPFORGE_AUTH_ADMIN_TOKEN", "admin-secret")]
+        .iter()
+        .chain(env)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    App::start(env!("CARGO_BIN_EXE_clipforge"), dir, env)
 }
 
 /// Serves `dir` on a free 127.0.0.1 port until the test ends; returns the port.
@@ -153,48 +60,6 @@ pub fn speech_video(dir: &Path) -> PathBuf {
                 Here is the biggest mistake I see every day. Creators start with a long introduction. Nobody cares \
                 about your name before they care about your idea. Open with a question instead!";
     speech_video_saying(dir, text, 150)
-}
-
-/// `dir/talk.mp4`: a test picture with espeak-ng saying `text` at `wpm`.
-pub fn speech_video_saying(dir: &Path, text: &str, wpm: u32) -> PathBuf {
-    let wav = dir.join("talk.wav");
-    assert!(Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", &wpm.to_string(), "-w"])
-        .arg(&wav)
-        .arg(text)
-        .status()
-        .unwrap()
-        .success());
-    let mp4 = dir.join("talk.mp4");
-    assert!(Command::new("ffmpeg")
-        .args([
-            "-nostdin",
-            "-y",
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=640x360:r=25",
-            "-i"
-        ])
-        .arg(&wav)
-        .args([
-            "-shortest",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac"
-        ])
-        .arg(&mp4)
-        .status()
-        .unwrap()
-        .success());
-    mp4
 }
 
 pub async fn upload(app: &App, token: &str, path: &Path, name: &str) -> (u16, Value) {

@@ -17,8 +17,19 @@ pub fn spawn_app(stripe: Option<&str>) -> App {
     spawn_app_with(tempfile::tempdir().unwrap(), &env)
 }
 
-impl App {
-    pub async fn sign_up_with_id(&self, email: &str) -> (String, String) {
+/// What the billing tests do with a server.
+#[allow(async_fn_in_trait)]
+pub trait BillingCalls {
+    async fn sign_up_with_id(&self, email: &str) -> (String, String);
+    async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value);
+    async fn webhook(&self, event: &Value) -> (u16, Value);
+    async fn credits(&self, token: &str) -> (String, u64, u64);
+    async fn snapshot(&self, token: &str) -> Value;
+    async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value);
+}
+
+impl BillingCalls for App {
+    async fn sign_up_with_id(&self, email: &str) -> (String, String) {
         let (s, v) = self
             .call(
                 reqwest::Method::POST,
@@ -34,7 +45,7 @@ impl App {
         )
     }
     /// Sends a webhook with the given `Stripe-Signature` header (if any).
-    pub async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
+    async fn webhook_raw(&self, payload: &str, signature: Option<String>) -> (u16, Value) {
         let mut req = self
             .client
             .post(format!("{}/api/stripe/webhook", self.base))
@@ -48,13 +59,13 @@ impl App {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
     /// Sends `event` signed now with the endpoint's secret.
-    pub async fn webhook(&self, event: &Value) -> (u16, Value) {
+    async fn webhook(&self, event: &Value) -> (u16, Value) {
         let payload = event.to_string();
         let sig = signature(&payload, WEBHOOK_SECRET, now());
         self.webhook_raw(&payload, Some(sig)).await
     }
     /// (plan, credits, totalCredits).
-    pub async fn credits(&self, token: &str) -> (String, u64, u64) {
+    async fn credits(&self, token: &str) -> (String, u64, u64) {
         let (s, v) = self.get("/api/credits", token).await;
         assert_eq!(s, 200, "{v}");
         (
@@ -64,13 +75,13 @@ impl App {
         )
     }
     /// Everything a change could touch: balance, ledger and notifications.
-    pub async fn snapshot(&self, token: &str) -> Value {
+    async fn snapshot(&self, token: &str) -> Value {
         let (_, credits) = self.get("/api/credits", token).await;
         let (_, ledger) = self.get("/api/credits/ledger?limit=100", token).await;
         let (_, notes) = self.get("/api/notifications", token).await;
         json!({"credits": credits, "ledger": ledger, "notifications": notes})
     }
-    pub async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
+    async fn checkout(&self, token: &str, plan: &str, frequency: &str) -> (u16, Value) {
         self.post(
             "/api/stripe/checkout",
             token,

@@ -3,163 +3,33 @@
 //! copied), and the platform emulator.
 #![allow(dead_code)]
 
-#[allow(dead_code, unused_imports)]
-#[path = "../common/mod.rs"]
-mod base;
 pub mod platforms;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-pub struct App {
-    pub child: Child,
-    pub base: String,
-    pub dir: tempfile::TempDir,
-    pub client: reqwest::Client,
-    env: Vec<(String, String)>,
-}
-
-impl App {
-    /// The file kept next to the object behind a stable media link
-    /// (`<key>.<suffix>`) in the node's local object storage.
-    pub fn stored_beside(&self, url: &str, suffix: &str) -> std::path::PathBuf {
-        let key = url
-            .split("/media/")
-            .nth(1)
-            .and_then(|k| k.split('?').next())
-            .unwrap_or_else(|| panic!("not a media link: {url}"));
-        self.dir
-            .path()
-            .join("data/media/objects")
-            .join(format!("{key}.{suffix}"))
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[allow(unused_imports)]
+pub use clipforge_test_support::server::{assert_error, speech_video_saying, App};
 
 /// Starts the server on `dir/data` with extra environment variables.
 pub fn spawn_app_in(dir: tempfile::TempDir, env: Vec<(String, String)>) -> App {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clipforge"));
-    cmd.args([
-        "serve",
-        "--port",
-        "0",
-        "--config",
-        "/nonexistent/cluster.toml",
-        "--data-dir",
-    ])
-    .arg(dir.path().join("data"))
-    .env("CLIPFORGE_NODE_HTTP_ADDR", "127.0.0.1:0")
-    .env("CLIPFORGE_PIPELINE_X264_PRESET", "ultrafast")
-    .env("CLIPFORGE_PIPELINE_THREADS", "2")
-    .env("RUST_LOG", "warn")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start clipforge serve");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let port = loop {
-        let line = lines.next().expect("server output").expect("utf-8");
-        if let Some(p) = line.strip_prefix("clipforge listening on port ") {
-            break p.trim().parse::<u16>().unwrap();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    App {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        dir,
-        client: reqwest::Client::new(),
-        env,
-    }
+    App::start(env!("CARGO_BIN_EXE_clipforge"), dir, env)
 }
 
-impl App {
-    /// SIGKILLs the server and starts it again on the same data.
-    pub fn crash_and_restart(mut self) -> App {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        let env = std::mem::take(&mut self.env);
-        drop(self);
-        spawn_app_in(dir, env)
-    }
+/// What the scheduling tests do with a server.
+#[allow(async_fn_in_trait)]
+pub trait Posting {
+    async fn connect(&self, token: &str, provider: &str, p: &platforms::Platforms) -> Value;
+    async fn wait_post(&self, token: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value;
+}
 
-    pub fn kill(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-
-    pub async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
-        self.call(reqwest::Method::GET, path, Some(token), None)
-            .await
-    }
-    pub async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(token), Some(body))
-            .await
-    }
-    pub async fn patch(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::PATCH, path, Some(token), Some(body))
-            .await
-    }
-    pub async fn delete(&self, path: &str, token: &str) -> (u16, Value) {
-        self.call(reqwest::Method::DELETE, path, Some(token), None)
-            .await
-    }
-    pub async fn sign_up(&self, email: &str) -> String {
-        let (s, v) = self
-            .call(
-                reqwest::Method::POST,
-                "/api/auth/sign-up/email",
-                None,
-                Some(json!({"email": email, "password": "correct horse", "name": "Ana"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        v["token"].as_str().unwrap().to_string()
-    }
-
+impl Posting for App {
     /// Runs the OAuth flow against the emulator; returns the connect answer.
-    pub async fn connect(&self, token: &str, provider: &str, p: &platforms::Platforms) -> Value {
+    async fn connect(&self, token: &str, provider: &str, p: &platforms::Platforms) -> Value {
         let (s, c) = self
             .post(
                 &format!("/api/integrations/{provider}/connect"),
@@ -187,7 +57,7 @@ impl App {
     }
 
     /// Polls a post until `pred` holds (deadline 120 s).
-    pub async fn wait_post(&self, token: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    async fn wait_post(&self, token: &str, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let (s, v) = self.get(&format!("/api/clips/scheduled/{id}"), token).await;
@@ -201,14 +71,6 @@ impl App {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-}
-
-pub fn assert_error(status: u16, body: &Value, expected: u16) {
-    assert_eq!(status, expected, "{body}");
-    assert!(
-        body["error"].is_string() && body["message"].is_string(),
-        "not the uniform error body: {body}"
-    );
 }
 
 /// ISO 8601 UTC `secs` from now.
@@ -365,7 +227,7 @@ pub fn speech_video(dir: &Path) -> std::path::PathBuf {
                 about your name before they care about your idea. Open with a question instead! \
                 Now let me tell you about the second rule. Keep every sentence short. Short sentences are easy to follow \
                 on a small screen. Cut every word that does not earn its place. Your viewers will thank you for it.";
-    base::speech_video_saying(dir, text, 165)
+    speech_video_saying(dir, text, 165)
 }
 
 /// Every byte of every file under `dir`.

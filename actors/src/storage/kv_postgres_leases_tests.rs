@@ -10,9 +10,7 @@ use crate::storage::error::StorageError;
 use crate::storage::kv::{KvOp, KvStore};
 use crate::storage::leases::Leases;
 
-#[path = "../../tests/common/postgres.rs"]
-mod test_server;
-use test_server::TestPostgres;
+use clipforge_test_support::postgres::TestPostgres;
 
 const TTL: Duration = Duration::from_secs(60);
 

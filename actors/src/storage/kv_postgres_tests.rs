@@ -3,9 +3,7 @@
 use super::*;
 use crate::storage::kv::kv_conformance;
 
-#[path = "../../tests/common/postgres.rs"]
-mod test_server;
-use test_server::TestPostgres;
+use clipforge_test_support::postgres::TestPostgres;
 
 fn open(pg: &TestPostgres, namespace: &str) -> PostgresStore {
     PostgresStore::open(PostgresOptions::new(pg.url(), namespace)).expect("open the store")

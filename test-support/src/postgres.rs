@@ -5,13 +5,11 @@
 //! installs it) or the directory in `CLIPFORGE_PG_BIN`. PostgreSQL refuses
 //! to run as root, so under root the server runs as the `postgres` user on
 //! a directory that user owns.
-//!
-//! Shared by the engine's tests and the black-box tests (included with
-//! `#[path]`), so it uses only std and tempfile.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use crate::free_port;
 
 pub struct TestPostgres {
     dir: tempfile::TempDir,
@@ -45,13 +43,6 @@ fn bin_dir() -> PathBuf {
              installs it), or CLIPFORGE_PG_BIN naming a directory with initdb and pg_ctl"
         ),
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port on 127.0.0.1")
-        .port()
 }
 
 fn is_root() -> bool {
