@@ -103,6 +103,10 @@ pub mod policy {
 mod fixed;
 pub use fixed::{spawner, FixedChildren, Spawn};
 
+#[path = "supervisor_error.rs"]
+mod error;
+pub use error::SupervisionError;
+
 /// How a branch restarts its children; implemented by each domain.
 #[async_trait::async_trait]
 pub trait Children: Send + Sync + 'static {
@@ -115,7 +119,7 @@ pub trait Children: Send + Sync + 'static {
         id: &str,
         failed: &ActorCell,
         supervisor: ActorCell,
-    ) -> Result<(), String>;
+    ) -> Result<(), SupervisionError>;
     /// The entity failed more often than its policy allows.
     async fn give_up(&self, id: &str, failed: &ActorCell, reason: &str);
     /// The branch supervisor (re)started; `generation` counts its starts
@@ -229,10 +233,8 @@ impl Default for Tree {
 
 impl Tree {
     /// Starts the node supervisor (no branches yet; see [`Tree::start_branch`]).
-    pub async fn start(self: &Arc<Self>) -> Result<(), String> {
-        let (node, handle) = Actor::spawn(None, NodeSupervisor, self.clone())
-            .await
-            .map_err(|e| e.to_string())?;
+    pub async fn start(self: &Arc<Self>) -> Result<(), SupervisionError> {
+        let (node, handle) = Actor::spawn(None, NodeSupervisor, self.clone()).await?;
         *self.node.write().unwrap_or_else(|e| e.into_inner()) = Some(node);
         let tree = self.clone();
         tokio::spawn(async move {
@@ -250,20 +252,21 @@ impl Tree {
         child: RestartPolicy,
         own: RestartPolicy,
         children: Arc<dyn Children>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SupervisionError> {
         let node = self
             .node
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .ok_or("the supervision tree is not running")?;
+            .ok_or(SupervisionError::TreeNotRunning)?;
         let spec = BranchSpec {
             branch: branch.clone(),
             child,
             own,
             children,
         };
-        ractor::call!(node, NodeMsg::Start, spec).map_err(|e| e.to_string())?
+        ractor::call!(node, NodeMsg::Start, spec)
+            .map_err(|e| SupervisionError::NoAnswer(e.to_string()))?
     }
 
     /// Resolves when the node supervisor has given up (escalation reached
@@ -289,7 +292,7 @@ impl Tree {
     }
 
     /// Starts the `cluster` branch (a clustered node, before it joins).
-    pub async fn start_cluster(&self) -> Result<(), String> {
+    pub async fn start_cluster(&self) -> Result<(), SupervisionError> {
         self.start_branch(
             &self.cluster,
             policy::CLUSTER_ACTOR,
@@ -301,11 +304,15 @@ impl Tree {
 
     /// Starts the cluster actor `name` under the `cluster` branch, and again
     /// with `spawn` whenever it fails.
-    pub async fn supervise_cluster_actor(&self, name: &str, spawn: Spawn) -> Result<(), String> {
+    pub async fn supervise_cluster_actor(
+        &self,
+        name: &str,
+        spawn: Spawn,
+    ) -> Result<(), SupervisionError> {
         let sup = self
             .cluster
             .cell()
-            .ok_or("the cluster branch is not running")?;
+            .ok_or(SupervisionError::BranchNotRunning(self.cluster.name))?;
         // Known before it runs, so a failure at once is restarted too.
         self.cluster_actors.insert(name, spawn.clone());
         spawn(sup).await.map(|_| ())
@@ -313,7 +320,7 @@ impl Tree {
 
     /// Starts the `webhooks` branch with the actor `name` under it, started
     /// again with `spawn` whenever it fails.
-    pub async fn start_webhooks(&self, name: &str, spawn: Spawn) -> Result<(), String> {
+    pub async fn start_webhooks(&self, name: &str, spawn: Spawn) -> Result<(), SupervisionError> {
         let (branch, actors) = (&self.webhooks, &self.webhook_actors);
         let policies = (policy::WEBHOOK_ACTOR, policy::WEBHOOKS);
         self.start_fixed(branch, actors, policies, vec![(name, spawn)])
@@ -322,7 +329,10 @@ impl Tree {
 
     /// Starts the `housekeeping` branch with `children` (name, spawner)
     /// under it, each started again with its spawner whenever it fails.
-    pub async fn start_housekeeping(&self, children: Vec<(&str, Spawn)>) -> Result<(), String> {
+    pub async fn start_housekeeping(
+        &self,
+        children: Vec<(&str, Spawn)>,
+    ) -> Result<(), SupervisionError> {
         let (branch, actors) = (&self.housekeeping, &self.housekeeping_actors);
         let policies = (policy::HOUSEKEEPING_ACTOR, policy::HOUSEKEEPING);
         self.start_fixed(branch, actors, policies, children).await
@@ -336,7 +346,7 @@ impl Tree {
         actors: &Arc<FixedChildren>,
         (child, own): (RestartPolicy, RestartPolicy),
         children: Vec<(&str, Spawn)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SupervisionError> {
         // Known before they run, so a failure at once is restarted too.
         for (name, spawn) in &children {
             actors.insert(name, spawn.clone());
@@ -345,7 +355,7 @@ impl Tree {
             .await?;
         let sup = branch
             .cell()
-            .ok_or_else(|| format!("the {} branch is not running", branch.name))?;
+            .ok_or(SupervisionError::BranchNotRunning(branch.name))?;
         for (_, spawn) in children {
             spawn(sup.clone()).await?;
         }
@@ -381,7 +391,10 @@ pub struct BranchSpec {
 }
 
 pub enum NodeMsg {
-    Start(BranchSpec, ractor::RpcReplyPort<Result<(), String>>),
+    Start(
+        BranchSpec,
+        ractor::RpcReplyPort<Result<(), SupervisionError>>,
+    ),
 }
 
 // Local only: with ractor's `cluster` feature, messages opt in explicitly.
@@ -400,10 +413,9 @@ impl NodeSupervisor {
         myself: &ActorRef<NodeMsg>,
         state: &mut NodeState,
         spec: BranchSpec,
-    ) -> Result<(), String> {
-        let (actor, _) = Actor::spawn_linked(None, Supervisor, spec.clone(), myself.get_cell())
-            .await
-            .map_err(|e| e.to_string())?;
+    ) -> Result<(), SupervisionError> {
+        let (actor, _) =
+            Actor::spawn_linked(None, Supervisor, spec.clone(), myself.get_cell()).await?;
         state.branches.insert(actor.get_id(), spec);
         Ok(())
     }

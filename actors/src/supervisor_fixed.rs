@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 
 use ractor::ActorCell;
 
-use super::Children;
+use super::{Children, SupervisionError};
 
 /// Spawns one fixed child linked to the given supervisor.
 pub type Spawn = Arc<
-    dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, String>> + Send>>
+    dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, SupervisionError>> + Send>>
         + Send
         + Sync,
 >;
@@ -61,8 +61,15 @@ impl Children for FixedChildren {
         self.spawner(&name).map(|_| name)
     }
 
-    async fn restart(&self, id: &str, _failed: &ActorCell, sup: ActorCell) -> Result<(), String> {
-        let spawn = self.spawner(id).ok_or("not a child of this branch")?;
+    async fn restart(
+        &self,
+        id: &str,
+        _failed: &ActorCell,
+        sup: ActorCell,
+    ) -> Result<(), SupervisionError> {
+        let spawn = self
+            .spawner(id)
+            .ok_or_else(|| SupervisionError::NotAChild(id.to_string()))?;
         spawn(sup).await.map(|_| ())
     }
 
@@ -99,12 +106,12 @@ where
     let name = name.to_string();
     Arc::new(move |sup: ActorCell| {
         let (name, actor, args) = (name.clone(), actor.clone(), args.clone());
-        let started: Pin<Box<dyn Future<Output = Result<ActorCell, String>> + Send>> =
+        let started: Pin<Box<dyn Future<Output = Result<ActorCell, SupervisionError>> + Send>> =
             Box::pin(async move {
                 ractor::Actor::spawn_linked(Some(name), actor, args, sup)
                     .await
                     .map(|(a, _)| a.get_cell())
-                    .map_err(|e| e.to_string())
+                    .map_err(SupervisionError::from)
             });
         started
     })

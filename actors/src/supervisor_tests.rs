@@ -3,6 +3,7 @@ use std::sync::atomic::AtomicUsize;
 use super::*;
 
 /// A child that panics on every message.
+#[derive(Clone)]
 struct Fragile;
 
 impl Actor for Fragile {
@@ -33,11 +34,14 @@ impl Children for Counts {
         // Restarted children are unnamed: they stand for the first one.
         Some(cell.get_name().unwrap_or_else(|| "fragile-1".into()))
     }
-    async fn restart(&self, _: &str, _: &ActorCell, sup: ActorCell) -> Result<(), String> {
+    async fn restart(
+        &self,
+        _: &str,
+        _: &ActorCell,
+        sup: ActorCell,
+    ) -> Result<(), SupervisionError> {
         self.restarted.fetch_add(1, Ordering::SeqCst);
-        let (a, _) = Actor::spawn_linked(None, Fragile, (), sup)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (a, _) = Actor::spawn_linked(None, Fragile, (), sup).await?;
         *self.live.lock().unwrap() = Some(a);
         Ok(())
     }
@@ -135,4 +139,34 @@ async fn a_branch_over_its_intensity_is_restarted_by_the_node() {
     assert_ne!(first.get_id(), second.get_id());
     assert_eq!(tree.accounts.own_restarts(), 1);
     assert_eq!(tree.node_restarts(), 1);
+}
+
+#[tokio::test]
+async fn what_cannot_start_says_why_in_its_type() {
+    let tree = Arc::new(Tree::default());
+    let counts = Arc::new(Counts::default());
+    let early = tree
+        .start_branch(&tree.projects, policy::PROJECT, policy::PROJECTS, counts)
+        .await;
+    assert!(
+        matches!(early, Err(SupervisionError::TreeNotRunning)),
+        "{early:?}"
+    );
+    tree.start().await.unwrap();
+    let spawn = spawner("fragile-2", Fragile, ());
+    let no_branch = tree.supervise_cluster_actor("fragile-2", spawn).await;
+    assert!(
+        matches!(
+            no_branch,
+            Err(SupervisionError::BranchNotRunning("cluster"))
+        ),
+        "{no_branch:?}"
+    );
+    let fixed = FixedChildren::default();
+    let cell = tree.node_cell().expect("the node supervisor runs");
+    let unknown = fixed.restart("nobody", &cell, cell.clone()).await;
+    assert!(
+        matches!(&unknown, Err(SupervisionError::NotAChild(id)) if id == "nobody"),
+        "{unknown:?}"
+    );
 }

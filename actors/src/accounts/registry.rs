@@ -64,21 +64,20 @@ impl UserRegistry {
         sup: Option<ActorCell>,
         held: &Arc<HeldAccount>,
         meta: &Arc<ActorMeta>,
-    ) -> std::result::Result<ActorRef<AccountMsg>, String> {
+    ) -> std::result::Result<ActorRef<AccountMsg>, ractor::SpawnErr> {
         let args = (accounts.clone(), held.clone(), meta.clone());
         match sup {
             Some(sup) => Actor::spawn_linked(None, AccountActor, args, sup).await,
             None => Actor::spawn(None, AccountActor, args).await,
         }
         .map(|(a, _)| a)
-        .map_err(|e| e.to_string())
     }
 
     async fn actor(
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-    ) -> std::result::Result<(ActorRef<AccountMsg>, Arc<ActorMeta>), String> {
+    ) -> std::result::Result<(ActorRef<AccountMsg>, Arc<ActorMeta>), ractor::SpawnErr> {
         if let Some(l) = self.live().get_mut(user_id) {
             l.used = Instant::now();
             return Ok((l.actor.clone(), l.meta.clone()));
@@ -215,7 +214,7 @@ impl UserRegistry {
         user_id: &str,
         failed: ActorId,
         sup: ActorCell,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), ractor::SpawnErr> {
         if !self
             .live()
             .get(user_id)

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use ractor::ActorCell;
 
 use super::engine::Publishing;
-use crate::supervisor::{policy, Children};
+use crate::supervisor::{policy, Children, SupervisionError};
 
 /// Starts the `scheduler` branch under the node supervisor (when the tree
 /// runs; without it schedule actors are unsupervised, as in a bench tool).
@@ -32,8 +32,13 @@ impl Children for ScheduleChildren {
     /// A new actor fires at once: a post still pending and not yet due is
     /// re-armed for its time; one found `publishing` asks the platform about
     /// its handle first, so it is never published twice.
-    async fn restart(&self, id: &str, failed: &ActorCell, _sup: ActorCell) -> Result<(), String> {
-        let p = self.0.upgrade().ok_or("the node is stopping")?;
+    async fn restart(
+        &self,
+        id: &str,
+        failed: &ActorCell,
+        _sup: ActorCell,
+    ) -> Result<(), SupervisionError> {
+        let p = self.0.upgrade().ok_or(SupervisionError::Stopping)?;
         p.forget_actor(id, failed.get_id());
         p.arm(id, crate::accounts::now_ms()).await;
         Ok(())

@@ -66,7 +66,7 @@ impl Services {
         for p in unfinished {
             if self.owns_account(&p.user_id) && self.project_actor(&p.id).is_none() {
                 tracing::info!(project_id = %p.id, state = p.state.as_str(), "taking the project over");
-                self.start_project(p).await?;
+                self.start_project(p).await.map_err(|e| e.to_string())?;
                 done.projects_started += 1;
             }
         }

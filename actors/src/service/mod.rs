@@ -197,7 +197,9 @@ impl Services {
 
     /// Starts the node's supervision tree (accounts and projects branches;
     /// publishing adds the scheduler's). Call once, before serving.
-    pub async fn start_supervision(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn start_supervision(
+        self: &Arc<Self>,
+    ) -> Result<(), crate::supervisor::SupervisionError> {
         supervision::start(self).await
     }
 
@@ -205,7 +207,10 @@ impl Services {
     /// the tree's `projects` branch.
     /// Starting a project that already runs here (a hand-off racing its
     /// creation) does nothing.
-    pub async fn start_project(self: &Arc<Self>, project: ProjectRecord) -> Result<(), String> {
+    pub async fn start_project(
+        self: &Arc<Self>,
+        project: ProjectRecord,
+    ) -> Result<(), crate::supervisor::SupervisionError> {
         let id = project.id.clone();
         if self.project_actor(&id).is_some() {
             return Ok(());
@@ -219,7 +224,7 @@ impl Services {
         } {
             Ok(spawned) => spawned,
             Err(ractor::SpawnErr::ActorAlreadyRegistered(_)) => return Ok(()),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         self.projects
             .lock()
@@ -264,7 +269,7 @@ impl Services {
         let n = unfinished.len();
         for p in unfinished {
             tracing::info!(project_id = %p.id, state = p.state.as_str(), "resuming project");
-            self.start_project(p).await?;
+            self.start_project(p).await.map_err(|e| e.to_string())?;
         }
         let renders = self.fail_interrupted_renders().await?;
         if renders > 0 {

@@ -7,10 +7,10 @@ use ractor::ActorCell;
 
 use super::Services;
 use crate::project::records::{self, ProjectRecord};
-use crate::supervisor::{policy, Children};
+use crate::supervisor::{policy, Children, SupervisionError};
 
 /// Starts the node supervisor with the `accounts` and `projects` branches.
-pub async fn start(services: &Arc<Services>) -> Result<(), String> {
+pub async fn start(services: &Arc<Services>) -> Result<(), SupervisionError> {
     let tree = services.tree.clone();
     tree.start().await?;
     let weak = Arc::downgrade(services);
@@ -40,12 +40,17 @@ impl Children for AccountChildren {
         self.0.upgrade()?.users.user_of(cell.get_id())
     }
 
-    async fn restart(&self, id: &str, failed: &ActorCell, sup: ActorCell) -> Result<(), String> {
-        let services = self.0.upgrade().ok_or("the node is stopping")?;
-        services
+    async fn restart(
+        &self,
+        id: &str,
+        failed: &ActorCell,
+        sup: ActorCell,
+    ) -> Result<(), SupervisionError> {
+        let services = self.0.upgrade().ok_or(SupervisionError::Stopping)?;
+        Ok(services
             .users
             .replace(&services.accounts, id, failed.get_id(), sup)
-            .await
+            .await?)
     }
 
     async fn give_up(&self, id: &str, failed: &ActorCell, _reason: &str) {
@@ -93,8 +98,13 @@ impl Children for ProjectChildren {
             .map(str::to_string)
     }
 
-    async fn restart(&self, id: &str, failed: &ActorCell, _sup: ActorCell) -> Result<(), String> {
-        let services = self.0.upgrade().ok_or("the node is stopping")?;
+    async fn restart(
+        &self,
+        id: &str,
+        failed: &ActorCell,
+        _sup: ActorCell,
+    ) -> Result<(), SupervisionError> {
+        let services = self.0.upgrade().ok_or(SupervisionError::Stopping)?;
         services.forget_project_actor(id, failed.get_id());
         match Self::stored(&services, id).await {
             Some(project) => services.start_project(project).await,
