@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::*;
 use crate::accounts::actor::Reserved;
@@ -296,4 +297,56 @@ async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
         .memory(&id)
         .expect("still active")
         .should_ask_sessions());
+}
+
+/// A reservation's records that take this long to produce (an actor
+/// stuck in a slow store).
+struct Slow(Duration);
+
+impl Reserved for Slow {
+    fn ops(&self, _: &CaptionStyle) -> Result<Vec<KvOp>> {
+        std::thread::sleep(self.0);
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_stops_waiting_for_a_stuck_actor() {
+    let kv = Arc::new(FlakyStore::default());
+    let tree = crate::supervisor::Tree::default();
+    let node = Node {
+        accounts: Arc::new(Accounts::new(kv.clone(), PlanTable::default())),
+        users: Arc::new(
+            UserRegistry::new(tree.accounts.clone()).with_call_timeout(Duration::from_millis(200)),
+        ),
+    };
+    let hash = hash_password("correct horse").expect("hash");
+    let id = node.sign_up("ana", "Ana", &hash).await.expect("sign up");
+    let late = node
+        .call(&id, |reply| AccountMsg::Reserve {
+            project_id: "p1".into(),
+            credits: 10,
+            template: "default".into(),
+            records: Box::new(Slow(Duration::from_millis(1500))),
+            reply,
+        })
+        .await;
+    assert!(
+        matches!(&late, Err(AccountError::Internal(m)) if m.contains("no answer within")),
+        "{late:?}"
+    );
+    // The message was not taken back: the actor finishes it, then answers
+    // again (asked until it does; each ask waits 200 ms at most).
+    let mut held = None;
+    for _ in 0..100 {
+        if let Ok(h) = node.call(&id, AccountMsg::HeldState).await {
+            held = h;
+            break;
+        }
+    }
+    let credits = node
+        .accounts
+        .held_balance(&held.expect("an account"))
+        .expect("balance");
+    assert_eq!((credits.credits, credits.reserved), (50, 10));
 }

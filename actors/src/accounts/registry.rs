@@ -44,6 +44,8 @@ pub struct UserRegistry {
     /// failure (actor → account), so the supervisor can still tell whose
     /// actor failed. Bounded; each entry is taken once.
     replaced: Mutex<HashMap<ActorId, String>>,
+    /// How long a caller waits for an answer ([`CALL_TIMEOUT`]).
+    call_timeout: Duration,
 }
 
 impl UserRegistry {
@@ -52,7 +54,14 @@ impl UserRegistry {
             live: Mutex::new(HashMap::new()),
             branch,
             replaced: Mutex::new(HashMap::new()),
+            call_timeout: CALL_TIMEOUT,
         }
+    }
+
+    /// The same, waiting at most `timeout` for an answer.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
@@ -163,12 +172,12 @@ impl UserRegistry {
             meta.sent();
             match actor.send_message(msg) {
                 Ok(()) => {
-                    return match tokio::time::timeout(CALL_TIMEOUT, rx).await {
+                    return match tokio::time::timeout(self.call_timeout, rx).await {
                         Ok(Ok(out)) => out,
                         Ok(Err(_)) => Err(unavailable("it stopped before answering")),
                         Err(_) => Err(unavailable(format!(
-                            "no answer within {} s",
-                            CALL_TIMEOUT.as_secs()
+                            "no answer within {:?}",
+                            self.call_timeout
                         ))),
                     };
                 }
