@@ -151,22 +151,30 @@ impl ApiError {
     }
 }
 
+/// An account error's status and code in the uniform error body; a
+/// server fault's details go to the log only.
 impl From<AccountError> for ApiError {
     fn from(e: AccountError) -> Self {
-        if let AccountError::RateLimited { retry_after_secs } = e {
-            crate::ratelimit::note_retry_after(retry_after_secs);
-        }
+        use AccountError as E;
         let msg = e.to_string();
-        match e.status() {
-            400 => ApiError::BadRequest(body(e.code(), msg)),
-            401 => ApiError::Unauthorized(body(e.code(), msg)),
-            402 => ApiError::PaymentRequired(body(e.code(), msg)),
-            403 => ApiError::Forbidden(body(e.code(), msg)),
-            404 => ApiError::NotFound(body(e.code(), msg)),
-            409 => ApiError::Conflict(body(e.code(), msg)),
-            413 => ApiError::PayloadTooLarge(body(e.code(), msg)),
-            429 => ApiError::TooManyRequests(body(e.code(), msg)),
-            _ => ApiError::internal("account operation failed", msg),
+        match e {
+            E::InvalidInput(_) => ApiError::BadRequest(body("invalid_input", msg)),
+            E::InvalidCredentials => ApiError::Unauthorized(body("invalid_credentials", msg)),
+            E::Unauthorized => ApiError::Unauthorized(body("unauthorized", msg)),
+            E::InsufficientCredits { .. } => {
+                ApiError::PaymentRequired(body("insufficient_credits", msg))
+            }
+            E::PlanNotAllowed(_) => ApiError::PaymentRequired(body("checkout_required", msg)),
+            E::NotFound(_) => ApiError::NotFound(body("not_found", msg)),
+            E::Conflict(_) => ApiError::Conflict(body("conflict", msg)),
+            E::QuotaExceeded { .. } => {
+                ApiError::PayloadTooLarge(body("storage_quota_exceeded", msg))
+            }
+            E::RateLimited { retry_after_secs } => {
+                crate::ratelimit::note_retry_after(retry_after_secs);
+                ApiError::TooManyRequests(body("rate_limited", msg))
+            }
+            E::Storage(_) | E::Internal(_) => ApiError::internal("account operation failed", msg),
         }
     }
 }
@@ -343,6 +351,68 @@ pub fn paging(page: Option<i64>, limit: Option<i64>) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn account_errors_map_to_statuses_and_codes() {
+        use clipforge_actors::storage::kv::StorageError;
+        use poem::IntoResponse;
+        let cases = [
+            (
+                AccountError::InvalidInput("name: empty".into()),
+                400,
+                "invalid_input",
+            ),
+            (AccountError::InvalidCredentials, 401, "invalid_credentials"),
+            (AccountError::Unauthorized, 401, "unauthorized"),
+            (
+                AccountError::InsufficientCredits {
+                    needed: 3,
+                    available: 1,
+                },
+                402,
+                "insufficient_credits",
+            ),
+            (
+                AccountError::PlanNotAllowed("buy".into()),
+                402,
+                "checkout_required",
+            ),
+            (AccountError::NotFound("caption template"), 404, "not_found"),
+            (AccountError::Conflict("taken".into()), 409, "conflict"),
+            (
+                AccountError::QuotaExceeded {
+                    needed: 1,
+                    used: 2,
+                    limit: 2,
+                },
+                413,
+                "storage_quota_exceeded",
+            ),
+            (
+                AccountError::RateLimited {
+                    retry_after_secs: 9,
+                },
+                429,
+                "rate_limited",
+            ),
+            (
+                AccountError::Storage(StorageError::Corrupt("secret detail".into())),
+                500,
+                "internal_error",
+            ),
+        ];
+        for (err, status, code) in cases {
+            let what = err.to_string();
+            let resp = ApiError::from(err).into_response();
+            assert_eq!(resp.status().as_u16(), status, "{what}");
+            let body: serde_json::Value =
+                serde_json::from_str(&resp.into_body().into_string().await.unwrap()).unwrap();
+            assert_eq!(body["error"], code, "{what}");
+            if status == 500 {
+                assert!(!body.to_string().contains("secret detail"), "{body}");
+            }
+        }
+    }
 
     #[test]
     fn paging_is_clamped() {

@@ -175,23 +175,27 @@ fn string<'a, T, const R: bool>(field: &str, v: &'a Checked<T, R>) -> ApiResult<
     }
 }
 
+/// A scheduling error's status and code in the uniform error body.
 impl From<PublishError> for ApiError {
     fn from(e: PublishError) -> Self {
-        let (status, code) = e.status_code();
+        use PublishError as E;
         let msg = e.to_string();
-        match status {
-            400 => ApiError::bad_request(code, msg),
-            403 => ApiError::forbidden(code, msg),
-            404 => ApiError::not_found(match e {
-                PublishError::NotFound(what) => what,
-                _ => "resource",
-            }),
-            409 => ApiError::conflict(code, msg),
-            503 => ApiError::Unavailable(Json(super::ErrorBody {
+        let unavailable = |code: &str, message: String| {
+            ApiError::Unavailable(Json(super::ErrorBody {
                 error: code.into(),
-                message: msg,
-            })),
-            _ => ApiError::internal("scheduling", msg),
+                message,
+            }))
+        };
+        match e {
+            E::Invalid { .. } => ApiError::bad_request("invalid_field", msg),
+            E::OAuth(_) => ApiError::bad_request("oauth_failed", msg),
+            E::IntegrationRequired(_) => ApiError::forbidden("integration_required", msg),
+            E::WrongSession => ApiError::forbidden("oauth_session_mismatch", msg),
+            E::NotFound(what) => ApiError::not_found(what),
+            E::Conflict { code, .. } => ApiError::conflict(code, msg),
+            E::NotConfigured(_) => unavailable("provider_not_configured", msg),
+            E::Upstream(_) => unavailable("provider_unavailable", msg),
+            E::Storage(_) => ApiError::internal("scheduling", msg),
         }
     }
 }

@@ -105,7 +105,6 @@ fn insufficient_credits_change_nothing() {
         ),
         "{err:?}"
     );
-    assert_eq!((err.status(), err.code()), (402, "insufficient_credits"));
     assert_eq!(fx.dump(), before);
     fx.accounts
         .reserve(user, "p2", 10)

@@ -248,21 +248,6 @@ impl PublishError {
             message: message.into(),
         }
     }
-
-    /// (HTTP status, error code) of the uniform error body.
-    pub fn status_code(&self) -> (u16, &'static str) {
-        match self {
-            PublishError::Invalid { .. } => (400, "invalid_field"),
-            PublishError::NotFound(_) => (404, "not_found"),
-            PublishError::IntegrationRequired(_) => (403, "integration_required"),
-            PublishError::Conflict { code, .. } => (409, code),
-            PublishError::NotConfigured(_) => (503, "provider_not_configured"),
-            PublishError::OAuth(_) => (400, "oauth_failed"),
-            PublishError::WrongSession => (403, "oauth_session_mismatch"),
-            PublishError::Upstream(_) => (503, "provider_unavailable"),
-            PublishError::Storage(_) => (500, "internal_error"),
-        }
-    }
 }
 
 pub type Result<T, E = PublishError> = std::result::Result<T, E>;
