@@ -163,7 +163,7 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
         let found = state
             .services
             .blocking(move |kv| {
-                use clipforge_actors::project::records::{load_project, owner_of};
+                use clipforge_actors::projects::records::{load_project, owner_of};
                 match owner_of(kv, &id)? {
                     Some(user) => load_project(kv, &user, &id),
                     None => Ok(None),
@@ -173,7 +173,7 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
         if let Ok(Some(p)) = found {
             view["project"] = json!({
                 "userId": p.user_id, "title": p.title, "state": p.state.as_str(),
-                "stepProgress": clipforge_actors::project::records::step_progress_json(&p.step_progress),
+                "stepProgress": clipforge_actors::projects::records::step_progress_json(&p.step_progress),
             });
         }
     }

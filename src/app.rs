@@ -29,8 +29,8 @@ use crate::api::keys::KeysApi;
 use crate::api::media::MediaApi;
 use crate::api::notifications::NotificationsApi;
 use crate::api::plans::PlansApi;
+use crate::api::posts::ScheduleApi;
 use crate::api::projects::ProjectsApi;
-use crate::api::schedule::ScheduleApi;
 use crate::api::templates::TemplatesApi;
 use crate::api::webhooks::WebhooksApi;
 use crate::config::Config;
@@ -195,7 +195,7 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     // Join the cluster first: resumed projects then send their stages to
     // the cluster's workers, and the scheduler knows it is clustered.
     let cluster = crate::cluster::start(&config, &services).await?;
-    let publishing = crate::publishing::start(&config, &public_url, services.clone()).await?;
+    let publishing = crate::posts::start(&config, &public_url, services.clone()).await?;
     crate::webhooks::start(&config, &services, links.clone()).await?;
     // Periodic node work beyond the sweeps: platform tokens refreshed and,
     // on a cluster, projects and posts taken over by their owners once the

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load, Role};
 use clipforge_actors::housekeeping::Periodic;
-use clipforge_actors::publish::Publishing;
+use clipforge_actors::posts::Publishing;
 use clipforge_actors::service::Services;
 use poem::web::Data;
 use poem::{handler, Request, Response};

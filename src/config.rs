@@ -111,13 +111,13 @@ pub struct PipelineConfig {
 
 impl PipelineConfig {
     /// The re-ranker's settings, when `rerank_url` is set.
-    pub fn rerank(&self) -> Option<clipforge_actors::project::stages::rerank::RerankConfig> {
+    pub fn rerank(&self) -> Option<clipforge_actors::projects::stages::rerank::RerankConfig> {
         let url = self
             .rerank_url
             .as_deref()
             .map(str::trim)
             .filter(|u| !u.is_empty())?;
-        Some(clipforge_actors::project::stages::rerank::RerankConfig {
+        Some(clipforge_actors::projects::stages::rerank::RerankConfig {
             base_url: url.to_string(),
             api_key: Some(self.rerank_api_key.expose().to_string()).filter(|k| !k.is_empty()),
             model: self.rerank_model.clone(),

@@ -21,7 +21,7 @@ mod leftovers;
 mod mcp;
 mod media;
 mod middleware;
-mod publishing;
+mod posts;
 mod ratelimit;
 mod security;
 mod session;

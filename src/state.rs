@@ -22,7 +22,7 @@ pub struct AppState {
     /// Stripe billing; `None` when not configured (billing routes answer 503).
     pub billing: Option<Arc<clipforge_actors::billing::Billing>>,
     /// Scheduling and publishing to the platforms.
-    pub publishing: Arc<clipforge_actors::publish::Publishing>,
+    pub publishing: Arc<clipforge_actors::posts::Publishing>,
     /// Cluster membership; `None` for a single node (no `[cluster]`).
     pub cluster: Option<Arc<clipforge_actors::cluster::Cluster>>,
     /// Rate limits, client address, browser safety (`crate::security`).

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use clipforge_actors::accounts::{NotificationKind, Said};
-use clipforge_actors::project::records::{ClipRecord, ProjectRecord};
-use clipforge_actors::publish::posts::PostRecord;
+use clipforge_actors::posts::post::PostRecord;
+use clipforge_actors::projects::records::{ClipRecord, ProjectRecord};
 use clipforge_actors::service::Services;
 use clipforge_actors::storage::kv::decode;
 use clipforge_actors::storage::links::StableLinks;
@@ -31,7 +31,7 @@ impl Render for Views {
             }
             Subject::Post(bytes) => {
                 let p: PostRecord = decode(bytes).map_err(|e| e.to_string())?;
-                crate::api::schedule::post_json(&p)
+                crate::api::posts::post_json(&p)
             }
             Subject::Credits { remaining, monthly } => {
                 Some(json!({ "credits": remaining, "totalCredits": monthly }))

@@ -150,9 +150,9 @@ fn every_path_and_name_the_documents_mention_exists() {
         "scripts",
         "docs",
         "docs/internals",
-        "actors/src/project",
+        "actors/src/projects",
         "actors/src/media",
-        "actors/src/project/stages",
+        "actors/src/projects/stages",
     ];
     let mut docs = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     docs.extend(

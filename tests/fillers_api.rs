@@ -14,7 +14,7 @@ fn secs(display: &Value) -> u64 {
 }
 
 fn is_filler(word: &str) -> bool {
-    clipforge_actors::project::stages::fillers::is_filler_word(word)
+    clipforge_actors::projects::stages::fillers::is_filler_word(word)
 }
 
 #[tokio::test(flavor = "multi_thread")]

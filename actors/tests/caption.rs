@@ -10,10 +10,10 @@ use std::time::Duration;
 use clipforge_actors::captions::template::CaptionStyle;
 use clipforge_actors::media::face;
 use clipforge_actors::media::ffprobe;
-use clipforge_actors::project::reframe::Layout;
-use clipforge_actors::project::stages::caption::{run_stage, CaptionOptions};
-use clipforge_actors::project::stages::cut::ClipPlan;
-use clipforge_actors::project::stages::{Progress, StageCtx, StageError};
+use clipforge_actors::projects::reframe::Layout;
+use clipforge_actors::projects::stages::caption::{run_stage, CaptionOptions};
+use clipforge_actors::projects::stages::cut::ClipPlan;
+use clipforge_actors::projects::stages::{Progress, StageCtx, StageError};
 use clipforge_actors::transcript::{Transcript, Word};
 use tokio_util::sync::CancellationToken;
 

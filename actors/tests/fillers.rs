@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use clipforge_actors::captions::subtitles::parse_srt;
 use clipforge_actors::captions::template::CaptionStyle;
-use clipforge_actors::project::pipeline::{self, PipelineOptions, PipelineResult};
-use clipforge_actors::project::stages::caption::CaptionOptions;
-use clipforge_actors::project::stages::fillers::{
+use clipforge_actors::projects::pipeline::{self, PipelineOptions, PipelineResult};
+use clipforge_actors::projects::stages::caption::CaptionOptions;
+use clipforge_actors::projects::stages::fillers::{
     filler_marks, is_filler_word, removed_secs, to_clip_time,
 };
 use tokio_util::sync::CancellationToken;

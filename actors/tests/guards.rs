@@ -10,8 +10,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
-use clipforge_actors::project::stages::{Progress, StageCtx};
+use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::projects::stages::{Progress, StageCtx};
 use clipforge_actors::transcript::{join_words, Word};
 use tokio_util::sync::CancellationToken;
 

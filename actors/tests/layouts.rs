@@ -11,12 +11,12 @@ use std::process::Command;
 use clipforge_actors::captions::template::CaptionStyle;
 use clipforge_actors::media::spare_cpu::SpareCpu;
 use clipforge_actors::media::{face, ffprobe};
-use clipforge_actors::project::reframe::graph::Composition;
-use clipforge_actors::project::reframe::speaker::jitter;
-use clipforge_actors::project::reframe::{frame_clip, AspectRatio, Framing, Layout};
-use clipforge_actors::project::stages::caption::{run_stage, CaptionOptions};
-use clipforge_actors::project::stages::cut::ClipPlan;
-use clipforge_actors::project::stages::{Progress, StageCtx};
+use clipforge_actors::projects::reframe::graph::Composition;
+use clipforge_actors::projects::reframe::speaker::jitter;
+use clipforge_actors::projects::reframe::{frame_clip, AspectRatio, Framing, Layout};
+use clipforge_actors::projects::stages::caption::{run_stage, CaptionOptions};
+use clipforge_actors::projects::stages::cut::ClipPlan;
+use clipforge_actors::projects::stages::{Progress, StageCtx};
 use clipforge_actors::transcript::Transcript;
 use tokio_util::sync::CancellationToken;
 

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use clipforge_actors::captions::subtitles::{parse_srt, parse_vtt};
 use clipforge_actors::captions::template::CaptionStyle;
-use clipforge_actors::project::pipeline::{self, PipelineOptions, PipelineResult};
-use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
-use clipforge_actors::project::stages::{probe, Progress, Stage, StageCtx, StageError};
+use clipforge_actors::projects::pipeline::{self, PipelineOptions, PipelineResult};
+use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::projects::stages::{probe, Progress, Stage, StageCtx, StageError};
 use clipforge_actors::transcript::join_words;
 use tokio_util::sync::CancellationToken;
 
@@ -238,13 +238,13 @@ async fn clips_are_cut_on_words_inside_the_preset_and_encoded() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 
     // Deterministic: the same input gives the same cuts.
-    let cut_only = clipforge_actors::project::stages::score::select_clips(
+    let cut_only = clipforge_actors::projects::stages::score::select_clips(
         &r.transcript,
         &Default::default(),
         (15.0, 30.0),
         2,
     );
-    let again = clipforge_actors::project::stages::score::select_clips(
+    let again = clipforge_actors::projects::stages::score::select_clips(
         &r.transcript,
         &Default::default(),
         (15.0, 30.0),

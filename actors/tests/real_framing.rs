@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use clipforge_actors::project::reframe::graph::Composition;
-use clipforge_actors::project::reframe::keepout::caption_y;
-use clipforge_actors::project::reframe::{frame_clip, Framing, Layout};
+use clipforge_actors::projects::reframe::graph::Composition;
+use clipforge_actors::projects::reframe::keepout::caption_y;
+use clipforge_actors::projects::reframe::{frame_clip, Framing, Layout};
 use tokio_util::sync::CancellationToken;
 
 const VERTICAL: (u32, u32) = (1080, 1920);

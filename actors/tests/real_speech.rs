@@ -15,10 +15,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use clipforge_actors::captions::subtitles::{cues_from_words, to_srt};
-use clipforge_actors::project::stages::cut::{self, ClipPlan, CutOptions};
-use clipforge_actors::project::stages::score::preset_range;
-use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
-use clipforge_actors::project::stages::{Progress, StageCtx};
+use clipforge_actors::projects::stages::cut::{self, ClipPlan, CutOptions};
+use clipforge_actors::projects::stages::score::preset_range;
+use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::projects::stages::{Progress, StageCtx};
 use clipforge_actors::transcript::{Transcript, Word};
 use tokio_util::sync::CancellationToken;
 

@@ -9,9 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use clipforge_actors::project::stages::cut::{self, CutOptions};
-use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
-use clipforge_actors::project::stages::{Progress, StageCtx};
+use clipforge_actors::projects::stages::cut::{self, CutOptions};
+use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::projects::stages::{Progress, StageCtx};
 use tokio_util::sync::CancellationToken;
 
 const COOKING: &str = "Fresh pasta needs only flour, eggs and a little patience. \

@@ -206,7 +206,7 @@ pub async fn user_view(state: &State, a: &clipforge_actors::accounts::Account) -
         name: a.name.clone().into(),
         image: avatar_url(state, &a.avatar_key).await.map(Uri),
         plan: a.plan.as_str().into(),
-        created_at: clipforge_actors::project::records::iso8601(a.created_at_ms).into(),
+        created_at: clipforge_actors::projects::records::iso8601(a.created_at_ms).into(),
     }
 }
 

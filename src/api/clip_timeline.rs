@@ -129,7 +129,7 @@ fn view(f: ClipFaces) -> ClipFacesView {
                     .map(|(t, face)| {
                         let w = (face.size * sw).clamp(2.0, sw);
                         let h =
-                            (w * clipforge_actors::project::reframe::keepout::FACE_HEIGHT).min(sh);
+                            (w * clipforge_actors::projects::reframe::keepout::FACE_HEIGHT).min(sh);
                         let x = (face.cx * sw - w / 2.0).clamp(0.0, sw - w);
                         let y = (face.cy * sh - h / 2.0).clamp(0.0, sh - h);
                         FaceBox {

@@ -9,7 +9,7 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
-use clipforge_actors::project::records::iso8601;
+use clipforge_actors::projects::records::iso8601;
 use clipforge_actors::service::clip_edit::{ClipChange, Edited};
 use clipforge_actors::service::clip_reframe::{ReframeRequest, ReframeTarget};
 

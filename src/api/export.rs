@@ -9,7 +9,7 @@ use super::formats::ExportFormat;
 use super::projects::owned_project;
 use super::projects_types::status_text;
 use super::{ApiError, ApiResult, Auth, State};
-use clipforge_actors::project::export::ExportFormat as Format;
+use clipforge_actors::projects::export::ExportFormat as Format;
 use clipforge_actors::service::export::{ExportBody, ExportError, ExportRequest};
 use poem::web::Data;
 

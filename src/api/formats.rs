@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn enums_match_the_engine() {
         use clipforge_actors::accounts::Plan as P;
-        use clipforge_actors::publish::Provider as Pr;
+        use clipforge_actors::posts::Provider as Pr;
         let plans: Vec<&str> = P::ALL.iter().map(|p| p.as_str()).collect();
         assert_eq!(plans, Plan::VALUES);
         let providers: Vec<&str> = Pr::ALL.iter().map(|p| p.as_str()).collect();

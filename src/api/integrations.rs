@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::formats::{DateTime, Provider as ProviderName, Text, Uri};
 use super::{ApiError, ApiResult, Auth, State};
-use clipforge_actors::publish::{Provider, PublishError};
+use clipforge_actors::posts::{Provider, PublishError};
 
 #[derive(Tags)]
 enum Tag {

@@ -12,7 +12,7 @@ use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::AccountError;
 use clipforge_actors::media::download::{self, MetaError, VideoMeta};
 use clipforge_actors::media::{ffprobe, frame};
-use clipforge_actors::project::stages::StageError;
+use clipforge_actors::projects::stages::StageError;
 use clipforge_actors::service::uploads::{frame_key, UploadRecord, UPLOADS};
 use clipforge_actors::storage::kv;
 

@@ -19,11 +19,11 @@ use super::projects_types::{
 use super::templates::TemplateStyle;
 use super::{paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
-use clipforge_actors::project::events::ProjectEvent;
-use clipforge_actors::project::records::{ProjectRecord, ProjectState};
-use clipforge_actors::project::reframe::{AspectRatio, Layout};
-use clipforge_actors::project::stages::score::preset_range;
-use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
+use clipforge_actors::projects::events::ProjectEvent;
+use clipforge_actors::projects::records::{ProjectRecord, ProjectState};
+use clipforge_actors::projects::reframe::{AspectRatio, Layout};
+use clipforge_actors::projects::stages::score::preset_range;
+use clipforge_actors::projects::stages::steer::MAX_PROMPT_CHARS;
 use clipforge_actors::service::project_api::{
     NewProject as CreateRequest, NewSource, ProjectError,
 };

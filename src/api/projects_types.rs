@@ -9,9 +9,9 @@ use super::formats::{
     ProjectState, ProjectStatusText, Text, Uri, Uuid,
 };
 use super::templates::TemplateStyle;
-use clipforge_actors::project::clip_history::RenderState;
-use clipforge_actors::project::events::ProjectEventBody;
-use clipforge_actors::project::records::{
+use clipforge_actors::projects::clip_history::RenderState;
+use clipforge_actors::projects::events::ProjectEventBody;
+use clipforge_actors::projects::records::{
     self as records, date_of, iso8601, ClipRecord, ProjectRecord, ProjectState as State, Source,
 };
 use clipforge_actors::service::uploads::frame_key;
@@ -511,7 +511,7 @@ mod tests {
     /// The keys of each event's `data` are the ones `SseEvent` documents.
     #[test]
     fn event_data_is_what_the_document_says() {
-        use clipforge_actors::project::events::{
+        use clipforge_actors::projects::events::{
             CancelledEvent, ClipEvent, CompletedEvent, FailedEvent, ProgressEvent,
             ProjectEventBody as B, RenderEvent,
         };

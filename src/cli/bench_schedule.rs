@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use clipforge_actors::accounts::{now_ms, Accounts, PlanTable};
 use clipforge_actors::media::whisper::ModelOptions;
-use clipforge_actors::publish::crypto::TokenCipher;
-use clipforge_actors::publish::posts::{self, PostRecord};
-use clipforge_actors::publish::{Provider, PublishSettings, Publishing};
+use clipforge_actors::posts::crypto::TokenCipher;
+use clipforge_actors::posts::post::{self, PostRecord};
+use clipforge_actors::posts::{Provider, PublishSettings, Publishing};
 use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
 use clipforge_actors::storage::objects::LocalStore;
@@ -115,9 +115,9 @@ async fn rearm(dir: &Path) -> anyhow::Result<()> {
     let rss_open = rss_mb();
     let s = services(dir).await?;
     // Warm the page cache so the baseline and the measure read alike.
-    s.blocking(posts::due_entries).await?;
+    s.blocking(post::due_entries).await?;
     let t = Instant::now();
-    let n = s.blocking(posts::due_entries).await?.len();
+    let n = s.blocking(post::due_entries).await?.len();
     let scan = t.elapsed().as_secs_f64();
     let rss_before = rss_mb();
     let t = Instant::now();
@@ -159,7 +159,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         for chunk in (0..args.posts).collect::<Vec<_>>().chunks(5_000) {
             let mut ops = Vec::new();
             for &i in chunk {
-                ops.extend(posts::insert_ops(&record(
+                ops.extend(post::insert_ops(&record(
                     "bench-user",
                     day + (i as i64 % 3_600_000),
                     i,
@@ -252,7 +252,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         let recs = s
             .blocking(move |kv| {
                 ids.iter()
-                    .map(|id| posts::load(kv, id))
+                    .map(|id| post::load(kv, id))
                     .collect::<Result<Vec<_>, _>>()
             })
             .await?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use clipforge_actors::accounts::{hash_password, Accounts, PlanTable};
 use clipforge_actors::captions::template::CaptionStyle;
-use clipforge_actors::project::records::{
+use clipforge_actors::projects::records::{
     new_project_ops, now_ms, ProjectRecord, ProjectState, Source,
 };
 use clipforge_actors::storage::kv::{KvStore, SledStore};

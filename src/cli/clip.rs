@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use clipforge_actors::captions::template::{CaptionStyle, PRESETS};
 use clipforge_actors::media::whisper::{ModelOptions, WhisperModel};
-use clipforge_actors::project::export;
-use clipforge_actors::project::pipeline::{self, PipelineOptions};
-use clipforge_actors::project::reframe::{AspectRatio, Layout};
-use clipforge_actors::project::stages::caption::CaptionOptions;
-use clipforge_actors::project::stages::rerank::RerankConfig;
-use clipforge_actors::project::stages::score::preset_range;
-use clipforge_actors::project::stages::steer::MAX_PROMPT_CHARS;
-use clipforge_actors::project::stages::{Stage, StageError};
+use clipforge_actors::projects::export;
+use clipforge_actors::projects::pipeline::{self, PipelineOptions};
+use clipforge_actors::projects::reframe::{AspectRatio, Layout};
+use clipforge_actors::projects::stages::caption::CaptionOptions;
+use clipforge_actors::projects::stages::rerank::RerankConfig;
+use clipforge_actors::projects::stages::score::preset_range;
+use clipforge_actors::projects::stages::steer::MAX_PROMPT_CHARS;
+use clipforge_actors::projects::stages::{Stage, StageError};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clipforge_actors::media::whisper::{ModelOptions, WhisperModel};
-use clipforge_actors::project::stages::transcribe::{self, TranscribeOptions};
-use clipforge_actors::project::stages::{Progress, StageCtx, StageError};
+use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
+use clipforge_actors::projects::stages::{Progress, StageCtx, StageError};
 use tokio_util::sync::CancellationToken;
 
 use super::ModelArgs;

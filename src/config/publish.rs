@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use clipforge_actors::publish::{ProviderSettings, PublishSettings};
+use clipforge_actors::posts::{ProviderSettings, PublishSettings};
 use serde::Deserialize;
 
 use super::Secret;
@@ -120,7 +120,7 @@ impl PublishConfig {
             return Err("publish.youtube_privacy: use public, unlisted or private".into());
         }
         if !self.token_key.is_empty() {
-            clipforge_actors::publish::crypto::TokenCipher::from_hex(self.token_key.expose())
+            clipforge_actors::posts::crypto::TokenCipher::from_hex(self.token_key.expose())
                 .map_err(|e| format!("publish.token_key: {e}"))?;
         }
         Ok(())
@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(s.tiktok.client_secret, "tt-secret");
         assert_eq!(s.youtube.token_url, "https://oauth2.googleapis.com/token");
         assert_eq!(
-            s.redirect_uri(clipforge_actors::publish::Provider::YouTube),
+            s.redirect_uri(clipforge_actors::posts::Provider::YouTube),
             "http://host/api/integrations/youtube/callback"
         );
     }

@@ -177,8 +177,7 @@ impl TestPostgres {
     /// checkpoint; the next start recovers from the WAL).
     pub fn stop(&self) {
         self.check(
-            &mut self
-                .command(&self.bin.join("pg_ctl"))
+            self.command(&self.bin.join("pg_ctl"))
                 .arg("-D")
                 .arg(self.data_dir())
                 .args(["-w", "-t", "60", "-m", "immediate", "stop"]),

@@ -1,6 +1,6 @@
 //! Mouth motion: how much each face's mouth moves between two decoded
 //! frames, against how much its head moves — the picture's half of the
-//! active-speaker evidence (`project::reframe::speaker`).
+//! active-speaker evidence (`projects::reframe::speaker`).
 //!
 //! A talker's head moves too (nods, turns, gestures), often more than the
 //! mouth, so the raw motion of the mouth region says little. The head's

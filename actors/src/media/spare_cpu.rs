@@ -5,7 +5,7 @@
 //! [`SpareCpu::raise`] puts them back under the normal policy.
 //!
 //! `SCHED_IDLE` rather than nice 19: measured beside the Whisper model
-//! (`project/stages/ahead.rs`), nice-19 face analysis made the model
+//! (`projects/stages/ahead.rs`), nice-19 face analysis made the model
 //! about 0.3 s slower on a minute of audio (its threads meet many times a
 //! second, and a waking model thread waited for a nice-19 one to be
 //! preempted); under `SCHED_IDLE` the model's time did not grow.

@@ -99,7 +99,7 @@ pub struct Decode<'a> {
     /// prior that the audio can overrule (see `language`).
     pub hint: Option<&'a str>,
     /// Text given to the decoder as what came before (e.g.
-    /// `project::stages::fillers::DISFLUENCY_PROMPT`, which makes Whisper
+    /// `projects::stages::fillers::DISFLUENCY_PROMPT`, which makes Whisper
     /// write "um" and "uh"); `None`: no prompt.
     pub previous: Option<&'a str>,
     /// Forbids writing any run of this many tokens twice (0: no limit, as

@@ -12,13 +12,13 @@ use super::clip_render::{self, RenderJob, RenderSlot};
 use super::edit_kit;
 use super::project_api::ProjectError;
 use super::Services;
-use crate::project::clip_history::{ClipEdits, ClipRender, RenderState};
-use crate::project::edit;
-use crate::project::more_clips;
-use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
-use crate::project::stages::caption::quality_label;
-use crate::project::stages::cut::ClipPlan;
-use crate::project::stages::score::preset_range;
+use crate::projects::clip_history::{ClipEdits, ClipRender, RenderState};
+use crate::projects::edit;
+use crate::projects::more_clips;
+use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
+use crate::projects::stages::caption::quality_label;
+use crate::projects::stages::cut::ClipPlan;
+use crate::projects::stages::score::preset_range;
 use crate::storage::kv::{self, KvOp};
 
 /// Most clips one `findMoreClips` call adds.

@@ -14,10 +14,10 @@ use super::Services;
 use crate::accounts::actor::AccountMsg;
 use crate::accounts::AccountError;
 use crate::captions::template::CaptionStyle;
-use crate::project::clip_history::{ClipRender, RenderState};
-use crate::project::edit;
-use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
-use crate::project::reframe::{AspectRatio, Layout};
+use crate::projects::clip_history::{ClipRender, RenderState};
+use crate::projects::edit;
+use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
+use crate::projects::reframe::{AspectRatio, Layout};
 use crate::storage::kv::{self, KvOp};
 use crate::transcript::Word;
 
@@ -337,7 +337,7 @@ impl Services {
             return Err(ProjectError::NotFound("version"));
         };
         let next = clip.latest_version() + 1;
-        clip.make_current(crate::project::clip_history::ClipVersion {
+        clip.make_current(crate::projects::clip_history::ClipVersion {
             version: next,
             created_at: now_ms(),
             bytes: 0,

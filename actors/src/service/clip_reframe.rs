@@ -11,11 +11,11 @@ use super::edit_kit::Kit;
 use super::project_api::ProjectError;
 use super::Services;
 use crate::media::face::{Face, SAMPLE_FPS};
-use crate::project::clip_history::framing_key;
-use crate::project::records::ClipRecord;
-use crate::project::reframe::manual::{self, ManualSpan, SeenFaces};
-use crate::project::reframe::Layout;
-use crate::project::stages::ahead::Preframed;
+use crate::projects::clip_history::framing_key;
+use crate::projects::records::ClipRecord;
+use crate::projects::reframe::manual::{self, ManualSpan, SeenFaces};
+use crate::projects::reframe::Layout;
+use crate::projects::stages::ahead::Preframed;
 
 /// What a span of a `reframe` edit asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]

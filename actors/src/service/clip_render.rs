@@ -15,14 +15,14 @@ use std::sync::{Arc, Mutex};
 
 use super::edit_kit;
 use super::Services;
-use crate::project::clip_history::{ClipEdits, ClipRender, ClipVersion};
-use crate::project::edit;
-use crate::project::events::{ProjectEventBody, RenderEvent};
-use crate::project::records::{now_ms, ClipRecord, ProjectRecord};
-use crate::project::reframe::manual::ManualSpan;
-use crate::project::stages::caption::{self, CaptionOptions};
-use crate::project::stages::cut::ClipPlan;
-use crate::project::stages::{Progress, StageCtx};
+use crate::projects::clip_history::{ClipEdits, ClipRender, ClipVersion};
+use crate::projects::edit;
+use crate::projects::events::{ProjectEventBody, RenderEvent};
+use crate::projects::records::{now_ms, ClipRecord, ProjectRecord};
+use crate::projects::reframe::manual::ManualSpan;
+use crate::projects::stages::caption::{self, CaptionOptions};
+use crate::projects::stages::cut::ClipPlan;
+use crate::projects::stages::{Progress, StageCtx};
 
 /// A render still `rendering` after this long was left by a node that
 /// stopped and did not come back: it no longer blocks edits.

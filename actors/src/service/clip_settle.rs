@@ -10,9 +10,9 @@ use super::clip_render::{render_event, stale, RenderJob};
 use super::Services;
 use crate::accounts::actor::AccountMsg;
 use crate::accounts::{AccountError, NotificationKind, Said};
-use crate::project::clip_history::{ClipVersion, RenderState};
-use crate::project::events::{ProjectEvent, ProjectEventBody};
-use crate::project::records::{self, ClipRecord, ProjectRecord};
+use crate::projects::clip_history::{ClipVersion, RenderState};
+use crate::projects::events::{ProjectEvent, ProjectEventBody};
+use crate::projects::records::{self, ClipRecord, ProjectRecord};
 use crate::storage::kv::{self, KvOp};
 use crate::webhooks::Subject;
 
@@ -320,7 +320,7 @@ impl Services {
                             key: k,
                             value: kv::encode(&p)?,
                         },
-                        crate::project::events::event_op(&p.id, &event)?,
+                        crate::projects::events::event_op(&p.id, &event)?,
                     ])?;
                     Ok(Some(event))
                 })

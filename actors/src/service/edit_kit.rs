@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use super::Services;
 use crate::media::ffprobe::MediaInfo;
-use crate::project::records::{ProjectRecord, Source};
-use crate::project::stages::cut::ClipPlan;
-use crate::project::stages::table::WorkFile;
-use crate::project::stages::StageError;
+use crate::projects::records::{ProjectRecord, Source};
+use crate::projects::stages::cut::ClipPlan;
+use crate::projects::stages::table::WorkFile;
+use crate::projects::stages::StageError;
 use crate::transcript::Transcript;
 
 /// The work files kept, besides the source.
@@ -126,7 +126,7 @@ pub async fn signals(
     project_id: &str,
 ) -> Result<(Vec<f32>, Option<Vec<f64>>), KitError> {
     let loudness: Vec<f32> = json(services, project_id, WorkFile::Loudness).await?;
-    let scenes: Option<crate::project::stages::ahead::Scenes> =
+    let scenes: Option<crate::projects::stages::ahead::Scenes> =
         match json(services, project_id, WorkFile::Scenes).await {
             Ok(s) => s,
             Err(KitError::Missing) => None,

@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::Services;
 use crate::media::ffprobe::MediaInfo;
-use crate::project::export::bundle::{self, Entry};
-use crate::project::export::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
-use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
-use crate::project::stages::fillers::to_source_offset;
+use crate::projects::export::bundle::{self, Entry};
+use crate::projects::export::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
+use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
+use crate::projects::stages::fillers::to_source_offset;
 
 /// What the caller asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

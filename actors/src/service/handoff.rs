@@ -2,14 +2,14 @@
 //! up nodes changed, stop the account and project actors this node no
 //! longer owns, and start the unfinished projects of the accounts it now
 //! owns from their stored records (they continue from their first
-//! unfinished stage). Scheduled posts hand off in `publish::engine`.
+//! unfinished stage). Scheduled posts hand off in `posts::engine`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::Services;
 use crate::cluster::Role;
-use crate::project::records as projects;
+use crate::projects::records as projects;
 
 /// How long a hand-off waits for a project actor to stop.
 const STOP_WAIT: Duration = Duration::from_secs(5);

@@ -44,8 +44,8 @@ use crate::accounts::actor::{AccountMsg, Notice, Reply};
 use crate::accounts::registry::{AccountDesk, UserRegistry};
 use crate::cluster::leases::NodeLeases;
 use crate::mailbox::{ActorMeta, Tracked};
-use crate::project::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
-use crate::project::records::{self, ClipRecord, ProjectRecord, ProjectState};
+use crate::projects::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
+use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState};
 use metrics::Metrics;
 use project_actor::{ProjectActor, ProjectMsg};
 
@@ -64,7 +64,7 @@ pub struct Settings {
     pub renders_per_account: usize,
     pub idle: Duration,
     /// The optional LLM re-ranker of clip candidates (off when `None`).
-    pub rerank: Option<crate::project::stages::rerank::RerankConfig>,
+    pub rerank: Option<crate::projects::stages::rerank::RerankConfig>,
 }
 
 /// A user's cached listing: total and rendered pages by (skip, take).
@@ -160,8 +160,8 @@ impl Services {
     }
 
     /// What publishing uses of this node.
-    pub fn post_host(&self) -> crate::publish::host::PostHost {
-        crate::publish::host::PostHost {
+    pub fn post_host(&self) -> crate::posts::host::PostHost {
+        crate::posts::host::PostHost {
             leases: self.leases.clone(),
             objects: self.objects.clone(),
             desk: self.desk(),

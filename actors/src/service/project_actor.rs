@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::work::{self, CaptionResult};
 use super::Services;
 use crate::mailbox::{ActorMeta, Tracked};
-use crate::project::events::ProjectEventBody;
-use crate::project::records::{now_ms, ProjectRecord, ProjectState};
-use crate::project::stages::{Progress, Stage, StageError};
+use crate::projects::events::ProjectEventBody;
+use crate::projects::records::{now_ms, ProjectRecord, ProjectState};
+use crate::projects::stages::{Progress, Stage, StageError};
 
 pub enum ProjectMsg {
     /// Take the project's lease (clustered), then start.
@@ -334,7 +334,7 @@ impl ProjectActor {
                 let (user, id) = (state.project.user_id.clone(), state.project.id.clone());
                 let stored = state
                     .services
-                    .blocking(move |kv| crate::project::records::load_project(kv, &user, &id))
+                    .blocking(move |kv| crate::projects::records::load_project(kv, &user, &id))
                     .await;
                 match stored {
                     Ok(Some(p)) if !p.state.is_terminal() => {

@@ -14,9 +14,9 @@ use super::Services;
 use crate::accounts::actor::{AccountMsg, Reserved};
 use crate::accounts::{text, AccountError};
 use crate::captions::template::CaptionStyle;
-use crate::project::events::{events_after, ProjectEvent, ProjectEventBody};
-use crate::project::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
-use crate::project::reframe::{AspectRatio, Layout};
+use crate::projects::events::{events_after, ProjectEvent, ProjectEventBody};
+use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
+use crate::projects::reframe::{AspectRatio, Layout};
 use crate::storage::kv::{self, KvOp};
 
 /// Longest clip title a user may give.

@@ -15,8 +15,8 @@ use super::workers::{reply_group, work_prefix, RemoteStageMsg, StageJob, StageRe
 use crate::cluster::wire::{worker_group, Wire};
 use crate::cluster::{Cluster, Pick};
 use crate::mailbox::Tracked;
-use crate::project::records::ProjectRecord;
-use crate::project::stages::{Stage, StageError};
+use crate::projects::records::ProjectRecord;
+use crate::projects::stages::{Stage, StageError};
 use crate::storage::objects::ObjectStore;
 
 /// Runs one stage of a project on a worker somewhere in the cluster and

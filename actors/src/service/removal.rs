@@ -4,7 +4,7 @@
 
 use super::{records, work, workers, Services};
 use crate::accounts::actor::AccountMsg;
-use crate::project::records::{ClipRecord, ProjectRecord};
+use crate::projects::records::{ClipRecord, ProjectRecord};
 use crate::storage::kv::{self, KvOp};
 
 impl Services {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::workers::{report_done, run_job, StageJob};
 use super::Services;
-use crate::project::stages::StageError;
+use crate::projects::stages::StageError;
 
 pub struct JobActor;
 

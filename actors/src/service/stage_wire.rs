@@ -8,7 +8,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::project::stages::StageError;
+use crate::projects::stages::StageError;
 use crate::storage::objects::ObjectStore;
 
 /// The default of `cluster.max_inline_bytes`.

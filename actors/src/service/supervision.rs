@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use ractor::ActorCell;
 
 use super::Services;
-use crate::project::records::{self, ProjectRecord};
+use crate::projects::records::{self, ProjectRecord};
 use crate::supervisor::{policy, Children, SupervisionError};
 
 /// Starts the node supervisor with the `accounts` and `projects` branches.

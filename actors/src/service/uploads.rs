@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Services;
 use crate::accounts::actor::AccountMsg;
-use crate::project::records::{self, ProjectRecord, Source};
+use crate::projects::records::{self, ProjectRecord, Source};
 use crate::storage::kv::{self, KvOp};
 
 /// Tree of upload records, keyed by the upload's key (`fileKey`).

@@ -1,6 +1,6 @@
 //! A project's stages as the service runs them: each reads what the previous
 //! stage left in the project's work folder and writes its own result there
-//! (`project/stages/run.rs`, by the stage table), so a project resumes from
+//! (`projects/stages/run.rs`, by the stage table), so a project resumes from
 //! its last finished stage after a restart. The caption stage's clips are
 //! stored here as objects and clip records.
 
@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use super::Services;
 use crate::media::whisper::WhisperModel;
-use crate::project::clip_history::{captions_key, framing_key};
-use crate::project::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
-use crate::project::stages::caption::{CaptionOptions, RenderedClip};
-use crate::project::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
-use crate::project::stages::score::preset_range;
-use crate::project::stages::{Progress, Stage, StageCtx, StageError};
+use crate::projects::clip_history::{captions_key, framing_key};
+use crate::projects::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
+use crate::projects::stages::caption::{CaptionOptions, RenderedClip};
+use crate::projects::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
+use crate::projects::stages::score::preset_range;
+use crate::projects::stages::{Progress, Stage, StageCtx, StageError};
 use crate::storage::objects::ObjectStore;
 
 /// The work folder of a project.
@@ -150,7 +150,7 @@ async fn store_rendered(
         media,
         transcript,
     } = captioned;
-    let now = crate::project::records::now_ms();
+    let now = crate::projects::records::now_ms();
     let mut clips = Vec::with_capacity(rendered.len());
     for c in &rendered {
         ctx.check_cancelled()?;

@@ -8,7 +8,7 @@
 //! node goes down (heartbeat timeout or closed connection) or never accepts.
 //!
 //! Media moves through object storage: a worker fetches the stage's inputs
-//! (the `reads` of its row in `project/stages/table.rs`) from
+//! (the `reads` of its row in `projects/stages/table.rs`) from
 //! `work/<project>/` into a scratch folder, runs the stage there, stores its
 //! outputs (the row's `writes`) back and removes the folder. Replies travel to the
 //! process group `clipforge.stage.<run>` the `RemoteStage` joined.
@@ -28,9 +28,9 @@ use super::stage_wire::{self, Carried};
 use super::work::{self, CaptionResult};
 use super::Services;
 use crate::cluster::wire::{worker_group, Wire, WORKERS};
-use crate::project::records::ProjectRecord;
-use crate::project::stages::table::WorkFile;
-use crate::project::stages::{Progress, Stage, StageError};
+use crate::projects::records::ProjectRecord;
+use crate::projects::stages::table::WorkFile;
+use crate::projects::stages::{Progress, Stage, StageError};
 
 pub(super) fn reply_group(run: &str) -> String {
     format!("clipforge.stage.{run}")
