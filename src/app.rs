@@ -425,7 +425,7 @@ pub fn routes(state: State) -> impl Endpoint {
                 let secs = started.elapsed().as_secs_f64();
                 st.services.metrics.observe_request(
                     &method,
-                    &clipforge_actors::service::metrics::route_label(&path),
+                    &clipforge_actors::metrics::route_label(&path),
                     status,
                     secs,
                 );

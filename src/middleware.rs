@@ -17,7 +17,12 @@ use crate::state::State;
 /// limit needs it.
 fn account_of(st: &State, req: &Request) -> Option<Account> {
     let token = crate::session::request_token(req)?;
-    st.services.caller(&token).ok().flatten().map(|(a, _)| a)
+    st.services
+        .desk()
+        .caller(&token)
+        .ok()
+        .flatten()
+        .map(|(a, _)| a)
 }
 
 /// The upload limit of the caller's plan; on a cluster node that does not

@@ -42,6 +42,6 @@ fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
 /// cookie), when the session is valid.
 pub fn session_of(services: &Services, req: &Request) -> Option<(String, String)> {
     let token = request_token(req)?;
-    let (account, _) = services.session(&token).ok()??;
+    let (account, _) = services.desk().session(&token).ok()??;
     Some((account.id, token))
 }

@@ -9,6 +9,7 @@ pub mod faults;
 pub mod housekeeping;
 pub mod mailbox;
 pub mod media;
+pub mod metrics;
 pub mod posts;
 pub mod projects;
 pub mod script;

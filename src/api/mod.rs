@@ -2,8 +2,8 @@
 //! the uniform error body, authentication (bearer or cookie), pagination and
 //! the application state handed to every handler.
 
+use clipforge_actors::accounts::Credential;
 use clipforge_actors::accounts::{Account, AccountError};
-use clipforge_actors::service::Credential;
 use poem::Request;
 use poem_openapi::auth::{ApiKey, Bearer};
 use poem_openapi::payload::Json;
@@ -277,6 +277,7 @@ async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
         _ if clipforge_actors::accounts::is_api_key(token) => Ok(None),
         _ => state
             .services
+            .desk()
             .session(token)
             .map(|found| found.map(|(a, s)| (a, Credential::Session(s)))),
     };

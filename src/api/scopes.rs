@@ -4,8 +4,8 @@
 //! account itself (profile, password, sessions), billing, the keys and the
 //! webhooks are managed only with a signed-in session.
 
+use clipforge_actors::accounts::Credential;
 use clipforge_actors::accounts::{is_api_key, Account, Scope};
-use clipforge_actors::service::Credential;
 use poem::http::{Method, StatusCode};
 use poem::{Request, Response};
 
@@ -26,7 +26,7 @@ pub struct KeyCaller {
 /// An unknown or revoked key passes through to the security scheme's 401.
 pub fn gate(st: &State, req: &mut Request) -> Option<Response> {
     let token = crate::session::request_token(req).filter(|t| is_api_key(t))?;
-    let (account, credential) = st.services.caller(&token).ok()??;
+    let (account, credential) = st.services.desk().caller(&token).ok()??;
     let Credential::Key(key) = &credential else {
         return None;
     };

@@ -57,6 +57,7 @@ mod notifications;
 mod plans;
 mod ratelimit;
 pub mod registry;
+mod sessions;
 mod store;
 mod templates;
 pub mod text;
@@ -89,6 +90,7 @@ pub use model::{
 };
 pub use notifications::{Notification, NotificationKind, Said, MAX_NOTIFICATIONS};
 pub use ratelimit::SignInLimits;
+pub use sessions::Credential;
 pub use templates::{TemplateInput, TemplateView, MAX_TEMPLATES};
 
 use ratelimit::SignInLimiter;

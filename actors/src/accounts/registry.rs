@@ -322,12 +322,26 @@ impl UserRegistry {
 #[derive(Clone)]
 pub struct AccountDesk {
     pub accounts: Arc<Accounts>,
-    users: Arc<UserRegistry>,
+    pub(super) users: Arc<UserRegistry>,
+    owner: Owner,
 }
 
+/// Whether this node owns an account (always, on a single node; on a
+/// cluster, by its ring): only the owner's actor memory may answer for it.
+pub type Owner = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 impl AccountDesk {
-    pub fn new(accounts: Arc<Accounts>, users: Arc<UserRegistry>) -> Self {
-        Self { accounts, users }
+    pub fn new(accounts: Arc<Accounts>, users: Arc<UserRegistry>, owner: Owner) -> Self {
+        Self {
+            accounts,
+            users,
+            owner,
+        }
+    }
+
+    /// Whether this node owns `user_id`'s account ([`Owner`]).
+    pub fn owns(&self, user_id: &str) -> bool {
+        (self.owner)(user_id)
     }
 
     /// Sends `user_id`'s actor the message `build` makes and waits for

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Services;
-use crate::cluster::Role;
 use crate::projects::records as projects;
 
 /// How long a hand-off waits for a project actor to stop.
@@ -25,9 +24,7 @@ pub struct HandOff {
 impl Services {
     /// Whether this node hosts `user_id`'s actors: always on a single node.
     pub fn owns_account(&self, user_id: &str) -> bool {
-        self.cluster
-            .get()
-            .is_none_or(|c| c.owns(user_id, Role::Api))
+        self.desk.owns(user_id)
     }
 
     /// Brings the actors on this node in line with the ownership now (see

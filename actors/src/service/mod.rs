@@ -26,10 +26,7 @@ mod edit_kit;
 pub mod export;
 mod handoff;
 mod removal;
-mod sessions;
 pub use handoff::HandOff;
-pub use sessions::Credential;
-pub mod metrics;
 pub mod project_actor;
 pub mod project_api;
 pub mod remote_stage;
@@ -44,9 +41,9 @@ use crate::accounts::actor::{AccountMsg, Notice, Reply};
 use crate::accounts::registry::{AccountDesk, UserRegistry};
 use crate::cluster::leases::NodeLeases;
 use crate::mailbox::{ActorMeta, Tracked};
+use crate::metrics::Metrics;
 use crate::projects::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
 use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState};
-use metrics::Metrics;
 use project_actor::{ProjectActor, ProjectMsg};
 
 /// Knobs of the service engine (from the server's config).
@@ -79,6 +76,8 @@ pub struct Services {
     pub accounts: Arc<Accounts>,
     pub hub: EventHub,
     pub users: Arc<UserRegistry>,
+    /// The accounts domain as the request path and other domains use it.
+    desk: AccountDesk,
     pub pool: Arc<Semaphore>,
     pub settings: Settings,
     pub metrics: Metrics,
@@ -110,15 +109,23 @@ impl Services {
         settings: Settings,
     ) -> Arc<Self> {
         let tree = Arc::new(crate::supervisor::Tree::default());
-        let cluster = Arc::new(std::sync::OnceLock::new());
+        let cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>> =
+            Arc::new(std::sync::OnceLock::new());
+        let users = Arc::new(UserRegistry::new(tree.accounts.clone()));
+        let ring = cluster.clone();
+        let owner: crate::accounts::registry::Owner = Arc::new(move |user_id: &str| {
+            ring.get()
+                .is_none_or(|c| c.owns(user_id, crate::cluster::Role::Api))
+        });
         Arc::new(Self {
+            desk: AccountDesk::new(accounts.clone(), users.clone(), owner),
             leases: NodeLeases::new(kv.clone(), cluster.clone()),
             cluster,
             kv,
             objects,
             accounts,
             hub: EventHub::new(),
-            users: Arc::new(UserRegistry::new(tree.accounts.clone())),
+            users,
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
             metrics: Metrics::default(),
@@ -164,14 +171,14 @@ impl Services {
         crate::posts::host::PostHost {
             leases: self.leases.clone(),
             objects: self.objects.clone(),
-            desk: self.desk(),
+            desk: self.desk.clone(),
             tree: self.tree.clone(),
         }
     }
 
     /// The accounts domain, for the domains that use it (billing).
-    pub fn desk(&self) -> AccountDesk {
-        AccountDesk::new(self.accounts.clone(), self.users.clone())
+    pub fn desk(&self) -> &AccountDesk {
+        &self.desk
     }
 
     /// The account's state as its actor holds it in memory (activating the

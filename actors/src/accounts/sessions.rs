@@ -12,11 +12,9 @@
 //! load them, without waiting: the check that asked is answered from the
 //! store, the next ones from memory.
 
-use super::Services;
-use crate::accounts::actor::Part;
-use crate::accounts::{
-    account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo,
-};
+use super::actor::Part;
+use super::registry::AccountDesk;
+use super::{account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo};
 
 /// What a request is authenticated with.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +25,7 @@ pub enum Credential {
     Key(ApiKeyInfo),
 }
 
-impl Services {
+impl AccountDesk {
     /// The account and session of `token`; `None` for unknown, revoked or
     /// expired tokens (see the module documentation).
     pub fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
@@ -51,7 +49,7 @@ impl Services {
             // The account from its actor's memory when that may answer (as
             // for sessions), else from the store.
             let held = Some(key.user_id.as_str())
-                .filter(|u| self.owns_account(u))
+                .filter(|u| self.owns(u))
                 .and_then(|u| self.users.held(u))
                 .and_then(|h| h.account());
             let account = match held {
@@ -74,7 +72,7 @@ impl Services {
     fn held_key(&self, token: &str) -> Option<(Account, Credential)> {
         let user_id = account_of_token(token)?;
         let memory = self.users.memory(user_id)?;
-        if !self.owns_account(user_id) {
+        if !self.owns(user_id) {
             return None;
         }
         if let Some(held) = self.users.held(user_id).filter(|h| h.holds_keys()) {
@@ -92,7 +90,7 @@ impl Services {
     fn held_session(&self, token: &str) -> Option<(Account, SessionInfo)> {
         let user_id = account_of_token(token)?;
         let memory = self.users.memory(user_id)?;
-        if !self.owns_account(user_id) {
+        if !self.owns(user_id) {
             return None;
         }
         if let Some(held) = self.users.held(user_id).filter(|h| h.holds_sessions()) {
