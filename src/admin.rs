@@ -40,8 +40,25 @@ fn actor_views(state: &State) -> Vec<Value> {
             "supervisor": "supervisor:node",
             "state": cell.as_ref().map(|c| format!("{:?}", c.get_status())).unwrap_or_else(|| "Stopped".into()),
             "restarts": b.own_restarts(), "mailbox": null, "uptimeSecs": age_secs(b.uptime()),
+            "childFailures": b.child_failures(),
             "children": cell.map(|c| c.get_children().len()).unwrap_or(0),
         }));
+    }
+    // Clip render batches: one-shot children of the projects branch.
+    for c in tree
+        .projects
+        .cell()
+        .map(|s| s.get_children())
+        .unwrap_or_default()
+    {
+        let name = cell_name(&c);
+        if name.starts_with("render:") {
+            actors.push(json!({
+                "name": name, "kind": "render", "id": name, "supervisor": "supervisor:projects",
+                "state": format!("{:?}", c.get_status()),
+                "restarts": 0, "mailbox": null, "uptimeSecs": null, "children": [],
+            }));
+        }
     }
     for (id, p) in s.live_projects() {
         let name = format!("project:{id}");

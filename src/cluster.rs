@@ -125,7 +125,7 @@ pub async fn hand_off(services: &Arc<Services>, publishing: &Arc<Publishing>) ->
             true
         }
         (p, q) => {
-            let e = p.err().unwrap_or_default();
+            let e = p.err().map(|e| e.to_string()).unwrap_or_default();
             let f = q.err().map(|e| e.to_string()).unwrap_or_default();
             tracing::warn!(projects = %e, posts = %f, "cluster hand-off incomplete; will retry");
             false

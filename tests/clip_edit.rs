@@ -465,6 +465,49 @@ async fn clips_are_added_and_renders_beyond_the_account_limit_wait() {
     }
 }
 
+/// The render batch's actor panics outside the render (between renders):
+/// the `projects` branch sees the failure, does not restart the one-shot
+/// actor, records the render it left as failed, and `/admin/actors` counts
+/// the failure; the next edit renders.
+#[tokio::test]
+async fn a_render_actor_that_fails_is_seen_by_its_supervisor() {
+    let app = spawn_app_in(
+        template().copy(),
+        vec![
+            ("CLIPFORGE_FAULTS".into(), "render-batch-panic:once".into()),
+            ("CLIPFORGE_AUTH_ADMIN_TOKEN".into(), "admin-secret".into()),
+        ],
+    );
+    let t = &template().token;
+    let project = &template().project_id;
+    let clip = &template().clips[0].0;
+    let path = format!("/api/projects/{project}/clips/{clip}");
+    let (s, v) = app.patch(&path, t, json!({"layout": "fit"})).await;
+    assert_eq!(s, 202, "{v}");
+    let failed = settled(&app, t, project, clip).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let why = failed["renderError"].as_str().unwrap_or_default();
+    assert!(why.contains("stopped unexpectedly"), "{failed}");
+    assert_eq!(failed["version"], json!(1), "{failed}");
+    let (s, v) = app.get("/admin/actors", "admin-secret").await;
+    assert_eq!(s, 200, "{v}");
+    let projects = v["actors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "supervisor:projects")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(projects["childFailures"], json!(1), "{v}");
+    let (s, v) = app.patch(&path, t, json!({"layout": "fit"})).await;
+    assert_eq!(s, 202, "{v}");
+    let ok = settled(&app, t, project, clip).await;
+    assert_eq!(
+        (ok["status"].clone(), ok["version"].clone()),
+        (json!("ready"), json!(2))
+    );
+}
+
 #[tokio::test]
 async fn a_failed_or_interrupted_render_leaves_the_previous_version() {
     // A render that panics: the clip keeps version 1 and says why.

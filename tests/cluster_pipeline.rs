@@ -160,8 +160,23 @@ async fn stages_run_on_workers_survive_a_killed_worker_and_reach_a_new_one() {
     let pid = create(&a, &token, &key, "third").await;
     completes(&a, &token, &pid).await;
     assert!(stages_run(&d).await > 0, "the new worker ran stages");
+
+    // 4. A job that panics on the only worker: the worker reports the
+    // crash (from its own task set) and the stage is retried there.
+    drop((alive, d));
+    let mut env = shared_env(&pg, &moto.1);
+    env.push(("CLIPFORGE_CLUSTER_ROLES".into(), "worker".into()));
+    env.push((
+        "CLIPFORGE_FAULTS".into(),
+        "stage-panic:transcribe:once".into(),
+    ));
+    let f = Node::start("node-f", &[&a], &env);
+    wait_up(&a, &["node-f"]).await;
+    let pid = create(&a, &token, &key, "fourth").await;
+    completes(&a, &token, &pid).await;
+    assert!(stages_run(&f).await >= 4, "the worker ran every stage");
     let (_, credits) = a.app.get("/api/credits", &token).await;
-    assert_eq!(credits["credits"], 57, "three projects, one credit each");
+    assert_eq!(credits["credits"], 56, "four projects, one credit each");
 }
 
 #[tokio::test]

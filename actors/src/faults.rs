@@ -19,6 +19,8 @@
 //!   by another node panics before the request runs (answered 500);
 //! - `render-panic:once|always` — a clip editor's render panics before it
 //!   encodes;
+//! - `render-batch-panic:once|always` — a clip render batch's actor panics
+//!   between renders (outside the render, which catches its own panics);
 //! - `render-stall:once|always` — a clip editor's render waits forever
 //!   before it encodes (to stop a server in the middle of one);
 //! - `housekeeping-panic:<job>:once|always` — the housekeeping actor of
@@ -38,6 +40,8 @@ pub enum Point<'a> {
     Relay,
     Forwarded,
     Render,
+    /// A render batch's actor, outside any one render.
+    RenderBatch,
     RenderStall,
     Housekeeping(&'a str),
 }
@@ -76,7 +80,7 @@ impl Faults {
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
                 | "relay-panic" | "forwarded-panic" | "render-panic" | "render-stall"
-                | "housekeeping-panic" => {}
+                | "render-batch-panic" | "housekeeping-panic" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -115,6 +119,7 @@ impl Faults {
             Point::Relay => ("relay-panic", None),
             Point::Forwarded => ("forwarded-panic", None),
             Point::Render => ("render-panic", None),
+            Point::RenderBatch => ("render-batch-panic", None),
             Point::RenderStall => ("render-stall", None),
             Point::Housekeeping(job) => ("housekeeping-panic", Some(job)),
         };

@@ -130,6 +130,11 @@ pub trait Children: Send + Sync + 'static {
     fn escalates_on_give_up(&self) -> bool {
         false
     }
+    /// Whether the child `id` is started again when it fails; a one-shot
+    /// child (a clip render) is not: the branch gives up on it at once.
+    fn restarts(&self, _id: &str) -> bool {
+        true
+    }
 }
 
 /// A branch as the rest of the node sees it: its current supervisor cell
@@ -139,6 +144,8 @@ pub struct Branch {
     cell: RwLock<Option<ActorCell>>,
     generation: AtomicU32,
     restarts: Mutex<HashMap<String, u32>>,
+    /// Every failure of a child this branch saw, restarted or not.
+    failures: AtomicU32,
     /// When the branch's current supervisor started.
     started: Mutex<Instant>,
 }
@@ -150,6 +157,7 @@ impl Branch {
             cell: RwLock::new(None),
             generation: AtomicU32::new(0),
             restarts: Mutex::new(HashMap::new()),
+            failures: AtomicU32::new(0),
             started: Mutex::new(Instant::now()),
         }
     }
@@ -180,6 +188,12 @@ impl Branch {
     /// Age of the branch's current supervisor.
     pub fn uptime(&self) -> Duration {
         self.started.lock().map(|t| t.elapsed()).unwrap_or_default()
+    }
+
+    /// How many failures of its children this branch saw since the node
+    /// started (restarted or given up on).
+    pub fn child_failures(&self) -> u32 {
+        self.failures.load(Ordering::Acquire)
     }
 
     fn count_restart(&self, id: &str) {
@@ -552,6 +566,7 @@ impl Actor for Supervisor {
         };
         let now = Instant::now();
         let name = spec.branch.name;
+        spec.branch.failures.fetch_add(1, Ordering::AcqRel);
         if !spec.own.allow(&mut state.failures, now) {
             tracing::error!(branch = name, "children keep failing: escalating");
             return Err(format!(
@@ -568,7 +583,10 @@ impl Actor for Supervisor {
             .child
             .allow(state.history.entry(id.clone()).or_default(), now);
         let reason = err.to_string();
-        if allowed {
+        if !spec.children.restarts(&id) {
+            tracing::error!(branch = name, id = %id, error = %reason, "one-shot child failed");
+            spec.children.give_up(&id, &cell, &reason).await;
+        } else if allowed {
             spec.branch.count_restart(&id);
             tracing::warn!(branch = name, id = %id, error = %reason, "child failed: restarting it");
             if let Err(e) = spec.children.restart(&id, &cell, myself.get_cell()).await {

@@ -10,8 +10,11 @@
 //! version: a failed, panicked or interrupted render leaves the previous
 //! one current and says why on the clip.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::edit_kit;
 use super::Services;
@@ -48,9 +51,22 @@ pub fn stale(r: &ClipRender) -> bool {
     now_ms() - r.started_at > STALE_MS
 }
 
-/// Renders running or waiting per account on this node.
+/// Renders running or waiting on this node: per account, and the
+/// renders each live batch actor has not finished, by actor name.
 #[derive(Default)]
-pub struct RenderCounts(Mutex<HashMap<String, usize>>);
+pub struct Renders {
+    counts: Mutex<HashMap<String, usize>>,
+    batches: Mutex<HashMap<String, Batch>>,
+    named: AtomicU64,
+}
+
+/// A batch's project and the renders it has not finished (the first is
+/// the one running).
+#[derive(Clone)]
+struct Batch {
+    project: ProjectRecord,
+    pending: Arc<Mutex<VecDeque<(ClipRecord, RenderJob)>>>,
+}
 
 /// One of an account's `renders_per_account` render slots, given back
 /// when dropped.
@@ -61,7 +77,11 @@ pub struct RenderSlot {
 
 impl RenderSlot {
     pub fn take(services: &Arc<Services>, user_id: &str) -> Option<Self> {
-        let mut counts = services.renders.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = services
+            .renders
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let n = counts.entry(user_id.to_string()).or_insert(0);
         if *n >= services.settings.renders_per_account {
             return None;
@@ -79,7 +99,7 @@ impl Drop for RenderSlot {
         let mut counts = self
             .services
             .renders
-            .0
+            .counts
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if let Some(n) = counts.get_mut(&self.user_id) {
@@ -94,9 +114,10 @@ impl Drop for RenderSlot {
 /// Writes each render's first event (`rendering`, 0 %) before the caller
 /// answers, so a status stream opened after the answer waits for the
 /// render instead of ending on the project's earlier `completed`; then
-/// runs the renders one after the other in a task of their own, which
-/// always records how each ended (a panic inside one is caught and
-/// recorded as its failure).
+/// runs the renders one after the other in a [`RenderActor`] under the
+/// tree's `projects` branch, which always records how each ended (a panic
+/// inside one render is caught and recorded as its failure; one outside
+/// fails the actor, and the branch records the renders it left as failed).
 pub async fn spawn(
     services: Arc<Services>,
     project: ProjectRecord,
@@ -111,12 +132,120 @@ pub async fn spawn(
             )
             .await;
     }
-    tokio::spawn(async move {
-        let _slot = slot;
-        for (clip, job) in jobs {
-            render_one(&services, &project, clip, job).await;
+    let n = services.renders.named.fetch_add(1, Ordering::AcqRel);
+    let name = format!("{RENDER_PREFIX}{}:{n}", project.id);
+    let batch = Batch {
+        project,
+        pending: Arc::new(Mutex::new(jobs.into())),
+    };
+    services
+        .renders
+        .batches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.clone(), batch.clone());
+    let args = RenderArgs {
+        services: services.clone(),
+        batch: batch.clone(),
+        name: name.clone(),
+        _slot: slot,
+    };
+    let spawned = match services.tree.projects.cell() {
+        Some(sup) => Actor::spawn_linked(Some(name.clone()), RenderActor, args, sup).await,
+        None => Actor::spawn(Some(name.clone()), RenderActor, args).await,
+    };
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start a render");
+        services
+            .renders_stopped(&name, &format!("cannot start: {e}"))
+            .await;
+    }
+}
+
+/// The name of every render batch actor starts with this (then the
+/// project id and a number).
+pub(super) const RENDER_PREFIX: &str = "render:";
+
+/// Runs one batch of renders, one after the other, then stops. Not
+/// restarted when it fails (see [`spawn`]).
+pub struct RenderActor;
+
+pub struct RenderArgs {
+    services: Arc<Services>,
+    batch: Batch,
+    name: String,
+    /// Given back (to the account's renders) when the actor ends.
+    _slot: RenderSlot,
+}
+
+impl Actor for RenderActor {
+    type Msg = ();
+    type State = RenderArgs;
+    type Arguments = RenderArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<()>,
+        args: RenderArgs,
+    ) -> Result<RenderArgs, ActorProcessingErr> {
+        myself.send_message(())?;
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<()>,
+        (): (),
+        state: &mut RenderArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        let pending = state.batch.pending.clone();
+        loop {
+            let next = pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .front()
+                .cloned();
+            let Some((clip, job)) = next else { break };
+            crate::faults::check(crate::faults::Point::RenderBatch);
+            render_one(&state.services, &state.batch.project, clip, job).await;
+            pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
         }
-    });
+        state.services.forget_batch(&state.name);
+        myself.stop(None);
+        Ok(())
+    }
+}
+
+impl Services {
+    fn forget_batch(&self, name: &str) -> Option<Batch> {
+        self.renders
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name)
+    }
+
+    /// The batch actor `name` stopped without finishing (it failed, or
+    /// could not start): each render it left is recorded as failed.
+    pub(super) async fn renders_stopped(&self, name: &str, reason: &str) {
+        let Some(batch) = self.forget_batch(name) else {
+            return;
+        };
+        let left: Vec<_> = batch
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for (clip, job) in left {
+            let why = format!("the render stopped unexpectedly ({reason})");
+            self.finish_render(&batch.project, &clip, &job, Err(why))
+                .await;
+        }
+    }
 }
 
 async fn render_one(

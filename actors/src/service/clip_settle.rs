@@ -342,7 +342,7 @@ impl Services {
 
     /// After a restart: this node's renders that were running are failed
     /// (their clips keep the previous version), and their work folders go.
-    pub async fn fail_interrupted_renders(&self) -> Result<usize, String> {
+    pub async fn fail_interrupted_renders(&self) -> super::EngineResult<usize> {
         if let Ok(entries) = std::fs::read_dir(self.settings.data_dir.join("work")) {
             for e in entries.flatten() {
                 if e.file_name().to_string_lossy().starts_with("edit-") {
@@ -365,8 +365,7 @@ impl Services {
                 }
                 Ok(out)
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let n = clips.len();
         for c in clips {
             let version = c.render.as_ref().map_or(0, |r| r.version);
@@ -375,16 +374,14 @@ impl Services {
                     let pid = c.project_id.clone();
                     move |kv| records::owner_of(kv, &pid)
                 })
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let Some(owner) = owner else { continue };
             let project = self
                 .blocking({
                     let pid = c.project_id.clone();
                     move |kv| records::load_project(kv, &owner, &pid)
                 })
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let Some(project) = project else { continue };
             let job = RenderJob {
                 version,

@@ -29,7 +29,7 @@ impl Services {
 
     /// Brings the actors on this node in line with the ownership now (see
     /// the module documentation). Nothing to do on a single node.
-    pub async fn hand_off(self: &Arc<Self>) -> Result<HandOff, String> {
+    pub async fn hand_off(self: &Arc<Self>) -> super::EngineResult<HandOff> {
         let mut done = HandOff::default();
         if self.cluster.get().is_none() {
             return Ok(done);
@@ -39,8 +39,7 @@ impl Services {
             let lookup = id.clone();
             let owner = self
                 .blocking(move |kv| projects::owner_of(kv, &lookup))
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             if owner.is_some_and(|u| !self.owns_account(&u)) {
                 tracing::info!(project_id = %id, "handing the project off");
                 for child in tracked.actor.get_children() {
@@ -56,14 +55,11 @@ impl Services {
                 done.projects_stopped += 1;
             }
         }
-        let unfinished = self
-            .blocking(projects::unfinished_projects)
-            .await
-            .map_err(|e| e.to_string())?;
+        let unfinished = self.blocking(projects::unfinished_projects).await?;
         for p in unfinished {
             if self.owns_account(&p.user_id) && self.project_actor(&p.id).is_none() {
                 tracing::info!(project_id = %p.id, state = p.state.as_str(), "taking the project over");
-                self.start_project(p).await.map_err(|e| e.to_string())?;
+                self.start_project(p).await?;
                 done.projects_started += 1;
             }
         }

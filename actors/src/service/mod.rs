@@ -23,6 +23,8 @@ pub mod clip_reframe;
 mod clip_render;
 mod clip_settle;
 mod edit_kit;
+mod error;
+pub use error::{EngineError, EngineResult};
 pub mod export;
 mod handoff;
 mod removal;
@@ -91,7 +93,7 @@ pub struct Services {
     /// The node's supervision tree (`crate::supervisor`).
     pub tree: Arc<crate::supervisor::Tree>,
     /// Clip renders per account on this node (`clip_render`).
-    renders: clip_render::RenderCounts,
+    renders: clip_render::Renders,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     model: OnceCell<Arc<WhisperModel>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
@@ -257,18 +259,12 @@ impl Services {
 
     /// Resumes every project a previous run left unfinished (on a cluster:
     /// those of the accounts this node owns).
-    pub async fn resume_all(self: &Arc<Self>) -> Result<usize, String> {
-        let indexed = self
-            .blocking(records::ensure_order_index)
-            .await
-            .map_err(|e| e.to_string())?;
+    pub async fn resume_all(self: &Arc<Self>) -> EngineResult<usize> {
+        let indexed = self.blocking(records::ensure_order_index).await?;
         if indexed > 0 {
             tracing::info!(indexed, "built the project listing index");
         }
-        let unfinished = self
-            .blocking(records::unfinished_projects)
-            .await
-            .map_err(|e| e.to_string())?;
+        let unfinished = self.blocking(records::unfinished_projects).await?;
         let unfinished: Vec<_> = unfinished
             .into_iter()
             .filter(|p| self.owns_account(&p.user_id))
@@ -276,7 +272,7 @@ impl Services {
         let n = unfinished.len();
         for p in unfinished {
             tracing::info!(project_id = %p.id, state = p.state.as_str(), "resuming project");
-            self.start_project(p).await.map_err(|e| e.to_string())?;
+            self.start_project(p).await?;
         }
         let renders = self.fail_interrupted_renders().await?;
         if renders > 0 {

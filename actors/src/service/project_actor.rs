@@ -47,6 +47,8 @@ pub struct ProjectActorState {
     project: ProjectRecord,
     cancel: CancellationToken,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The wait for a worker slot; ends with this actor (also by a panic).
+    waiting: Option<crate::tasks::AbortOnDrop<()>>,
     attempts: u32,
     current: Option<Stage>,
     started: std::time::Instant,
@@ -194,6 +196,7 @@ impl Actor for ProjectActor {
             project,
             cancel: CancellationToken::new(),
             permit: None,
+            waiting: None,
             attempts: 0,
             current: None,
             started: std::time::Instant::now(),
@@ -242,16 +245,17 @@ impl Actor for ProjectActor {
                 let pool = state.services.pool.clone();
                 let me = state.me.clone();
                 let cancel = state.cancel.clone();
-                tokio::spawn(async move {
+                state.waiting = Some(crate::tasks::AbortOnDrop(tokio::spawn(async move {
                     tokio::select! {
                         permit = pool.acquire_owned() => {
                             if let Ok(p) = permit { let _ = me.send(ProjectMsg::SlotGranted(p)); }
                         }
                         _ = cancel.cancelled() => {}
                     }
-                });
+                })));
             }
             ProjectMsg::SlotGranted(permit) => {
+                state.waiting = None;
                 state.permit = Some(permit);
                 state.started = std::time::Instant::now();
                 self.run_next(&myself, state).await?;

@@ -10,7 +10,7 @@ use crate::storage::kv::{self, KvOp};
 impl Services {
     /// Deletes a project's records, events, clips and media, and its upload
     /// when no other project uses it (see [`uploads`]).
-    pub async fn remove_project(&self, project: &ProjectRecord) -> Result<(), String> {
+    pub async fn remove_project(&self, project: &ProjectRecord) -> super::EngineResult<()> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let order = records::order_key(project);
         let counted = self
@@ -47,22 +47,19 @@ impl Services {
                 kv.apply(ops)?;
                 Ok(counted)
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if counted > 0 {
             self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
                 bytes: counted,
                 with: Vec::new(),
                 reply,
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         }
         self.projects_changed(&project.user_id);
         self.objects
             .delete_prefix(&format!("projects/{}/", project.id))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         self.remove_work(&project.id).await;
         self.release_upload(project).await?;
         Ok(())

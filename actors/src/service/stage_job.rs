@@ -97,11 +97,14 @@ impl Actor for JobActor {
 
 /// A job actor failed: undo its accounting and tell the project's
 /// `RemoteStage` that the stage failed (it is retried like any failure).
+/// The report is the future returned, which the worker runs in its own
+/// task set (it retries for a few seconds while the reply group
+/// propagates); no stage work runs there.
 pub(super) fn crashed(
     services: &Arc<Services>,
     running: &Arc<Mutex<HashMap<String, CancellationToken>>>,
     job: StageJob,
-) {
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let _ = services
         .stage_jobs
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -116,12 +119,10 @@ pub(super) fn crashed(
         .remove(&job.job);
     let stage = job.stage;
     let services = services.clone();
-    // Only the report is sent in the background (it retries while the
-    // reply group propagates); no stage work runs there.
-    tokio::spawn(async move {
+    async move {
         let failure = Err(StageError::Io(format!(
             "the {stage} stage crashed on a worker"
         )));
         report_done(&services, &job, failure).await;
-    });
+    }
 }

@@ -5,6 +5,7 @@ use std::sync::{Arc, Weak};
 
 use ractor::ActorCell;
 
+use super::clip_render::RENDER_PREFIX;
 use super::Services;
 use crate::projects::records::{self, ProjectRecord};
 use crate::supervisor::{policy, Children, SupervisionError};
@@ -92,10 +93,17 @@ impl ProjectChildren {
 
 #[async_trait::async_trait]
 impl Children for ProjectChildren {
+    /// A project's id, or a render batch's whole name (`render:…`).
     fn identify(&self, cell: &ActorCell) -> Option<String> {
-        cell.get_name()?
-            .strip_prefix("project:")
-            .map(str::to_string)
+        let name = cell.get_name()?;
+        if name.starts_with(RENDER_PREFIX) {
+            return Some(name);
+        }
+        name.strip_prefix("project:").map(str::to_string)
+    }
+
+    fn restarts(&self, id: &str) -> bool {
+        !id.starts_with(RENDER_PREFIX)
     }
 
     async fn restart(
@@ -116,6 +124,10 @@ impl Children for ProjectChildren {
         let Some(services) = self.0.upgrade() else {
             return;
         };
+        if id.starts_with(RENDER_PREFIX) {
+            services.renders_stopped(id, reason).await;
+            return;
+        }
         services.forget_project_actor(id, failed.get_id());
         if let Some(mut project) = Self::stored(&services, id).await {
             let why = format!("processing kept crashing ({reason})");

@@ -42,7 +42,7 @@ impl Services {
     /// other project of its owner uses, deletes the upload's record and
     /// objects and gives its bytes back to the owner's storage quota.
     /// Returns the bytes given back.
-    pub(crate) async fn release_upload(&self, project: &ProjectRecord) -> Result<u64, String> {
+    pub(crate) async fn release_upload(&self, project: &ProjectRecord) -> super::EngineResult<u64> {
         let Source::Upload(key) = &project.source else {
             return Ok(0);
         };
@@ -57,8 +57,7 @@ impl Services {
                 }
                 kv::get_value::<UploadRecord>(kv, UPLOADS, k.as_bytes())
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let Some(record) = record.filter(|r| r.user_id == project.user_id) else {
             return Ok(0);
         };
@@ -73,13 +72,11 @@ impl Services {
             with: vec![delete],
             reply,
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
         match folder_of(key) {
             Some(folder) => self.objects.delete_prefix(&folder).await,
             None => self.objects.delete(key).await.map(|_| 1),
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         Ok(size)
     }
 }

@@ -111,6 +111,8 @@ pub struct StageWorkerState {
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     /// The job each live job actor runs.
     jobs: HashMap<ractor::ActorId, StageJob>,
+    /// Reports of crashed jobs being sent; they end with this actor.
+    reports: tokio::task::JoinSet<()>,
 }
 
 impl Actor for StageWorker {
@@ -132,6 +134,7 @@ impl Actor for StageWorker {
             slots: Arc::new(tokio::sync::Semaphore::new(slots)),
             running: Arc::default(),
             jobs: HashMap::new(),
+            reports: tokio::task::JoinSet::new(),
         })
     }
 
@@ -141,11 +144,13 @@ impl Actor for StageWorker {
         evt: ractor::SupervisionEvent,
         st: &mut StageWorkerState,
     ) -> Result<(), ActorProcessingErr> {
+        while st.reports.try_join_next().is_some() {}
         match evt {
             ractor::SupervisionEvent::ActorFailed(cell, err) => {
                 if let Some(job) = st.jobs.remove(&cell.get_id()) {
                     tracing::warn!(job = %job.job, stage = %job.stage, error = %err, "worker: stage crashed");
-                    super::stage_job::crashed(&st.services, &st.running, job);
+                    let report = super::stage_job::crashed(&st.services, &st.running, job);
+                    st.reports.spawn(report);
                 }
             }
             ractor::SupervisionEvent::ActorTerminated(cell, ..) => {
