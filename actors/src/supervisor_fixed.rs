@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use ractor::ActorCell;
 
-use super::{Children, SupervisionError};
+use super::children::Children;
+use super::error::SupervisionError;
 
 /// Spawns one fixed child linked to the given supervisor.
 pub type Spawn = Arc<

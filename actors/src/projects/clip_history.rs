@@ -5,9 +5,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::records::SegmentRecord;
 use crate::captions::template::CaptionStyle;
 use crate::projects::reframe::{AspectRatio, Layout};
+
+/// One transcript segment of a clip, as stored with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SegmentRecord {
+    pub id: String,
+    pub start: f64,
+    pub end: f64,
+    pub text: String,
+}
 
 /// What a version was rendered with beyond its range: the fixed words, and
 /// the layout, frame shape and caption style when they differ from the

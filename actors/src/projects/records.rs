@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::clip_history::SegmentRecord;
 use super::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::captions::template::CaptionStyle;
 use crate::projects::reframe::{AspectRatio, Layout};
@@ -141,14 +142,6 @@ pub struct ProjectRecord {
 /// in `project_versions.rs`).
 pub fn decode_project(bytes: &[u8]) -> Result<ProjectRecord> {
     kv::decode::<ProjectRecord>(bytes)
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SegmentRecord {
-    pub id: String,
-    pub start: f64,
-    pub end: f64,
-    pub text: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
