@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use tokio::sync::Notify;
 
-use super::{
+use super::records::{
     delete, deliveries_prefix, delivery_key, put, queue_key, stored_webhooks, DeliveryStatus,
     EventType, StoredDelivery, StoredWebhook, Subject, DELIVERIES, MAX_DELIVERIES, MAX_PENDING,
     QUEUE,
@@ -44,7 +44,7 @@ pub fn enqueue(
     now: i64,
 ) -> kv::Result<Vec<KvOp>> {
     let mut ops = Vec::new();
-    let id = super::new_id();
+    let id = super::records::new_id();
     for hook in stored_webhooks(kv, user_id)? {
         if hook.disabled || !hook.events.contains(&event) {
             continue;

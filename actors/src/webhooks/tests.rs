@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::delivery::{self, Deliverer, DeliverySettings, Render};
 use super::*;
-use crate::storage::kv::MemoryStore;
+use crate::storage::kv::{encode, MemoryStore};
 
 fn hook(kv: &dyn KvStore, user: &str, events: &[EventType]) -> WebhookView {
     create(kv, user, "https://example.com/hook", events.to_vec(), 1_000).expect("create")
