@@ -147,35 +147,6 @@ async fn a_project_still_processing_has_no_clip_to_edit_yet() {
     assert_eq!(s, 200, "{v}");
 }
 
-/// The text behind a stable media link.
-async fn fetch_text(app: &publishing::App, url: &str) -> String {
-    let r = app.client.get(url).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 200, "{url}");
-    r.text().await.unwrap()
-}
-
-/// Seconds of the MP4 behind a stable media link (ffprobe).
-async fn video_seconds(app: &publishing::App, url: &str) -> f64 {
-    let r = app.client.get(url).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 200, "{url}");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("clip.mp4");
-    std::fs::write(&path, r.bytes().await.unwrap()).unwrap();
-    let out = std::process::Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
-}
-
 #[tokio::test]
 async fn an_edit_renders_a_new_version_and_an_old_one_comes_back() {
     let app = spawn_app_in(template().copy(), Vec::new());
@@ -260,12 +231,12 @@ async fn an_edit_renders_a_new_version_and_an_old_one_comes_back() {
     );
     assert!(s2 <= new_start + 1e-6 && s2 > new_start - 1.5, "{after}");
     assert!(e2 >= new_end - 1e-6 - 0.05 && e2 < new_end + 1.5, "{after}");
-    let secs = video_seconds(&app, after["url"].as_str().unwrap()).await;
+    let secs = app.video_seconds(after["url"].as_str().unwrap()).await;
     assert!((secs - (e2 - s2)).abs() < 0.3, "{secs} s for {s2}–{e2}");
     // The fixed word is in the subtitles and the transcript.
-    let srt = fetch_text(&app, after["subtitleUrl"].as_str().unwrap()).await;
+    let srt = app.fetch_text(after["subtitleUrl"].as_str().unwrap()).await;
     assert!(srt.contains("Wordfix"), "{srt}");
-    let vtt = fetch_text(&app, after["vttUrl"].as_str().unwrap()).await;
+    let vtt = app.fetch_text(after["vttUrl"].as_str().unwrap()).await;
     assert!(vtt.contains("Wordfix"), "{vtt}");
     // …and in the captions burned in: the version's ASS file, kept next
     // to its video in the node's local object storage.
@@ -389,7 +360,7 @@ async fn clips_are_added_and_renders_beyond_the_account_limit_wait() {
     assert_eq!(body["error"], "too_many_renders", "{body}");
     let square = settled(&app, t, project, clip).await;
     assert_eq!(square["status"], "ready", "{square}");
-    let secs = video_seconds(&app, square["url"].as_str().unwrap()).await;
+    let secs = app.video_seconds(square["url"].as_str().unwrap()).await;
     assert!(secs > 1.0);
 
     // Its turn now: a clip the user picks, scored and titled.
@@ -407,10 +378,10 @@ async fn clips_are_added_and_renders_beyond_the_account_limit_wait() {
     assert_eq!(p["project"]["clips"].as_u64().unwrap(), count + 1);
     let ready = settled(&app, t, project, id).await;
     assert_eq!(ready["status"], "ready", "{ready}");
-    let secs = video_seconds(&app, ready["url"].as_str().unwrap()).await;
+    let secs = app.video_seconds(ready["url"].as_str().unwrap()).await;
     let want = ready["endSec"].as_f64().unwrap() - ready["startSec"].as_f64().unwrap();
     assert!((secs - want).abs() < 0.3, "{secs} s for {want} s");
-    let srt = fetch_text(&app, ready["subtitleUrl"].as_str().unwrap()).await;
+    let srt = app.fetch_text(ready["subtitleUrl"].as_str().unwrap()).await;
     assert!(srt.contains("-->"), "{srt}");
 
     // More clips: none overlapping the ones there are by more than 30 %,

@@ -100,18 +100,7 @@ async fn remove_fillers_cuts_the_clip_and_its_transcript() {
             .path()
             .join(format!("{}.mp4", clip["id"].as_str().unwrap()));
         std::fs::write(&path, &bytes).unwrap();
-        let out = std::process::Command::new("ffprobe")
-            .args(["-v", "error", "-show_entries", "format=duration"])
-            .args(["-of", "default=nw=1:nk=1"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        lengths.push(
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .parse::<f64>()
-                .unwrap(),
-        );
+        lengths.push(clipforge_test_support::media_seconds(&path));
     }
     eprintln!("clip lengths {lengths:?}, cuts {cut:.3} s");
     assert!(

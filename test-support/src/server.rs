@@ -104,6 +104,33 @@ impl App {
             .join(format!("{key}.{suffix}"))
     }
 
+    /// The text behind a link (a stable media link, say); asserts 200.
+    pub async fn fetch_text(&self, url: &str) -> String {
+        let r = self
+            .client
+            .get(url)
+            .send()
+            .await
+            .expect("the server answers");
+        assert_eq!(r.status().as_u16(), 200, "{url}");
+        r.text().await.expect("a body")
+    }
+
+    /// Seconds of the media file behind a link (fetched, then `ffprobe`).
+    pub async fn video_seconds(&self, url: &str) -> f64 {
+        let r = self
+            .client
+            .get(url)
+            .send()
+            .await
+            .expect("the server answers");
+        assert_eq!(r.status().as_u16(), 200, "{url}");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("media");
+        std::fs::write(&path, r.bytes().await.expect("a body")).expect("written");
+        crate::media_seconds(&path)
+    }
+
     /// `method path` with an optional bearer token and JSON body: the
     /// status and the body (JSON, else the text as a JSON string).
     pub async fn call(
