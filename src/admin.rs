@@ -22,7 +22,7 @@ fn cell_name(c: &ActorCell) -> String {
 /// count, mailbox length (where counted) and age, supervisors first.
 fn actor_views(state: &State) -> Vec<Value> {
     let s = &state.services;
-    let tree = &s.tree;
+    let tree = s.tree();
     let mut actors = Vec::new();
     if let Some(node) = tree.node_cell() {
         actors.push(json!({
@@ -79,7 +79,7 @@ fn actor_views(state: &State) -> Vec<Value> {
             "children": children.iter().map(cell_name).collect::<Vec<_>>(),
         }));
     }
-    for u in s.users.snapshot() {
+    for u in s.desk().live() {
         actors.push(json!({
             "name": format!("user:{}", u.user_id), "kind": "user", "id": u.user_id,
             "supervisor": "supervisor:accounts",
@@ -149,10 +149,10 @@ pub fn admin_actors(state: Data<&State>, req: &Request) -> Response {
     if !admin_ok(&state, req) {
         return admin_refused();
     }
-    let s = &state.services;
+    let load = state.services.load();
     json_response(json!({
         "node": state.config.node.name,
-        "workers": { "total": s.settings.workers, "busy": s.settings.workers - s.pool.available_permits() },
+        "workers": { "total": load.slots, "busy": load.busy },
         "actors": actor_views(&state),
     }))
 }

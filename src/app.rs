@@ -256,10 +256,11 @@ fn healthz() -> &'static str {
 #[handler]
 async fn readyz(state: Data<&State>) -> Response {
     let mut problems = Vec::new();
-    if state.services.kv.get("meta", b"ready").is_err() {
+    let storage = state.services.blocking(|kv| kv.get("meta", b"ready"));
+    if storage.await.is_err() {
         problems.push("storage unavailable".to_string());
     }
-    let model = state.services.settings.model_dir.join("model.bin");
+    let model = state.services.settings().model_dir.join("model.bin");
     if !model.is_file() {
         problems.push(format!(
             "speech model missing: {} (run `make setup`)",
@@ -280,7 +281,7 @@ async fn readyz(state: Data<&State>) -> Response {
 #[handler]
 fn metrics(state: Data<&State>) -> Response {
     let s = &state.services;
-    let busy = s.settings.workers - s.pool.available_permits();
+    let busy = s.load().busy as usize;
     let projects = s.live_projects();
     let stages: usize = projects
         .iter()
@@ -288,7 +289,7 @@ fn metrics(state: Data<&State>) -> Response {
         .sum();
     let waiting = projects.len().saturating_sub(busy);
     let supervisors = 1 + s
-        .tree
+        .tree()
         .branches()
         .iter()
         .filter(|b| b.cell().is_some())
@@ -319,7 +320,7 @@ fn metrics(state: Data<&State>) -> Response {
             actors,
             &[("kind", "user")],
             actors_help,
-            s.users.len() as f64,
+            s.desk().live_count() as f64,
         ),
         (
             actors,
@@ -337,12 +338,12 @@ fn metrics(state: Data<&State>) -> Response {
             "clipforge_sse_channels",
             &[],
             "Projects with SSE subscribers.",
-            s.hub.channels() as f64,
+            s.sse_channels() as f64,
         ),
     ];
     Response::builder()
         .content_type("text/plain; version=0.0.4")
-        .body(s.metrics.render(&gauges))
+        .body(s.metrics().render(&gauges))
 }
 
 /// Routes with logging, metrics and the uniform error body for errors that
@@ -423,7 +424,7 @@ pub fn routes(state: State) -> impl Endpoint {
                 st.guard.finish(origin.as_deref(), &mut resp);
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
-                st.services.metrics.observe_request(
+                st.services.metrics().observe_request(
                     &method,
                     &clipforge_actors::metrics::route_label(&path),
                     status,
@@ -551,7 +552,7 @@ async fn start_housekeeping(
         children.push((p.name, spawner(p.name, PeriodicActor, p)));
     }
     services
-        .tree
+        .tree()
         .start_housekeeping(children)
         .await
         .map_err(|e| anyhow::anyhow!("starting housekeeping: {e}"))

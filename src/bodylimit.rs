@@ -99,9 +99,13 @@ impl Stream for Limited {
     }
 }
 
+/// Refused bodies being drained at once; beyond this one is dropped at
+/// once (the client may then see a reset instead of the answer).
+static DRAINING: clipforge_actors::tasks::Bounded = clipforge_actors::tasks::Bounded::new(1024);
+
 /// Reads and drops the rest of a refused body for a while, then lets go.
 fn drain(mut rest: Inner) {
-    tokio::spawn(async move {
+    DRAINING.spawn(async move {
         let _ = tokio::time::timeout(DRAIN_FOR, async {
             while let Some(Ok(_)) = rest.next().await {}
         })

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Load, Role};
+use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Role};
 use clipforge_actors::housekeeping::Periodic;
 use clipforge_actors::posts::Publishing;
 use clipforge_actors::service::Services;
@@ -11,20 +11,6 @@ use poem::{handler, Request, Response};
 
 use crate::config::Config;
 use crate::state::State;
-
-/// This node's worker slots: projects running of `pipeline.workers`.
-fn load_of(services: &Services) -> Load {
-    let slots = services.settings.workers;
-    let busy = slots.saturating_sub(services.pool.available_permits());
-    Load {
-        busy: busy as u32,
-        slots: slots as u32,
-        stages: services
-            .stage_jobs
-            .load(std::sync::atomic::Ordering::Acquire),
-        stage_slots: slots as u32,
-    }
-}
 
 /// Joins the cluster when `[cluster]` is on; `None` for a single node.
 pub async fn start(
@@ -42,21 +28,17 @@ pub async fn start(
     let s = services.clone();
     let cluster = Cluster::start(
         settings,
-        Arc::new(move || load_of(&s)),
-        services.tree.clone(),
+        Arc::new(move || s.load()),
+        services.tree().clone(),
     )
     .await?;
     tracing::info!(%listen, "cluster node server listening");
     let cluster = Arc::new(cluster);
     if cluster.has_role(Role::Worker) {
-        clipforge_actors::service::workers::start_worker(
-            &cluster,
-            services.clone(),
-            cluster.node_name().to_string(),
-        )
-        .await?;
+        clipforge_actors::cluster::worker::start_worker(services.worker_host(cluster.clone()))
+            .await?;
     }
-    let _ = services.cluster.set(cluster.clone());
+    services.join_cluster(cluster.clone());
     Ok(Some(cluster))
 }
 
@@ -153,7 +135,7 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
         None => ClusterSnapshot::single(
             &state.config.node.name,
             &state.config.cluster.roles,
-            load_of(&state.services),
+            state.services.load(),
         ),
     };
     Response::builder()

@@ -73,9 +73,13 @@ fn take_total(total: &Arc<AtomicUsize>, max: usize) -> Option<Arc<AtomicUsize>> 
 const REFUSAL: &str = r#"{"error":"too_many_connections","message":"too many open connections from your address; close some and retry"}"#;
 const BUSY: &str = r#"{"error":"too_many_connections","message":"the server has too many open connections; retry in a moment"}"#;
 
-/// Answers 503 with `body` and closes, on its own task.
+/// Refused connections being answered at once; beyond this one is closed
+/// without an answer, so a flood of them cannot pile up tasks.
+static REFUSING: clipforge_actors::tasks::Bounded = clipforge_actors::tasks::Bounded::new(1024);
+
+/// Answers 503 with `body` and closes, on its own task (at most 2 s).
 fn refuse<T: AsyncWrite + Unpin + Send + 'static>(mut io: T, body: &'static str) {
-    tokio::spawn(async move {
+    REFUSING.spawn(async move {
         let resp = format!(
             "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()

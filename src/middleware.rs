@@ -15,11 +15,12 @@ use crate::state::State;
 
 /// The account of a request (session or API key), looked up only where a
 /// limit needs it.
-fn account_of(st: &State, req: &Request) -> Option<Account> {
+async fn account_of(st: &State, req: &Request) -> Option<Account> {
     let token = crate::session::request_token(req)?;
     st.services
         .desk()
         .caller(&token)
+        .await
         .ok()
         .flatten()
         .map(|(a, _)| a)
@@ -28,7 +29,7 @@ fn account_of(st: &State, req: &Request) -> Option<Account> {
 /// The upload limit of the caller's plan; on a cluster node that does not
 /// keep the account, the largest plan's (the owner checks the plan's).
 fn upload_limit(st: &State, account: Option<&Account>) -> Option<u64> {
-    let accounts = &st.services.accounts;
+    let accounts = &st.services.accounts();
     match account {
         Some(a) => Some(accounts.plan_limits(a.plan).upload_max_bytes),
         None if st.cluster.is_some() => {
@@ -80,7 +81,7 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
         }
     }
     let account = match class {
-        Some(c) if c.per_account() => account_of(st, &req),
+        Some(c) if c.per_account() => account_of(st, &req).await,
         _ => None,
     };
     let upload = (class == Some(Class::Upload))
@@ -107,7 +108,7 @@ pub async fn guarded<E: Endpoint>(st: &State, ep: &E, mut req: Request) -> poem:
                     return Ok(too_many(wait, "requests for your account"));
                 }
             }
-            if let Some(refused) = crate::api::scopes::gate(st, &mut req) {
+            if let Some(refused) = crate::api::scopes::gate(st, &mut req).await {
                 bodylimit::discard(&mut req);
                 return Ok(refused);
             }

@@ -40,8 +40,8 @@ fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
 
 /// The account id and session token a request comes with (bearer or
 /// cookie), when the session is valid.
-pub fn session_of(services: &Services, req: &Request) -> Option<(String, String)> {
+pub async fn session_of(services: &Services, req: &Request) -> Option<(String, String)> {
     let token = request_token(req)?;
-    let (account, _) = services.desk().session(&token).ok()??;
+    let (account, _) = services.desk().session(&token).await.ok()??;
     Some((account.id, token))
 }

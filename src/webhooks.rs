@@ -67,7 +67,7 @@ pub async fn start(
         // Written outside the account's actor (as the publishing engine
         // does): its memory of the account is dropped afterwards.
         let said = Said::new("Webhook disabled", msg).with("url", url);
-        match s.accounts.notify_with(
+        match s.accounts().notify_with(
             user,
             NotificationKind::WebhookDisabled,
             &said,
@@ -75,19 +75,19 @@ pub async fn start(
             None,
             None,
         ) {
-            Ok(_) => s.users.unload(user),
+            Ok(_) => s.desk().unload(user),
             Err(e) => tracing::error!(user, error = %e, "cannot notify of a disabled webhook"),
         }
     });
     let deliverer = Deliverer::new(
-        services.kv.clone(),
+        services.kv().clone(),
         config.webhooks.settings(),
         Arc::new(Views(links)),
         on_disabled,
     )
     .map_err(|e| anyhow::anyhow!(e))?;
     services
-        .tree
+        .tree()
         .start_webhooks(
             "webhook-delivery",
             spawner("webhook-delivery", DeliveryActor, Arc::new(deliverer)),

@@ -93,11 +93,10 @@ pub struct Running {
     last_end: Option<Instant>,
 }
 
-/// Runs `job` on a blocking thread; its panic becomes this actor's failure.
-async fn run(name: &str, job: Job) -> Result<Then, ActorProcessingErr> {
-    tokio::task::spawn_blocking(move || job())
-        .await
-        .map_err(|e| format!("housekeeping job {name} failed: {e}").into())
+/// Runs `job` on a blocking thread; its panic is this actor's (see
+/// `tasks::blocking`), so its supervisor restarts it.
+async fn run(job: Job) -> Then {
+    crate::tasks::blocking(move || job()).await
 }
 
 /// Runs one async run in a task of its own; its panic becomes this
@@ -147,11 +146,11 @@ impl Actor for PeriodicActor {
                     panic!("fault injection: housekeeping-panic:{}", periodic.name);
                 }
                 match &periodic.work {
-                    Work::Blocking(job) => run(periodic.name, job.clone()).await?,
+                    Work::Blocking(job) => run(job.clone()).await,
                     Work::Async(job) => run_async(periodic.name, job).await?,
                 }
             }
-            PeriodicMsg::Run(job) => run(periodic.name, job).await?,
+            PeriodicMsg::Run(job) => run(job).await,
         };
         state.last_end = Some(Instant::now());
         if let Then::After(delay, next) = then {

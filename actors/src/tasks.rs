@@ -1,4 +1,74 @@
-//! Tasks tied to their owner's life.
+//! Tasks tied to their owner's life, and the engine's one way off the
+//! async threads ([`blocking`]).
+
+/// Runs blocking work (a storage call, file I/O, CPU-bound media work) on
+/// tokio's blocking pool and waits for it. A panic in `work` is resumed in
+/// the task that awaits it: it fails that task's actor, whose supervisor
+/// sees it as it sees any panic of the actor, instead of becoming an error
+/// value a caller might log and drop.
+pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(out) => out,
+        Err(e) => match e.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            // Blocking work is never aborted: it is cancelled only when the
+            // runtime shuts down, which drops the awaiting future as well.
+            Err(e) => panic!("blocking work cancelled by the runtime's shutdown: {e}"),
+        },
+    }
+}
+
+/// Short tasks nobody waits for (answering a refused connection, draining
+/// a refused body), at most `max` at once: beyond that [`Self::spawn`]
+/// declines, so a flood cannot pile them up. Each must end by itself (a
+/// timeout of its own).
+pub struct Bounded {
+    running: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl Bounded {
+    pub const fn new(max: usize) -> Self {
+        Self {
+            running: std::sync::atomic::AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Spawns `work` unless `max` such tasks run; false when declined (the
+    /// caller then drops what the task would have used).
+    pub fn spawn(
+        &'static self,
+        work: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> bool {
+        use std::sync::atomic::Ordering;
+        let taken = self
+            .running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return false;
+        }
+        struct Release(&'static Bounded);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                self.0.running.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let release = Release(self);
+        tokio::spawn(async move {
+            let _release = release;
+            work.await;
+        });
+        true
+    }
+
+    /// How many run now.
+    pub fn running(&self) -> usize {
+        self.running.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
 
 /// Aborts its task when dropped: the owner's end — also by a panic —
 /// stops the task, which would otherwise run on unobserved.
@@ -16,6 +86,57 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
+
+    /// Blocking work answers its value; its panic is the awaiting task's,
+    /// with the same message.
+    #[tokio::test]
+    async fn blocking_work_answers_or_panics_in_its_caller() {
+        assert_eq!(blocking(|| 6 * 7).await, 42);
+        let failed = tokio::spawn(blocking(|| -> u8 { panic!("the disk is on fire") }))
+            .await
+            .expect_err("the panic reaches the caller");
+        assert!(failed.is_panic());
+        let payload = failed.into_panic();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        assert_eq!(message.as_deref(), Some("the disk is on fire"));
+    }
+
+    /// Beyond its bound a task is declined; a finished one (also by a
+    /// panic) frees its place.
+    #[tokio::test]
+    async fn bounded_tasks_decline_beyond_their_bound() {
+        static TWO: Bounded = Bounded::new(2);
+        let (open, gate) = tokio::sync::watch::channel(false);
+        for _ in 0..2 {
+            let mut gate = gate.clone();
+            assert!(TWO.spawn(async move {
+                let _ = gate.wait_for(|open| *open).await;
+            }));
+        }
+        assert!(!TWO.spawn(async {}), "a third is declined");
+        assert_eq!(TWO.running(), 2);
+        open.send(true).unwrap();
+        settled(&TWO).await;
+        assert!(TWO.spawn(async { panic!("a task that fails") }));
+        settled(&TWO).await;
+        assert!(TWO.spawn(async {}));
+    }
+
+    /// Waits until no task of `b` runs (a bound on the wait, not a timing
+    /// check: they end at once here).
+    async fn settled(b: &Bounded) {
+        let done = async {
+            while b.running() > 0 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), done)
+            .await
+            .expect("the tasks ended and gave back their places");
+    }
 
     /// A task held by a future that panics is aborted with it.
     #[tokio::test]

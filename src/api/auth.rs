@@ -269,7 +269,7 @@ impl AuthApi {
         let b = body.0;
         // Counted (and refused beyond the limits) before it reaches the
         // account's actor, which checks the password and opens the session.
-        let email = account(state.services.accounts.sign_in_attempt(&b.email, &client))?;
+        let email = account(state.services.accounts().sign_in_attempt(&b.email, &client))?;
         let (acc, token) = account(
             state
                 .services

@@ -240,7 +240,7 @@ impl CreditsApi {
     async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson<Balance>> {
         let user = &auth.user().account;
         let id = user.id.clone();
-        let accounts = &state.services.accounts;
+        let accounts = &state.services.accounts();
         // Answered from the account actor's memory (loaded once per
         // activation, the storage counter on its first request); a due
         // renewal writes, so it goes to the actor as a command like every

@@ -9,8 +9,8 @@ use super::formats::ExportFormat;
 use super::projects::owned_project;
 use super::projects_types::status_text;
 use super::{ApiError, ApiResult, Auth, State};
+use clipforge_actors::projects::export::stored::{ExportBody, ExportError, ExportRequest};
 use clipforge_actors::projects::export::ExportFormat as Format;
-use clipforge_actors::service::export::{ExportBody, ExportError, ExportRequest};
 use poem::web::Data;
 
 #[derive(Tags)]

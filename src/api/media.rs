@@ -13,7 +13,7 @@ use clipforge_actors::accounts::AccountError;
 use clipforge_actors::media::download::{self, MetaError, VideoMeta};
 use clipforge_actors::media::{ffprobe, frame};
 use clipforge_actors::projects::stages::StageError;
-use clipforge_actors::service::uploads::{frame_key, UploadRecord, UPLOADS};
+use clipforge_actors::projects::uploads::{frame_key, UploadRecord, UPLOADS};
 use clipforge_actors::storage::kv;
 
 #[derive(Tags)]
@@ -158,7 +158,7 @@ impl MediaApi {
         form: UploadForm,
     ) -> ApiResult<Json<UploadResponse>> {
         let user = auth.user().account.clone();
-        let limits = state.services.accounts.plan_limits(user.plan).clone();
+        let limits = state.services.accounts().plan_limits(user.plan).clone();
         // The body was counted while it streamed in (crate::middleware):
         // one over the limit never gets here; this checks the file itself.
         let size = form.file.size() as u64;
@@ -177,7 +177,7 @@ impl MediaApi {
         // A read of the shared records: on a cluster this node need not be
         // the account's owner (the owner counts the bytes at the end).
         let uid = user.id.clone();
-        let accounts = state.services.accounts.clone();
+        let accounts = state.services.accounts().clone();
         let used = tokio::task::spawn_blocking(move || accounts.storage_used(&uid))
             .await
             .map_err(|e| ApiError::internal("storage task", e))?

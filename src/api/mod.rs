@@ -264,11 +264,8 @@ async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
     let state = req
         .data::<State>()
         .ok_or_else(|| poem::Error::from_status(poem::http::StatusCode::INTERNAL_SERVER_ERROR))?;
-    // Inline, not on the blocking pool: a session is answered from the
-    // memory of the account's actor when it is active here, else with two
-    // reads that sled serves from its cache (it writes only to drop an
-    // expired session); the hand-off to another thread cost more than the
-    // lookup on every authenticated request (see `make bench-api`).
+    // A session is answered from the memory of the account's actor when it
+    // is active here, else read on the blocking pool (`accounts::sessions`).
     // An API key was looked up and checked (scope, rate) before routing
     // (`scopes::gate`); a session is looked up here.
     let found = match req.data::<scopes::KeyCaller>() {
@@ -279,6 +276,7 @@ async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
             .services
             .desk()
             .session(token)
+            .await
             .map(|found| found.map(|(a, s)| (a, Credential::Session(s)))),
     };
     let Ok(Some((account, credential))) = found else {

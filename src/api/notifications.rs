@@ -60,9 +60,9 @@ impl NotificationsApi {
         // From the account actor's memory once it holds the notifications
         // (loaded by the first list of an activation, in the actor).
         let held = services
-            .users
+            .desk()
             .held(&id)
-            .and_then(|h| services.accounts.held_notification_list(&h));
+            .and_then(|h| services.accounts().held_notification_list(&h));
         let list = match held {
             Some(list) => list,
             None => account(services.call_account(&id, AccountMsg::Notifications).await)?,

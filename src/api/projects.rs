@@ -122,6 +122,7 @@ impl ProjectsApi {
                     .unwrap_or_default()
                     .into()
             })
+            .await
             .map_err(|e| ApiError::internal("listing projects", e))?;
         Ok(RawJson::new(body))
     }

@@ -14,7 +14,7 @@ use clipforge_actors::projects::events::ProjectEventBody;
 use clipforge_actors::projects::records::{
     self as records, date_of, iso8601, ClipRecord, ProjectRecord, ProjectState as State, Source,
 };
-use clipforge_actors::service::uploads::frame_key;
+use clipforge_actors::projects::uploads::frame_key;
 use clipforge_actors::storage::links::StableLinks;
 
 /// The contract's localized status (pt-BR) of a project state. Localized

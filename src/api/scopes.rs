@@ -24,9 +24,9 @@ pub struct KeyCaller {
 /// checks the key's scope for the operation (403 `insufficient_scope`) and
 /// its rate (429 with `Retry-After`), and leaves the key on the request.
 /// An unknown or revoked key passes through to the security scheme's 401.
-pub fn gate(st: &State, req: &mut Request) -> Option<Response> {
+pub async fn gate(st: &State, req: &mut Request) -> Option<Response> {
     let token = crate::session::request_token(req).filter(|t| is_api_key(t))?;
-    let (account, credential) = st.services.desk().caller(&token).ok()??;
+    let (account, credential) = st.services.desk().caller(&token).await.ok()??;
     let Credential::Key(key) = &credential else {
         return None;
     };

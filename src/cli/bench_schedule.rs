@@ -207,7 +207,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let s = services(&dir).await?;
     let (user, _) = s
-        .accounts
+        .accounts()
         .sign_up("bench@example.com", "correct horse battery", "Bench")?;
     let p = Publishing::start(s.post_host(), PublishSettings::default(), key())
         .await

@@ -74,7 +74,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let tree = state.services.tree.clone();
+    let tree = state.services.tree().clone();
     let state_guard = state.guard.clone();
     let limits = state.config.limits.clone();
     let endpoint = match crate::cluster::endpoint(&state, crate::app::routes(state.clone())).await {

@@ -74,7 +74,7 @@ impl Default for ClusterConfig {
             tls_cert: String::new(),
             tls_key: String::new(),
             tls_ca: String::new(),
-            max_inline_bytes: clipforge_actors::service::stage_wire::DEFAULT_MAX_INLINE,
+            max_inline_bytes: clipforge_actors::cluster::stage_wire::DEFAULT_MAX_INLINE,
             shared_local_storage: false,
         }
     }

@@ -354,6 +354,22 @@ impl AccountDesk {
         self.users.call(&self.accounts, user_id, build).await
     }
 
+    /// The memory of `user_id`'s actor when it is active on this node and
+    /// has loaded the account ([`UserRegistry::held`]).
+    pub fn held(&self, user_id: &str) -> Option<Arc<Held>> {
+        self.users.held(user_id)
+    }
+
+    /// The live account actors of this node (for the admin view).
+    pub fn live(&self) -> Vec<super::registry::UserActorInfo> {
+        self.users.snapshot()
+    }
+
+    /// How many account actors live on this node.
+    pub fn live_count(&self) -> usize {
+        self.users.len()
+    }
+
     /// Drops the memory of `user_id`'s actor, if active: its account was
     /// written from outside the actor ([`UserRegistry::unload`]).
     pub fn unload(&self, user_id: &str) {

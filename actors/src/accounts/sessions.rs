@@ -8,6 +8,10 @@
 //! actor, so memory and store drop a revoked session in the same commit
 //! (`accounts::held`).
 //!
+//! The store is read on the blocking pool (`tasks::blocking`): a lookup
+//! that misses memory never holds an async worker thread for a round-trip
+//! to PostgreSQL. A hit costs no hand-off.
+//!
 //! An active actor that does not hold the sessions yet is asked once to
 //! load them, without waiting: the check that asked is answered from the
 //! store, the next ones from memory.
@@ -28,42 +32,47 @@ pub enum Credential {
 impl AccountDesk {
     /// The account and session of `token`; `None` for unknown, revoked or
     /// expired tokens (see the module documentation).
-    pub fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
+    pub async fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
         if let Some(found) = self.held_session(token) {
             return Ok(Some(found));
         }
-        self.accounts.session(token)
+        let (accounts, token) = (self.accounts.clone(), token.to_string());
+        crate::tasks::blocking(move || accounts.session(&token)).await
     }
 
     /// The account `token` acts for: a session (see [`Self::session`]) or
-    /// an API key (the key always read from the store, so a revoked key fails
-    /// at once; its account as for a session).
-    pub fn caller(&self, token: &str) -> Result<Option<(Account, Credential)>> {
-        if is_api_key(token) {
-            if let Some(found) = self.held_key(token) {
-                return Ok(Some(found));
-            }
-            let Some(key) = self.accounts.api_key_info(token)? else {
-                return Ok(None);
-            };
-            // The account from its actor's memory when that may answer (as
-            // for sessions), else from the store.
-            let held = Some(key.user_id.as_str())
-                .filter(|u| self.owns(u))
-                .and_then(|u| self.users.held(u))
-                .and_then(|h| h.account());
-            let account = match held {
-                Some(a) => a,
-                None => match self.accounts.get_account(&key.user_id) {
+    /// an API key (from the memory of its account's actor when that may
+    /// answer, as for sessions, else from the store).
+    pub async fn caller(&self, token: &str) -> Result<Option<(Account, Credential)>> {
+        if !is_api_key(token) {
+            let found = self.session(token).await?;
+            return Ok(found.map(|(a, s)| (a, Credential::Session(s))));
+        }
+        if let Some(found) = self.held_key(token) {
+            return Ok(Some(found));
+        }
+        let (accounts, t) = (self.accounts.clone(), token.to_string());
+        let Some(key) = crate::tasks::blocking(move || accounts.api_key_info(&t)).await? else {
+            return Ok(None);
+        };
+        // The account from its actor's memory when that may answer (as
+        // for sessions), else from the store.
+        let held = Some(key.user_id.as_str())
+            .filter(|u| self.owns(u))
+            .and_then(|u| self.users.held(u))
+            .and_then(|h| h.account());
+        let account = match held {
+            Some(a) => a,
+            None => {
+                let (accounts, user) = (self.accounts.clone(), key.user_id.clone());
+                match crate::tasks::blocking(move || accounts.get_account(&user)).await {
                     Ok(a) => a,
                     Err(AccountError::NotFound(_)) => return Ok(None),
                     Err(e) => return Err(e),
-                },
-            };
-            return Ok(Some((account, Credential::Key(key))));
-        }
-        let found = self.session(token)?;
-        Ok(found.map(|(a, s)| (a, Credential::Session(s))))
+                }
+            }
+        };
+        Ok(Some((account, Credential::Key(key))))
     }
 
     /// The key `token` is, with its account, as the memory of the

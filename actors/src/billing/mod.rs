@@ -198,10 +198,7 @@ type Result<T> = std::result::Result<T, BillingError>;
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> crate::accounts::Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| BillingError::Actor(e.to_string()))?
-        .map_err(BillingError::from)
+    crate::tasks::blocking(f).await.map_err(BillingError::from)
 }
 
 /// Sends `user_id`'s actor the message `build` makes and waits for its

@@ -1,7 +1,8 @@
 //! The cluster: nodes joined with ractor_cluster (`NodeServer`, cookie
 //! authentication, transitive connections to the seeds' peers) and a
-//! heartbeat membership view with each node's roles, state and load.
-//! See ARCHITECTURE.md, "Cluster".
+//! heartbeat membership view with each node's roles, state and load; on a
+//! `worker` node, the stage worker that runs other nodes' stages
+//! (`worker.rs`). See ARCHITECTURE.md, "Cluster".
 
 mod dispatch;
 mod heartbeat;
@@ -10,8 +11,13 @@ mod membership;
 mod ownership;
 pub mod placement;
 pub mod relay;
+pub mod remote_stage;
+pub mod stage_job;
+pub mod stage_msgs;
+pub mod stage_wire;
 mod view;
 pub mod wire;
+pub mod worker;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

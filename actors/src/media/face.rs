@@ -119,11 +119,10 @@ pub async fn track_with(
     let input = input.to_path_buf();
     let cancel = cancel.clone();
     let spare = spare.cloned();
-    tokio::task::spawn_blocking(move || {
+    crate::tasks::blocking(move || {
         track_blocking(&input, start, duration, src, motion, &cancel, spare)
     })
     .await
-    .map_err(|e| StageError::Io(format!("face tracking stopped: {e}")))?
 }
 
 fn track_blocking(

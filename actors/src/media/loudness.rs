@@ -65,7 +65,7 @@ pub async fn normalize_to_wav(
 ) -> Result<Option<Normalized>, StageError> {
     let pcm = decode(input, start, duration, filter, cancel).await?;
     let wav = wav.to_path_buf();
-    tokio::task::spawn_blocking(move || {
+    crate::tasks::blocking(move || {
         let (samples, done) = normalize(pcm);
         let Some(done) = done else {
             return Ok(None);
@@ -74,7 +74,6 @@ pub async fn normalize_to_wav(
         Ok(Some(done))
     })
     .await
-    .map_err(|e| StageError::Io(format!("loudness normalization stopped: {e}")))?
 }
 
 /// The clip's audio as interleaved 48 kHz stereo samples.

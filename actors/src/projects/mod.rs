@@ -5,6 +5,7 @@
 pub mod clip_history;
 mod clip_versions;
 pub mod edit;
+pub mod edit_kit;
 pub mod events;
 pub mod export;
 pub mod more_clips;
@@ -12,4 +13,6 @@ pub mod pipeline;
 pub mod records;
 pub mod reframe;
 pub mod stages;
+pub mod uploads;
 pub mod versions;
+pub mod work;

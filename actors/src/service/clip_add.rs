@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use super::clip_edit::{check_title, RENDER_RETRY_AFTER_SECS};
 use super::clip_render::{self, RenderJob, RenderSlot};
-use super::edit_kit;
 use super::project_api::ProjectError;
 use super::Services;
 use crate::projects::clip_history::{ClipEdits, ClipRender, RenderState};
 use crate::projects::edit;
+use crate::projects::edit_kit;
 use crate::projects::more_clips;
 use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
 use crate::projects::stages::caption::quality_label;
@@ -63,7 +63,7 @@ impl Services {
     ) -> Result<ClipRecord, ProjectError> {
         let title = title.map(|t| check_title(&t)).transpose()?;
         let project = self.completed_project(user_id, project_id).await?;
-        let kit = edit_kit::load(self, &project.id)
+        let kit = edit_kit::load(self.objects.as_ref(), &project.id)
             .await
             .map_err(super::clip_edit::kit_error)?;
         let span = (0.0, project.duration_sec.min(kit.media.duration).max(0.0));
@@ -72,7 +72,7 @@ impl Services {
                 field: e.field,
                 message: e.message,
             })?;
-        let (loudness, scenes) = edit_kit::signals(self, &project.id)
+        let (loudness, scenes) = edit_kit::signals(self.objects.as_ref(), &project.id)
             .await
             .map_err(super::clip_edit::kit_error)?;
         let signals = more_clips::signals(loudness, scenes);
@@ -105,10 +105,10 @@ impl Services {
             });
         }
         let project = self.completed_project(user_id, project_id).await?;
-        let kit = edit_kit::load(self, &project.id)
+        let kit = edit_kit::load(self.objects.as_ref(), &project.id)
             .await
             .map_err(super::clip_edit::kit_error)?;
-        let (loudness, scenes) = edit_kit::signals(self, &project.id)
+        let (loudness, scenes) = edit_kit::signals(self.objects.as_ref(), &project.id)
             .await
             .map_err(super::clip_edit::kit_error)?;
         let pid = project.id.clone();

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::clip_reframe::{self, ReframeRequest};
 use super::clip_render::{self, RenderJob, RenderSlot};
-use super::edit_kit::{self, KitError};
 use super::project_api::ProjectError;
 use super::Services;
 use crate::accounts::actor::AccountMsg;
@@ -16,6 +15,7 @@ use crate::accounts::AccountError;
 use crate::captions::template::CaptionStyle;
 use crate::projects::clip_history::{ClipRender, RenderState};
 use crate::projects::edit;
+use crate::projects::edit_kit::{self, KitError};
 use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState};
 use crate::projects::reframe::{AspectRatio, Layout};
 use crate::storage::kv::{self, KvOp};
@@ -186,7 +186,9 @@ impl Services {
         }
         let (project, clip, bytes) = self.editable_clip(user_id, project_id, clip_id).await?;
         self.check_not_rendering(&clip)?;
-        let kit = edit_kit::load(self, &project.id).await.map_err(kit_error)?;
+        let kit = edit_kit::load(self.objects.as_ref(), &project.id)
+            .await
+            .map_err(kit_error)?;
         let span = (0.0, project.duration_sec.min(kit.media.duration).max(0.0));
         // Word indices are those of the clip as it is now.
         let mut edits = clip.edits.clone();
@@ -358,7 +360,9 @@ impl Services {
         clip_id: &str,
     ) -> Result<Vec<Word>, ProjectError> {
         let (project, clip, _) = self.editable_clip(user_id, project_id, clip_id).await?;
-        let kit = edit_kit::load(self, &project.id).await.map_err(kit_error)?;
+        let kit = edit_kit::load(self.objects.as_ref(), &project.id)
+            .await
+            .map_err(kit_error)?;
         Ok(edit::clip_words(
             &kit.transcript,
             clip.start,
@@ -382,7 +386,7 @@ impl Services {
         clip_id: &str,
     ) -> Result<(f64, Vec<f32>), ProjectError> {
         let (project, clip, _) = self.editable_clip(user_id, project_id, clip_id).await?;
-        let (loudness, _) = edit_kit::signals(self, &project.id)
+        let (loudness, _) = edit_kit::signals(self.objects.as_ref(), &project.id)
             .await
             .map_err(kit_error)?;
         let (_, longest) = edit::length_bounds(&project.preset);

@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use super::edit_kit::Kit;
 use super::project_api::ProjectError;
 use super::Services;
 use crate::media::face::{Face, SAMPLE_FPS};
 use crate::projects::clip_history::framing_key;
+use crate::projects::edit_kit::Kit;
 use crate::projects::records::ClipRecord;
 use crate::projects::reframe::manual::{self, ManualSpan, SeenFaces};
 use crate::projects::reframe::Layout;

@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::edit_kit;
 use super::Services;
 use crate::projects::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::projects::edit;
+use crate::projects::edit_kit;
 use crate::projects::events::{ProjectEventBody, RenderEvent};
 use crate::projects::records::{now_ms, ClipRecord, ProjectRecord};
 use crate::projects::reframe::manual::ManualSpan;
@@ -313,7 +313,7 @@ async fn render(
         .acquire_owned()
         .await
         .map_err(|_| "the node is shutting down".to_string())?;
-    let kit = edit_kit::load(services, &project.id)
+    let kit = edit_kit::load(services.objects.as_ref(), &project.id)
         .await
         .map_err(|e| e.to_string())?;
     let work = services.settings.data_dir.join("work");
@@ -322,7 +322,7 @@ async fn render(
         .prefix(&format!("edit-{}-", clip.id))
         .tempdir_in(&work)
         .map_err(|e| format!("creating a work folder: {e}"))?;
-    let source = edit_kit::fetch_source(services, project, dir.path())
+    let source = edit_kit::fetch_source(services.objects.as_ref(), project, dir.path())
         .await
         .map_err(|e| e.to_string())?;
     let mut plan = job_plan(&kit, project, clip, &job.edits, job.start, job.end);
@@ -381,10 +381,11 @@ async fn render(
         "projects/{}/clip-{}-v{}",
         project.id, clip.index, job.version
     );
-    let (keys, bytes) = super::work::store_clip_files(services, &base_key, &rendered)
-        .await
-        .map_err(|e| format!("storing the clip: {e}"))?;
-    let segments = super::work::segments_of(&rendered.words);
+    let (keys, bytes) =
+        crate::projects::work::store_clip_files(services.objects.as_ref(), &base_key, &rendered)
+            .await
+            .map_err(|e| format!("storing the clip: {e}"))?;
+    let segments = crate::projects::work::segments_of(&rendered.words);
     Ok(ClipVersion {
         version: job.version,
         title: job.title.clone(),

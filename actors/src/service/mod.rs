@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ractor::Actor;
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::accounts::{Accounts, NotificationKind, Said};
-use crate::media::whisper::{ModelOptions, WhisperModel};
+use crate::media::whisper::ModelOptions;
 use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
 use crate::storage::objects::ObjectStore;
@@ -22,30 +22,26 @@ pub mod clip_edit;
 pub mod clip_reframe;
 mod clip_render;
 mod clip_settle;
-mod edit_kit;
 mod error;
 pub use error::{EngineError, EngineResult};
-pub mod export;
 mod handoff;
+mod listings;
 mod removal;
 pub use handoff::HandOff;
 pub mod project_actor;
 pub mod project_api;
-pub mod remote_stage;
-pub mod stage_job;
-pub mod stage_wire;
 pub mod supervision;
-pub mod uploads;
-pub mod work;
-pub mod workers;
 
 use crate::accounts::actor::{AccountMsg, Notice, Reply};
 use crate::accounts::registry::{AccountDesk, UserRegistry};
 use crate::cluster::leases::NodeLeases;
+use crate::cluster::stage_job::WorkerHost;
 use crate::mailbox::{ActorMeta, Tracked};
 use crate::metrics::Metrics;
 use crate::projects::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
+use crate::projects::export::stored::{ExportError, ExportFile, ExportFrom, ExportRequest};
 use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState};
+use crate::projects::work::{StageHost, StageKnobs};
 use project_actor::{ProjectActor, ProjectMsg};
 
 /// Knobs of the service engine (from the server's config).
@@ -66,39 +62,34 @@ pub struct Settings {
     pub rerank: Option<crate::projects::stages::rerank::RerankConfig>,
 }
 
-/// A user's cached listing: total and rendered pages by (skip, take).
-struct Listing {
-    total: usize,
-    pages: HashMap<(usize, usize), bytes::Bytes>,
-}
-
 pub struct Services {
-    pub kv: Arc<dyn KvStore>,
-    pub objects: Arc<dyn ObjectStore>,
-    pub accounts: Arc<Accounts>,
-    pub hub: EventHub,
-    pub users: Arc<UserRegistry>,
+    kv: Arc<dyn KvStore>,
+    objects: Arc<dyn ObjectStore>,
+    accounts: Arc<Accounts>,
+    hub: EventHub,
+    users: Arc<UserRegistry>,
     /// The accounts domain as the request path and other domains use it.
     desk: AccountDesk,
-    pub pool: Arc<Semaphore>,
-    pub settings: Settings,
-    pub metrics: Metrics,
+    pool: Arc<Semaphore>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
     /// Set when this node is part of a cluster: stages then run on the
     /// cluster's workers (see `workers`).
-    pub cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>>,
+    cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>>,
     /// Leases of what this node runs (when clustered) and fenced writes.
-    pub leases: NodeLeases,
+    leases: NodeLeases,
     /// Stage jobs this node's cluster worker is running or has queued.
-    pub stage_jobs: std::sync::atomic::AtomicU32,
+    stage_jobs: Arc<std::sync::atomic::AtomicU32>,
+    /// What the stages this node runs use of it (`projects::work`).
+    stages: StageHost,
     /// The node's supervision tree (`crate::supervisor`).
-    pub tree: Arc<crate::supervisor::Tree>,
+    tree: Arc<crate::supervisor::Tree>,
     /// Clip renders per account on this node (`clip_render`).
     renders: clip_render::Renders,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
-    model: OnceCell<Arc<WhisperModel>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
     /// listing pages; dropped whenever one of the user's projects changes.
-    listings: Mutex<HashMap<String, Listing>>,
+    listings: Mutex<HashMap<String, listings::Listing>>,
     /// Bumped on every change, so nothing read meanwhile is cached.
     listings_gen: std::sync::atomic::AtomicU64,
 }
@@ -119,7 +110,17 @@ impl Services {
             ring.get()
                 .is_none_or(|c| c.owns(user_id, crate::cluster::Role::Api))
         });
+        let knobs = StageKnobs {
+            data_dir: settings.data_dir.clone(),
+            model_dir: settings.model_dir.clone(),
+            model: settings.model.clone(),
+            batch_size: settings.batch_size,
+            x264_preset: settings.x264_preset.clone(),
+            max_clips: settings.max_clips,
+            rerank: settings.rerank.clone(),
+        };
         Arc::new(Self {
+            stages: StageHost::new(objects.clone(), knobs),
             desk: AccountDesk::new(accounts.clone(), users.clone(), owner),
             leases: NodeLeases::new(kv.clone(), cluster.clone()),
             cluster,
@@ -130,29 +131,26 @@ impl Services {
             users,
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
-            metrics: Metrics::default(),
-            stage_jobs: std::sync::atomic::AtomicU32::new(0),
+            metrics: Arc::default(),
+            stage_jobs: Arc::default(),
             tree,
             renders: Default::default(),
             projects: Mutex::new(HashMap::new()),
             listings: Mutex::new(HashMap::new()),
             listings_gen: std::sync::atomic::AtomicU64::new(0),
-            model: OnceCell::new(),
         })
     }
 
-    /// The Whisper model, loaded on first use.
-    pub async fn model(&self) -> anyhow::Result<Arc<WhisperModel>> {
-        self.model
-            .get_or_try_init(|| async {
-                let dir = self.settings.model_dir.clone();
-                let opts = self.settings.model.clone();
-                let m =
-                    tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &opts)).await??;
-                Ok(Arc::new(m))
-            })
-            .await
-            .cloned()
+    /// What this node's stage worker uses of it, on a cluster whose node
+    /// has the `worker` role (`cluster::worker`).
+    pub fn worker_host(&self, cluster: Arc<crate::cluster::Cluster>) -> WorkerHost {
+        WorkerHost {
+            stages: self.stages.clone(),
+            cluster,
+            jobs: self.stage_jobs.clone(),
+            metrics: self.metrics.clone(),
+            slots: self.settings.workers,
+        }
     }
 
     /// Sends `user_id`'s actor the message `build` makes and waits for
@@ -178,9 +176,57 @@ impl Services {
         }
     }
 
-    /// The accounts domain, for the domains that use it (billing).
+    /// The accounts domain, for the domains that use it (billing) and the
+    /// request path (credentials, account calls).
     pub fn desk(&self) -> &AccountDesk {
         &self.desk
+    }
+
+    /// The accounts' store (plans and limits, reads outside the actors).
+    pub fn accounts(&self) -> &Arc<Accounts> {
+        &self.accounts
+    }
+
+    /// The node's record store.
+    pub fn kv(&self) -> &Arc<dyn KvStore> {
+        &self.kv
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Projects with SSE subscribers on this node.
+    pub fn sse_channels(&self) -> usize {
+        self.hub.channels()
+    }
+
+    /// The node's supervision tree.
+    pub fn tree(&self) -> &Arc<crate::supervisor::Tree> {
+        &self.tree
+    }
+
+    /// This node joined `cluster`: its projects' stages run on the
+    /// cluster's workers and it leases what it runs. Once.
+    pub fn join_cluster(&self, cluster: Arc<crate::cluster::Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// The node's load as its heartbeats announce it: projects running of
+    /// `pipeline.workers`, and its stage worker's jobs.
+    pub fn load(&self) -> crate::cluster::Load {
+        let slots = self.settings.workers;
+        let busy = slots.saturating_sub(self.pool.available_permits());
+        crate::cluster::Load {
+            busy: busy as u32,
+            slots: slots as u32,
+            stages: self.stage_jobs.load(std::sync::atomic::Ordering::Acquire),
+            stage_slots: slots as u32,
+        }
     }
 
     /// The account's state as its actor holds it in memory (activating the
@@ -506,62 +552,19 @@ impl Services {
         self.metrics.project_finished("cancelled", 0.0);
     }
 
-    /// A rendered page of the user's listing (`skip`, `take`), cached until
-    /// one of the user's projects changes; `render` builds it from the page
-    /// and the total on a miss. Runs inline: a page is a handful of reads
-    /// that sled serves from its cache.
-    pub fn listing_page(
+    /// A finished project's export (`projects::export::stored`).
+    pub async fn export_project(
         &self,
-        user_id: &str,
-        skip: usize,
-        take: usize,
-        render: impl FnOnce(&[ProjectRecord], usize) -> bytes::Bytes,
-    ) -> kv::Result<bytes::Bytes> {
-        use std::sync::atomic::Ordering;
-        let gen = self.listings_gen.load(Ordering::Acquire);
-        let total = {
-            let listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
-            match listings.get(user_id) {
-                Some(l) => {
-                    if let Some(page) = l.pages.get(&(skip, take)) {
-                        return Ok(page.clone());
-                    }
-                    Some(l.total)
-                }
-                None => None,
-            }
+        p: &ProjectRecord,
+        what: ExportRequest,
+    ) -> Result<ExportFile, ExportError> {
+        let tmp_root = self.settings.data_dir.join("tmp");
+        let from = ExportFrom {
+            kv: &self.kv,
+            objects: self.objects.as_ref(),
+            tmp_root: &tmp_root,
         };
-        let total = match total {
-            Some(t) => t,
-            None => records::count_projects(self.kv.as_ref(), user_id)?,
-        };
-        let page = records::list_projects_page(self.kv.as_ref(), user_id, skip, take)?;
-        let body = render(&page, total);
-        let mut listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
-        if self.listings_gen.load(Ordering::Acquire) == gen {
-            if listings.len() >= 10_000 {
-                listings.clear();
-            }
-            let l = listings.entry(user_id.to_string()).or_insert(Listing {
-                total,
-                pages: HashMap::new(),
-            });
-            if l.pages.len() < 16 {
-                l.pages.insert((skip, take), body.clone());
-            }
-        }
-        Ok(body)
-    }
-
-    /// Call after any change to a project of `user_id` (created, saved,
-    /// removed): its cached listing is dropped.
-    pub fn projects_changed(&self, user_id: &str) {
-        self.listings_gen
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        self.listings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(user_id);
+        from.export(p, what).await
     }
 
     /// Stops idle account actors; call periodically.

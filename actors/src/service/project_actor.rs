@@ -12,12 +12,13 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::work::{self, CaptionResult};
 use super::Services;
+use crate::cluster::remote_stage::{RemoteStage, RemoteStageArgs, StageParent};
 use crate::mailbox::{ActorMeta, Tracked};
 use crate::projects::events::ProjectEventBody;
 use crate::projects::records::{now_ms, ProjectRecord, ProjectState};
 use crate::projects::stages::{Progress, Stage, StageError};
+use crate::projects::work::{self, CaptionResult};
 
 pub enum ProjectMsg {
     /// Take the project's lease (clustered), then start.
@@ -169,7 +170,7 @@ impl Actor for StageActor {
         };
         crate::faults::check(crate::faults::Point::Stage(stage.spec().fault));
         let started = std::time::Instant::now();
-        let result = work::run_stage(services.clone(), project, stage, cancel, progress).await;
+        let result = work::run_stage(&services.stages, project, stage, cancel, progress).await;
         services
             .metrics
             .observe_stage(stage, started.elapsed().as_secs_f64());
@@ -312,6 +313,17 @@ impl Actor for ProjectActor {
     }
 }
 
+/// A remote stage reports to the project's actor as a local one does.
+impl StageParent for Tracked<ProjectMsg> {
+    fn progress(&self, stage: Stage, pct: u8) {
+        let _ = self.send(ProjectMsg::Progress(stage, pct));
+    }
+
+    fn done(&self, stage: Stage, result: Result<Option<CaptionResult>, StageError>) {
+        let _ = self.send(ProjectMsg::StageDone(stage, result));
+    }
+}
+
 impl ProjectActor {
     /// Takes the project's lease when the node leases (else starts at
     /// once): with it, reloads the record (a previous holder may have
@@ -397,17 +409,15 @@ impl ProjectActor {
         state.save(Some(event)).await;
         let remote = state.services.cluster.get().filter(|_| stage.spec().remote);
         if let Some(cluster) = remote {
-            let args = super::remote_stage::RemoteStageArgs {
+            let args = RemoteStageArgs {
                 cluster: cluster.clone(),
                 objects: state.services.objects.clone(),
                 project: state.project.clone(),
                 stage,
-                parent: state.me.clone(),
+                parent: Arc::new(state.me.clone()),
             };
             let name = format!("stage:{}:{}", state.project.id, stage.name());
-            myself
-                .spawn_linked(Some(name), super::remote_stage::RemoteStage, args)
-                .await?;
+            myself.spawn_linked(Some(name), RemoteStage, args).await?;
             return Ok(());
         }
         let args = StageArgs {

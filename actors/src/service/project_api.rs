@@ -9,7 +9,6 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 
 use super::project_actor::ProjectMsg;
-use super::uploads::{UploadRecord, UPLOADS};
 use super::Services;
 use crate::accounts::actor::{AccountMsg, Reserved};
 use crate::accounts::{text, AccountError};
@@ -17,6 +16,7 @@ use crate::captions::template::CaptionStyle;
 use crate::projects::events::{events_after, ProjectEvent, ProjectEventBody};
 use crate::projects::records::{self, now_ms, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::projects::reframe::{AspectRatio, Layout};
+use crate::projects::uploads::{UploadRecord, UPLOADS};
 use crate::storage::kv::{self, KvOp};
 
 /// Longest clip title a user may give.

@@ -1,10 +1,12 @@
 //! Removing what a project leaves: its records, events, clips (and the
 //! storage quota their edited versions took), media, work files and, when
-//! no other project uses it, its upload.
+//! no other project uses it, its upload (its record, objects and quota).
 
-use super::{records, work, workers, Services};
+use super::{records, Services};
 use crate::accounts::actor::AccountMsg;
-use crate::projects::records::{ClipRecord, ProjectRecord};
+use crate::projects::records::{ClipRecord, ProjectRecord, Source};
+use crate::projects::uploads::{folder_of, UploadRecord, UPLOADS};
+use crate::projects::work::work_prefix;
 use crate::storage::kv::{self, KvOp};
 
 impl Services {
@@ -68,12 +70,54 @@ impl Services {
     /// Removes a project's work files: the local folder, and in a cluster
     /// the copies the stage workers share through object storage.
     pub(super) async fn remove_work(&self, project_id: &str) {
-        let _ = std::fs::remove_dir_all(work::work_dir(self, project_id));
+        let _ = std::fs::remove_dir_all(self.stages.work_dir(project_id));
         if self.cluster.get().is_some() {
-            let prefix = workers::work_prefix(project_id);
+            let prefix = work_prefix(project_id);
             if let Err(e) = self.objects.delete_prefix(&prefix).await {
                 tracing::warn!(project_id, error = %e, "cannot remove the shared work files");
             }
         }
+    }
+
+    /// After `project` was removed: when it was made from an upload that no
+    /// other project of its owner uses, deletes the upload's record and
+    /// objects and gives its bytes back to the owner's storage quota.
+    /// Returns the bytes given back.
+    pub(crate) async fn release_upload(&self, project: &ProjectRecord) -> super::EngineResult<u64> {
+        let Source::Upload(key) = &project.source else {
+            return Ok(0);
+        };
+        let (uid, k) = (project.user_id.clone(), key.clone());
+        let record = self
+            .blocking(move |kv| {
+                let in_use = records::list_projects(kv, &uid)?
+                    .iter()
+                    .any(|p| p.source == Source::Upload(k.clone()));
+                if in_use {
+                    return Ok(None);
+                }
+                kv::get_value::<UploadRecord>(kv, UPLOADS, k.as_bytes())
+            })
+            .await?;
+        let Some(record) = record.filter(|r| r.user_id == project.user_id) else {
+            return Ok(0);
+        };
+        let size = record.size;
+        // The record's deletion and the quota in one write.
+        let delete = KvOp::Delete {
+            tree: UPLOADS.to_string(),
+            key: key.as_bytes().to_vec(),
+        };
+        self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
+            bytes: size,
+            with: vec![delete],
+            reply,
+        })
+        .await?;
+        match folder_of(key) {
+            Some(folder) => self.objects.delete_prefix(&folder).await,
+            None => self.objects.delete(key).await.map(|_| 1),
+        }?;
+        Ok(size)
     }
 }

@@ -521,7 +521,5 @@ pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce(&dyn KvStore) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let kv = kv.clone();
-    tokio::task::spawn_blocking(move || f(kv.as_ref()))
-        .await
-        .map_err(|e| StorageError::Backend(format!("storage task: {e}")))?
+    crate::tasks::blocking(move || f(kv.as_ref())).await
 }

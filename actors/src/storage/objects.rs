@@ -171,13 +171,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> Result<T> + Send + 'static,
 {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result,
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(err) => Err(StorageError::Backend(format!(
-            "blocking storage task did not finish: {err}"
-        ))),
-    }
+    crate::tasks::blocking(work).await
 }
 
 /// The directory a file at `path` lives in ("." for a bare file name).

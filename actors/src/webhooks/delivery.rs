@@ -160,10 +160,7 @@ impl Deliverer {
         &self,
         f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
     ) -> kv::Result<T> {
-        let kv = self.kv.clone();
-        tokio::task::spawn_blocking(move || f(kv.as_ref()))
-            .await
-            .map_err(|e| StorageError::Backend(format!("storage task: {e}")))?
+        kv::blocking(&self.kv, f).await
     }
 
     /// Sends what is due now; returns how many entries were due (a full
@@ -222,10 +219,7 @@ impl Deliverer {
             .await?;
         if disabled {
             let (f, user) = (self.on_disabled.clone(), hook.user_id.clone());
-            let told = tokio::task::spawn_blocking(move || f(&user, &url)).await;
-            if let Err(e) = told {
-                tracing::error!(error = %e, "the disabled-webhook notice failed");
-            }
+            crate::tasks::blocking(move || f(&user, &url)).await;
         }
         Ok(())
     }

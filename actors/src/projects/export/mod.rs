@@ -15,6 +15,7 @@ pub mod bundle;
 mod edl;
 mod fcpxml;
 mod otio;
+pub mod stored;
 
 use std::path::{Path, PathBuf};
 

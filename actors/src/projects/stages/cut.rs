@@ -95,12 +95,11 @@ pub async fn run(
         // Every cut at the quietest point of its silence (`quiet.rs`).
         let (input, t) = (input.to_path_buf(), transcript.clone());
         let span = (opts.start, opts.start + opts.duration);
-        plans = tokio::task::spawn_blocking(move || {
+        plans = crate::tasks::blocking(move || {
             quiet::snap_plans(&input, &t, span, &mut plans);
             plans
         })
-        .await
-        .map_err(|e| StageError::Model(format!("placing the cuts stopped: {e}")))?;
+        .await;
     }
     if opts.remove_fillers {
         let marks = fillers::filler_marks(&transcript.words);

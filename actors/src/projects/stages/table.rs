@@ -1,7 +1,7 @@
 //! The stage table: the one description of every stage — its name, the
 //! work-folder files it reads and writes, its share of the progress bar,
 //! whether a cluster worker may run it, and its fault-injection point. The
-//! service (`service/work.rs`), a remote worker (`service/workers.rs`: what
+//! node (`projects/work.rs`), a remote worker (`cluster/worker.rs`: what
 //! it fetches from and stores to object storage) and `clipforge clip`
 //! (`projects/pipeline.rs`) all read it; `run.rs` refuses to read or write a
 //! work file the table does not list for the stage.

@@ -103,13 +103,13 @@ pub async fn run_loading(
         Err(e) => {
             stop.cancel();
             drop(rx);
-            let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+            let _ = crate::tasks::blocking(move || reader.join()).await;
             return Err(e);
         }
     };
     opts.language = opts.language.filter(|l| model.knows_language(l));
     let ctx2 = ctx.clone();
-    tokio::task::spawn_blocking(move || {
+    crate::tasks::blocking(move || {
         let output = recognise(rx, &model, &opts, &ctx2, reader);
         // What the model's tensors took stays in the heap for reuse until
         // given back (media::heap).
@@ -119,7 +119,6 @@ pub async fn run_loading(
         Ok(output)
     })
     .await
-    .map_err(|e| StageError::Model(format!("transcription task stopped: {e}")))?
 }
 
 /// What the audio thread hands back at the end: samples read and loudness.

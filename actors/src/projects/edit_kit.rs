@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Services;
 use crate::media::ffprobe::MediaInfo;
 use crate::projects::records::{ProjectRecord, Source};
 use crate::projects::stages::cut::ClipPlan;
 use crate::projects::stages::table::WorkFile;
 use crate::projects::stages::StageError;
+use crate::storage::objects::ObjectStore;
 use crate::transcript::Transcript;
 
 /// The work files kept, besides the source.
@@ -36,7 +36,7 @@ fn key(project_id: &str, file: WorkFile) -> String {
 /// Keeps the work files of `dir` (the caption stage's inputs) for edits.
 /// Called once the clips are stored; on a cluster worker too.
 pub async fn save(
-    services: &Services,
+    objects: &dyn ObjectStore,
     project: &ProjectRecord,
     dir: &Path,
 ) -> Result<(), StageError> {
@@ -47,8 +47,7 @@ pub async fn save(
         let Some(path) = file.locate(dir) else {
             continue;
         };
-        services
-            .objects
+        objects
             .put_file(&key(&project.id, file), &path, "application/json")
             .await
             .map_err(store)?;
@@ -58,8 +57,7 @@ pub async fn save(
             .locate(dir)
             .ok_or_else(|| StageError::Io("the source video is missing".into()))?;
         let name = source.file_name().unwrap_or_default().to_string_lossy();
-        services
-            .objects
+        objects
             .put_file(
                 &format!("{}{name}", prefix(&project.id)),
                 &source,
@@ -89,18 +87,17 @@ pub enum KitError {
 }
 
 async fn json<T: serde::de::DeserializeOwned>(
-    services: &Services,
+    objects: &dyn ObjectStore,
     project_id: &str,
     file: WorkFile,
 ) -> Result<T, KitError> {
     let k = key(project_id, file);
-    match services.objects.size(&k).await {
+    match objects.size(&k).await {
         Ok(Some(_)) => {}
         Ok(None) => return Err(KitError::Missing),
         Err(e) => return Err(KitError::Storage(e.to_string())),
     }
-    let bytes = services
-        .objects
+    let bytes = objects
         .get_bytes(&k)
         .await
         .map_err(|e| KitError::Storage(e.to_string()))?;
@@ -108,10 +105,10 @@ async fn json<T: serde::de::DeserializeOwned>(
 }
 
 /// The kept transcript, probe and plans of `project_id`.
-pub async fn load(services: &Services, project_id: &str) -> Result<Kit, KitError> {
-    let media = json(services, project_id, WorkFile::Media).await?;
-    let transcript = json(services, project_id, WorkFile::Transcript).await?;
-    let plans = json(services, project_id, WorkFile::Plans).await?;
+pub async fn load(objects: &dyn ObjectStore, project_id: &str) -> Result<Kit, KitError> {
+    let media = json(objects, project_id, WorkFile::Media).await?;
+    let transcript = json(objects, project_id, WorkFile::Transcript).await?;
+    let plans = json(objects, project_id, WorkFile::Plans).await?;
     Ok(Kit {
         media,
         transcript,
@@ -122,12 +119,12 @@ pub async fn load(services: &Services, project_id: &str) -> Result<Kit, KitError
 /// The kept loudness series (per 100 ms of the processed range) and scene
 /// changes (seconds from its start), for finding more clips.
 pub async fn signals(
-    services: &Services,
+    objects: &dyn ObjectStore,
     project_id: &str,
 ) -> Result<(Vec<f32>, Option<Vec<f64>>), KitError> {
-    let loudness: Vec<f32> = json(services, project_id, WorkFile::Loudness).await?;
+    let loudness: Vec<f32> = json(objects, project_id, WorkFile::Loudness).await?;
     let scenes: Option<crate::projects::stages::ahead::Scenes> =
-        match json(services, project_id, WorkFile::Scenes).await {
+        match json(objects, project_id, WorkFile::Scenes).await {
             Ok(s) => s,
             Err(KitError::Missing) => None,
             Err(e) => return Err(e),
@@ -137,15 +134,14 @@ pub async fn signals(
 
 /// Copies the project's source video into `dir`; returns its path.
 pub async fn fetch_source(
-    services: &Services,
+    objects: &dyn ObjectStore,
     project: &ProjectRecord,
     dir: &Path,
 ) -> Result<PathBuf, KitError> {
     let key = match &project.source {
         Source::Upload(key) => key.clone(),
         Source::Url(_) => {
-            let listed = services
-                .objects
+            let listed = objects
                 .list_prefix(&prefix(&project.id))
                 .await
                 .map_err(|e| KitError::Storage(e.to_string()))?;
@@ -167,8 +163,7 @@ pub async fn fetch_source(
         .filter(|e| !e.is_empty() && e.len() <= 8 && e.chars().all(|c| c.is_ascii_alphanumeric()))
         .unwrap_or_else(|| "mp4".into());
     let path = dir.join(format!("source.{ext}"));
-    services
-        .objects
+    objects
         .get_to_file(&key, &path)
         .await
         .map_err(|e| KitError::Storage(e.to_string()))?;

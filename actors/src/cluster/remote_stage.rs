@@ -1,27 +1,34 @@
 //! The project side of a stage run on the cluster: a [`RemoteStage`] actor
-//! per stage, linked to its `ProjectActor`, sends the stage to a worker
+//! per stage, linked to its project's actor, sends the stage to a worker
 //! (held here while every worker's slots are taken), relays its progress
-//! and result, and sends it elsewhere when the worker is lost. The worker
-//! side is `workers.rs`.
+//! and result to the project ([`StageParent`]), and sends it elsewhere when
+//! the worker is lost. The worker side is `worker.rs`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::project_actor::ProjectMsg;
+use super::stage_msgs::{reply_group, RemoteStageMsg, StageJob, StageReport, WorkerMsg};
 use super::stage_wire::{self, Carried};
-use super::workers::{reply_group, work_prefix, RemoteStageMsg, StageJob, StageReport, WorkerMsg};
-use crate::cluster::wire::{worker_group, Wire};
-use crate::cluster::{Cluster, Pick};
-use crate::mailbox::Tracked;
+use super::wire::{worker_group, Wire};
+use super::{Cluster, Pick};
 use crate::projects::records::ProjectRecord;
 use crate::projects::stages::{Stage, StageError};
+use crate::projects::work::{work_prefix, CaptionResult};
 use crate::storage::objects::ObjectStore;
 
 /// Runs one stage of a project on a worker somewhere in the cluster and
 /// reports to the project like a local stage actor does.
 pub struct RemoteStage;
+
+/// Where a remote stage reports (the project's actor).
+pub trait StageParent: Send + Sync + 'static {
+    /// The stage's own progress, in percent.
+    fn progress(&self, stage: Stage, pct: u8);
+    /// The stage ended (once).
+    fn done(&self, stage: Stage, result: Result<Option<CaptionResult>, StageError>);
+}
 
 pub struct RemoteStageArgs {
     pub cluster: Arc<Cluster>,
@@ -29,7 +36,7 @@ pub struct RemoteStageArgs {
     pub objects: Arc<dyn ObjectStore>,
     pub project: ProjectRecord,
     pub stage: Stage,
-    pub parent: Tracked<ProjectMsg>,
+    pub parent: Arc<dyn StageParent>,
 }
 
 pub struct RemoteStageState {
@@ -124,7 +131,7 @@ impl Actor for RemoteStage {
                     }
                     StageReport::Progress { pct, .. } => {
                         st.accepted = true;
-                        let _ = st.args.parent.send(ProjectMsg::Progress(stage, pct));
+                        st.args.parent.progress(stage, pct);
                     }
                     StageReport::Done { result, .. } => {
                         let objects = st.args.objects.clone();
@@ -132,7 +139,7 @@ impl Actor for RemoteStage {
                             .await
                             .and_then(|r| r);
                         st.done = true;
-                        let _ = st.args.parent.send(ProjectMsg::StageDone(stage, result));
+                        st.args.parent.done(stage, result);
                         myself.stop(None);
                     }
                 }
@@ -167,10 +174,7 @@ impl Actor for RemoteStage {
                                 "no worker accepted the {} stage ({MAX_UNACCEPTED} tries)",
                                 st.args.stage
                             ));
-                            let _ = st
-                                .args
-                                .parent
-                                .send(ProjectMsg::StageDone(st.args.stage, Err(err)));
+                            st.args.parent.done(st.args.stage, Err(err));
                             myself.stop(None);
                             return Ok(());
                         }

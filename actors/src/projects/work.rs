@@ -1,14 +1,17 @@
-//! A project's stages as the service runs them: each reads what the previous
-//! stage left in the project's work folder and writes its own result there
+//! A project's stages as a node runs them (for its own projects, or as a
+//! cluster worker): each reads what the previous stage left in the
+//! project's work folder and writes its own result there
 //! (`projects/stages/run.rs`, by the stage table), so a project resumes from
 //! its last finished stage after a restart. The caption stage's clips are
-//! stored here as objects and clip records.
+//! stored here as objects and clip records. What a node lends the stages is
+//! a [`StageHost`]: object storage, the knobs they read and the model.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Services;
-use crate::media::whisper::WhisperModel;
+use tokio::sync::OnceCell;
+
+use crate::media::whisper::{ModelOptions, WhisperModel};
 use crate::projects::clip_history::{captions_key, framing_key};
 use crate::projects::records::{ClipRecord, ProjectRecord, SegmentRecord, Source};
 use crate::projects::stages::caption::{CaptionOptions, RenderedClip};
@@ -17,9 +20,50 @@ use crate::projects::stages::score::preset_range;
 use crate::projects::stages::{Progress, Stage, StageCtx, StageError};
 use crate::storage::objects::ObjectStore;
 
-/// The work folder of a project.
-pub fn work_dir(services: &Services, project_id: &str) -> PathBuf {
-    services.settings.data_dir.join("work").join(project_id)
+/// The node's settings the stages read.
+#[derive(Clone, Debug)]
+pub struct StageKnobs {
+    /// Work folders live under `<data_dir>/work`, a worker's scratch
+    /// folders under `<data_dir>/stagework`.
+    pub data_dir: PathBuf,
+    pub model_dir: PathBuf,
+    pub model: ModelOptions,
+    pub batch_size: usize,
+    pub x264_preset: String,
+    pub max_clips: usize,
+    /// The optional LLM re-ranker of clip candidates (off when `None`).
+    pub rerank: Option<crate::projects::stages::rerank::RerankConfig>,
+}
+
+/// What a node lends the stages it runs: object storage, its knobs and its
+/// Whisper model, loaded on first use and shared by every stage of the node
+/// (clones share it).
+#[derive(Clone)]
+pub struct StageHost {
+    pub objects: Arc<dyn ObjectStore>,
+    pub knobs: Arc<StageKnobs>,
+    model: Arc<OnceCell<Arc<WhisperModel>>>,
+}
+
+impl StageHost {
+    pub fn new(objects: Arc<dyn ObjectStore>, knobs: StageKnobs) -> Self {
+        Self {
+            objects,
+            knobs: Arc::new(knobs),
+            model: Arc::default(),
+        }
+    }
+
+    /// The work folder of a project.
+    pub fn work_dir(&self, project_id: &str) -> PathBuf {
+        self.knobs.data_dir.join("work").join(project_id)
+    }
+}
+
+/// The object-storage folder of a project's work files (a cluster worker
+/// fetches a stage's inputs from there and stores its outputs there).
+pub fn work_prefix(project_id: &str) -> String {
+    format!("work/{project_id}/")
 }
 
 /// What a finished caption stage hands back to the project actor (also
@@ -35,35 +79,41 @@ pub struct CaptionResult {
 
 /// Runs one stage of `project` in its work folder.
 pub async fn run_stage(
-    services: Arc<Services>,
+    host: &StageHost,
     project: ProjectRecord,
     stage: Stage,
     cancel: tokio_util::sync::CancellationToken,
     progress: Progress,
 ) -> Result<Option<CaptionResult>, StageError> {
-    let dir = work_dir(&services, &project.id);
-    run_stage_in(services, project, stage, &dir, cancel, progress).await
+    let dir = host.work_dir(&project.id);
+    run_stage_in(host, project, stage, &dir, cancel, progress).await
 }
 
-/// The engine is the stages' environment: object storage for uploads, the
+/// The stages' environment on a node: object storage for uploads, the
 /// node's Whisper model.
-impl StageEnv for Services {
+impl StageEnv for StageHost {
     fn objects(&self) -> Option<&dyn ObjectStore> {
         Some(self.objects.as_ref())
     }
 
     async fn model(&self) -> Result<Arc<WhisperModel>, StageError> {
-        Services::model(self)
+        self.model
+            .get_or_try_init(|| async {
+                let (dir, opts) = (self.knobs.model_dir.clone(), self.knobs.model.clone());
+                let m = crate::tasks::blocking(move || WhisperModel::load(&dir, &opts)).await?;
+                Ok::<_, anyhow::Error>(Arc::new(m))
+            })
             .await
+            .cloned()
             .map_err(|e| StageError::Model(e.to_string()))
     }
 }
 
 /// What the stages of `project` need to know, from the project and the
 /// node's settings; the clips are rendered into `out_dir`.
-fn stage_params(services: &Services, project: &ProjectRecord, out_dir: PathBuf) -> StageParams {
+fn stage_params(host: &StageHost, project: &ProjectRecord, out_dir: PathBuf) -> StageParams {
     let mut caption = CaptionOptions::new(out_dir, project.style.clone());
-    caption.x264_preset = services.settings.x264_preset.clone();
+    caption.x264_preset = host.knobs.x264_preset.clone();
     (caption.width, caption.height) = project.aspect_ratio.size();
     caption.layout = project.layout;
     StageParams {
@@ -76,12 +126,12 @@ fn stage_params(services: &Services, project: &ProjectRecord, out_dir: PathBuf) 
         // language only weighs in the detection.
         language: project.language.clone().filter(|_| project.language_given),
         language_hint: project.language.clone().filter(|_| !project.language_given),
-        batch_size: services.settings.batch_size,
+        batch_size: host.knobs.batch_size,
         range: preset_range(&project.preset).unwrap_or((20.0, 60.0)),
         flexible_range: project.preset == "auto",
-        max_clips: services.settings.max_clips,
+        max_clips: host.knobs.max_clips,
         skip_cuts: project.skip_cuts,
-        rerank: services.settings.rerank.clone(),
+        rerank: host.knobs.rerank.clone(),
         prompt: project.prompt.clone(),
         remove_fillers: project.remove_fillers,
         caption,
@@ -107,7 +157,7 @@ fn fresh_out_dir(dir: &Path) -> PathBuf {
 /// `stages::run` reads and writes the work files the stage table lists;
 /// the caption stage's clips are then stored as objects and records.
 pub async fn run_stage_in(
-    services: Arc<Services>,
+    host: &StageHost,
     project: ProjectRecord,
     stage: Stage,
     dir: &Path,
@@ -117,21 +167,21 @@ pub async fn run_stage_in(
     std::fs::create_dir_all(dir).map_err(|e| StageError::io("creating the work folder", e))?;
     let ctx = StageCtx::new(cancel, progress);
     if stage != Stage::Caption {
-        let params = stage_params(&services, &project, dir.join("out"));
-        run_in(stage, dir, &params, services.as_ref(), &ctx).await?;
+        let params = stage_params(host, &project, dir.join("out"));
+        run_in(stage, dir, &params, host, &ctx).await?;
         return Ok(None);
     }
-    let params = stage_params(&services, &project, fresh_out_dir(dir));
+    let params = stage_params(host, &project, fresh_out_dir(dir));
     // Encoding is 95% of this stage; uploads take the rest.
     let encode_progress = {
         let p = ctx.progress.clone();
         Progress::new(move |v| p.set(v as f64 / 100.0 * 0.95))
     };
     let enc_ctx = StageCtx::new(ctx.cancel.clone(), encode_progress);
-    match run_in(stage, dir, &params, services.as_ref(), &enc_ctx).await? {
+    match run_in(stage, dir, &params, host, &enc_ctx).await? {
         Outcome::Captioned(c) => {
-            let stored = store_rendered(&services, &project, c, &ctx).await?;
-            super::edit_kit::save(&services, &project, dir).await?;
+            let stored = store_rendered(host, &project, c, &ctx).await?;
+            crate::projects::edit_kit::save(host.objects.as_ref(), &project, dir).await?;
             Ok(Some(stored))
         }
         _ => Err(StageError::Io("the caption stage rendered nothing".into())),
@@ -140,7 +190,7 @@ pub async fn run_stage_in(
 
 /// Stores the rendered clips in object storage and makes their records.
 async fn store_rendered(
-    services: &Services,
+    host: &StageHost,
     project: &ProjectRecord,
     captioned: Captioned,
     ctx: &StageCtx,
@@ -155,7 +205,7 @@ async fn store_rendered(
     for c in &rendered {
         ctx.check_cancelled()?;
         let base = format!("projects/{}/clip-{}", project.id, c.index);
-        let (keys, _) = store_clip_files(services, &base, c)
+        let (keys, _) = store_clip_files(host.objects.as_ref(), &base, c)
             .await
             .map_err(|e| StageError::Io(format!("storing clip {}: {e}", c.index)))?;
         let segments = segments_of(&c.words);
@@ -186,13 +236,13 @@ async fn store_rendered(
             version_at: now,
         });
     }
-    // What editor exports need to know about the source (service/export.rs).
-    let source = super::export::stored_source(project, &media, &transcript.language);
+    // What editor exports need to know about the source (projects/export/stored.rs).
+    let source =
+        crate::projects::export::stored::stored_source(project, &media, &transcript.language);
     let bytes = serde_json::to_vec(&source).map_err(|e| StageError::io("encoding", e))?;
-    services
-        .objects
+    host.objects
         .put_bytes(
-            &super::export::source_key(&project.id),
+            &crate::projects::export::stored::source_key(&project.id),
             bytes,
             "application/json",
         )
@@ -210,8 +260,8 @@ async fn store_rendered(
 /// `<base>.mp4|srt|vtt|jpg`, and the captions burned in and the framing it
 /// was drawn with next to the video; returns the four keys (in that order)
 /// and the bytes stored.
-pub(super) async fn store_clip_files(
-    services: &Services,
+pub(crate) async fn store_clip_files(
+    objects: &dyn ObjectStore,
     base: &str,
     c: &RenderedClip,
 ) -> Result<([String; 4], u64), String> {
@@ -223,15 +273,13 @@ pub(super) async fn store_clip_files(
     ];
     let mut bytes = 0;
     for (key, path, ctype) in &files {
-        bytes += services
-            .objects
+        bytes += objects
             .put_file(key, path, ctype)
             .await
             .map_err(|e| e.to_string())?;
     }
     if let Some(ass) = &c.captions {
-        bytes += services
-            .objects
+        bytes += objects
             .put_file(&captions_key(&files[0].0), ass, "text/x-ssa")
             .await
             .map_err(|e| e.to_string())?;
@@ -239,8 +287,7 @@ pub(super) async fn store_clip_files(
     if let Some(framing) = &c.framing {
         let json = serde_json::to_vec(framing).map_err(|e| e.to_string())?;
         bytes += json.len() as u64;
-        services
-            .objects
+        objects
             .put_bytes(&framing_key(&files[0].0), json, "application/json")
             .await
             .map_err(|e| e.to_string())?;
@@ -249,7 +296,7 @@ pub(super) async fn store_clip_files(
 }
 
 /// A clip's transcript segments (sentences) from its words.
-pub(super) fn segments_of(words: &[crate::transcript::Word]) -> Vec<SegmentRecord> {
+pub(crate) fn segments_of(words: &[crate::transcript::Word]) -> Vec<SegmentRecord> {
     crate::transcript::sentences_from_words(words)
         .into_iter()
         .map(|s| SegmentRecord {

@@ -4,14 +4,18 @@
 //! timelines need to know about the source (`projects/<id>/source.json`,
 //! removed with the project's other media).
 
+use std::path::Path;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
-use super::Services;
+use super::bundle::{self, Entry};
+use super::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
 use crate::media::ffprobe::MediaInfo;
-use crate::projects::export::bundle::{self, Entry};
-use crate::projects::export::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
 use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::projects::stages::fillers::to_source_offset;
+use crate::storage::kv::{self, KvStore};
+use crate::storage::objects::ObjectStore;
 
 /// What the caller asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,9 +174,17 @@ fn clips_json(clips: &[ClipRecord]) -> Vec<u8> {
     serde_json::to_vec_pretty(&list).unwrap_or_default()
 }
 
-impl Services {
+/// Where an export reads from: the project's clips (`kv`), their files and
+/// the stored source (`objects`), and the folder its temp files go in.
+pub struct ExportFrom<'a> {
+    pub kv: &'a Arc<dyn KvStore>,
+    pub objects: &'a dyn ObjectStore,
+    pub tmp_root: &'a Path,
+}
+
+impl ExportFrom<'_> {
     /// A finished project's export; 409-worthy `NotFinished` otherwise.
-    pub async fn export_project(
+    pub async fn export(
         &self,
         p: &ProjectRecord,
         what: ExportRequest,
@@ -181,8 +193,7 @@ impl Services {
             return Err(ExportError::NotFinished(p.state));
         }
         let pid = p.id.clone();
-        let clips = self
-            .blocking(move |kv| records::load_clips(kv, &pid))
+        let clips = kv::blocking(self.kv, move |kv| records::load_clips(kv, &pid))
             .await
             .map_err(|e| ExportError::Storage(format!("loading clips: {e}")))?
             .into_iter()
@@ -219,12 +230,12 @@ impl Services {
         timeline: &Timeline,
         clips: &[ClipRecord],
     ) -> Result<(std::fs::File, u64), ExportError> {
-        let tmp_root = self.settings.data_dir.join("tmp");
-        std::fs::create_dir_all(&tmp_root)
+        let tmp_root = self.tmp_root;
+        std::fs::create_dir_all(tmp_root)
             .map_err(|e| ExportError::Storage(format!("creating a temp folder: {e}")))?;
         let dir = tempfile::Builder::new()
             .prefix("export-")
-            .tempdir_in(&tmp_root)
+            .tempdir_in(tmp_root)
             .map_err(|e| ExportError::Storage(format!("creating a temp folder: {e}")))?;
         let mut entries = Vec::new();
         for c in clips {
@@ -254,9 +265,8 @@ impl Services {
             });
         }
         let at = dir.path().to_path_buf();
-        let out = tokio::task::spawn_blocking(move || bundle::write_zip(&at, &entries))
+        let out = crate::tasks::blocking(move || bundle::write_zip(&at, &entries))
             .await
-            .map_err(|e| ExportError::Storage(format!("writing the archive: {e}")))?
             .map_err(|e| ExportError::Storage(format!("writing the archive: {e}")))?;
         drop(dir);
         Ok(out)

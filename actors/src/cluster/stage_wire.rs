@@ -71,8 +71,13 @@ pub async fn open<T: DeserializeOwned>(
 /// Where a job's payloads are stored: beside the project's work files (so
 /// deleting the project's work folder deletes them too).
 pub fn payload_key(work_prefix: &str, job: &str, what: &str) -> String {
-    let safe: String = job
-        .chars()
+    format!("{work_prefix}wire/{}-{what}.json", safe_name(job))
+}
+
+/// A job id (`<run>#<n>`) as a file or key name: ASCII letters, digits and
+/// `-` kept, anything else `_`.
+pub fn safe_name(job: &str) -> String {
+    job.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
                 c
@@ -80,8 +85,7 @@ pub fn payload_key(work_prefix: &str, job: &str, what: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    format!("{work_prefix}wire/{safe}-{what}.json")
+        .collect()
 }
 
 #[cfg(test)]
