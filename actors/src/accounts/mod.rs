@@ -119,6 +119,12 @@ impl fmt::Debug for Accounts {
 }
 
 impl Accounts {
+    /// Whether the store answers reads inside this process
+    /// ([`KvStore::in_process`]).
+    pub fn reads_in_process(&self) -> bool {
+        self.kv.in_process()
+    }
+
     /// Accounts over `kv` with the given plans, the system clock and the
     /// default sign-in limits.
     pub fn new(kv: Arc<dyn KvStore>, plans: PlanTable) -> Self {

@@ -8,9 +8,10 @@
 //! actor, so memory and store drop a revoked session in the same commit
 //! (`accounts::held`).
 //!
-//! The store is read on the blocking pool (`tasks::blocking`): a lookup
-//! that misses memory never holds an async worker thread for a round-trip
-//! to PostgreSQL. A hit costs no hand-off.
+//! A lookup that misses memory reads the store inline when it answers in
+//! this process (sled: two reads from its cache, cheaper than a hand-off to
+//! another thread), else on the blocking pool (`tasks::blocking`), so it
+//! never holds an async worker thread for a round-trip to PostgreSQL.
 //!
 //! An active actor that does not hold the sessions yet is asked once to
 //! load them, without waiting: the check that asked is answered from the
@@ -18,7 +19,9 @@
 
 use super::actor::Part;
 use super::registry::AccountDesk;
-use super::{account_of_token, is_api_key, Account, AccountError, ApiKeyInfo, Result, SessionInfo};
+use super::{
+    account_of_token, is_api_key, Account, AccountError, Accounts, ApiKeyInfo, Result, SessionInfo,
+};
 
 /// What a request is authenticated with.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,8 +39,22 @@ impl AccountDesk {
         if let Some(found) = self.held_session(token) {
             return Ok(Some(found));
         }
-        let (accounts, token) = (self.accounts.clone(), token.to_string());
-        crate::tasks::blocking(move || accounts.session(&token)).await
+        let token = token.to_string();
+        self.read(move |accounts| accounts.session(&token)).await
+    }
+
+    /// Runs a read of the accounts' store: inline when the store answers in
+    /// this process (cheaper than a hand-off, see the module documentation),
+    /// else on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Accounts) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        if self.accounts.reads_in_process() {
+            return f(&self.accounts);
+        }
+        let accounts = self.accounts.clone();
+        crate::tasks::blocking(move || f(&accounts)).await
     }
 
     /// The account `token` acts for: a session (see [`Self::session`]) or
@@ -51,8 +68,8 @@ impl AccountDesk {
         if let Some(found) = self.held_key(token) {
             return Ok(Some(found));
         }
-        let (accounts, t) = (self.accounts.clone(), token.to_string());
-        let Some(key) = crate::tasks::blocking(move || accounts.api_key_info(&t)).await? else {
+        let t = token.to_string();
+        let Some(key) = self.read(move |accounts| accounts.api_key_info(&t)).await? else {
             return Ok(None);
         };
         // The account from its actor's memory when that may answer (as
@@ -64,8 +81,8 @@ impl AccountDesk {
         let account = match held {
             Some(a) => a,
             None => {
-                let (accounts, user) = (self.accounts.clone(), key.user_id.clone());
-                match crate::tasks::blocking(move || accounts.get_account(&user)).await {
+                let user = key.user_id.clone();
+                match self.read(move |accounts| accounts.get_account(&user)).await {
                     Ok(a) => a,
                     Err(AccountError::NotFound(_)) => return Ok(None),
                     Err(e) => return Err(e),

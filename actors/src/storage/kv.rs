@@ -126,6 +126,15 @@ pub trait KvStore: Send + Sync + 'static {
     fn leases(&self) -> Option<&dyn super::leases::Leases> {
         None
     }
+
+    /// Whether a read is answered inside this process (memory, or sled's
+    /// cache and local disk) rather than over the network. A hot path may
+    /// read such a store inline on an async thread, where handing the read
+    /// to the blocking pool would cost more than the read (the session
+    /// lookup: `make bench-api`); a networked store is read off them.
+    fn in_process(&self) -> bool {
+        false
+    }
 }
 
 /// Shows a binary key readably in error messages.
@@ -253,6 +262,10 @@ impl SledStore {
 }
 
 impl KvStore for SledStore {
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let value = self
             .tree(tree)?
@@ -426,6 +439,10 @@ fn prefixed<'a>(
 }
 
 impl KvStore for MemoryStore {
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.lock().get(tree).and_then(|t| t.get(key)).cloned())
     }

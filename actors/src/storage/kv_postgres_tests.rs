@@ -22,6 +22,8 @@ fn postgres_store_conforms_and_namespaces_are_separate() {
     let pg = TestPostgres::start();
     let kv = open(&pg, "node-a");
     kv_conformance(&kv);
+    // Never read on an async thread (the session lookup hops).
+    assert!(!kv.in_process());
     // Another namespace's records in the same trees are neither seen nor
     // touched by the suite (it empties its trees first and last).
     let other = open(&pg, "node-b");

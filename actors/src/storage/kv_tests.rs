@@ -21,7 +21,9 @@ crate::record!(State, "test state", 1; Job, "test job", 1);
 
 #[test]
 fn memory_store_conforms() {
-    kv_conformance(&MemoryStore::new());
+    let kv = MemoryStore::new();
+    kv_conformance(&kv);
+    assert!(kv.in_process());
 }
 
 #[test]
@@ -29,6 +31,8 @@ fn sled_store_conforms() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kv = SledStore::open(&dir.path().join("db")).expect("open");
     kv_conformance(&kv);
+    // Read inline on hot paths (the session lookup).
+    assert!(kv.in_process());
 }
 
 #[test]
