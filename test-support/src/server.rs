@@ -104,8 +104,8 @@ impl App {
             .join(format!("{key}.{suffix}"))
     }
 
-    /// The text behind a link (a stable media link, say); asserts 200.
-    pub async fn fetch_text(&self, url: &str) -> String {
+    /// The body behind a link (a stable media link, say); asserts 200.
+    pub async fn fetch(&self, url: &str) -> Vec<u8> {
         let r = self
             .client
             .get(url)
@@ -113,21 +113,20 @@ impl App {
             .await
             .expect("the server answers");
         assert_eq!(r.status().as_u16(), 200, "{url}");
-        r.text().await.expect("a body")
+        r.bytes().await.expect("a body").to_vec()
+    }
+
+    /// The text behind a link.
+    pub async fn fetch_text(&self, url: &str) -> String {
+        String::from_utf8(self.fetch(url).await).expect("UTF-8 text")
     }
 
     /// Seconds of the media file behind a link (fetched, then `ffprobe`).
     pub async fn video_seconds(&self, url: &str) -> f64 {
-        let r = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .expect("the server answers");
-        assert_eq!(r.status().as_u16(), 200, "{url}");
+        let body = self.fetch(url).await;
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("media");
-        std::fs::write(&path, r.bytes().await.expect("a body")).expect("written");
+        std::fs::write(&path, body).expect("written");
         crate::media_seconds(&path)
     }
 
