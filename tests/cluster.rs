@@ -499,16 +499,14 @@ async fn cookie_only_requests_work_through_the_owner_and_another_node() {
 }
 
 #[tokio::test]
-async fn a_failed_relay_is_restarted_by_the_cluster_supervisor() {
+async fn a_failed_relay_or_dialer_is_restarted_by_the_cluster_supervisor() {
     let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
     let a = node(&pg, "node-a", COOKIE, &[], media.path());
-    // node-b's relay panics on the first forwarded request, then its run.
-    let env = env_with(
-        &pg,
-        media.path(),
-        &[("CLIPFORGE_FAULTS", "relay-panic:once,forwarded-panic:once")],
-    );
+    // node-b's relay panics on the first forwarded request, then its run;
+    // its seed dialer on its first dial (node-a is then joined by the next).
+    let faults = "relay-panic:once,forwarded-panic:once,dial-panic:once";
+    let env = env_with(&pg, media.path(), &[("CLIPFORGE_FAULTS", faults)]);
     let b = Node::start("node-b", &[&a], &env);
     for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
         wait_view(n, "peer up", |v| state_of(v, peer).as_deref() == Some("up")).await;
@@ -563,6 +561,10 @@ async fn a_failed_relay_is_restarted_by_the_cluster_supervisor() {
         .unwrap_or_else(|| panic!("no relay in {v}"));
     assert_eq!(relay["supervisor"], "supervisor:cluster", "{relay}");
     assert_eq!(relay["restarts"], 1, "{relay}");
+    let dialer = actors.iter().find(|x| x["name"] == "cluster.dialer");
+    let dialer = dialer.unwrap_or_else(|| panic!("no dialer in {v}"));
+    assert_eq!(dialer["supervisor"], "supervisor:cluster", "{dialer}");
+    assert_eq!(dialer["restarts"], 1, "{dialer}");
     for name in [
         "cluster.membership",
         "cluster.http_replies",

@@ -23,6 +23,8 @@
 //!   between renders (outside the render, which catches its own panics);
 //! - `render-stall:once|always` — a clip editor's render waits forever
 //!   before it encodes (to stop a server in the middle of one);
+//! - `dial-panic:once|always` — a clustered node's seed dialer panics
+//!   when it is asked to dial;
 //! - `housekeeping-panic:<job>:once|always` — the housekeeping actor of
 //!   `<job>` (`passivation`, `rate-prune`, `token-refresh`, `hand-off` on a
 //!   cluster, or `*`) panics at its next run.
@@ -43,6 +45,8 @@ pub enum Point<'a> {
     /// A render batch's actor, outside any one render.
     RenderBatch,
     RenderStall,
+    /// A clustered node's seed dialer.
+    Dial,
     Housekeeping(&'a str),
 }
 
@@ -80,7 +84,7 @@ impl Faults {
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
                 | "relay-panic" | "forwarded-panic" | "render-panic" | "render-stall"
-                | "render-batch-panic" | "housekeeping-panic" => {}
+                | "render-batch-panic" | "dial-panic" | "housekeeping-panic" => {}
                 _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
             }
             if needs_target != target.is_some() {
@@ -121,6 +125,7 @@ impl Faults {
             Point::Render => ("render-panic", None),
             Point::RenderBatch => ("render-batch-panic", None),
             Point::RenderStall => ("render-stall", None),
+            Point::Dial => ("dial-panic", None),
             Point::Housekeeping(job) => ("housekeeping-panic", Some(job)),
         };
         self.rules.iter().any(|r| {
@@ -188,6 +193,9 @@ mod tests {
         assert!(h.hit(Point::Housekeeping("rate-prune")));
         assert!(!h.hit(Point::Housekeeping("rate-prune")));
         assert!(Faults::parse("housekeeping-panic:once").is_err());
+        let d = Faults::parse("dial-panic:once").unwrap();
+        assert!(d.hit(Point::Dial));
+        assert!(!d.hit(Point::Dial));
     }
 
     #[test]

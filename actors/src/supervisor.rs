@@ -30,7 +30,7 @@
 //!  │              10 failures in 60 s escalate. Deliveries live in the
 //!  │              store: a restarted actor finds every due one
 //!  └─ cluster     Supervisor (clustered nodes only): one-for-one over the
-//!                 node's cluster actors (membership, HTTP relay, reply
+//!                 node's cluster actors (membership, seed dialer, HTTP relay, reply
 //!                 router, stage worker), each restarted with the arguments
 //!                 it was started with, at most 5 times per actor in 60 s,
 //!                 then the branch fails and `node` restarts it with all of
@@ -222,14 +222,10 @@ impl Default for Tree {
 impl Tree {
     /// Starts the node supervisor (no branches yet; see [`Tree::start_branch`]).
     pub async fn start(self: &Arc<Self>) -> Result<(), SupervisionError> {
-        let (node, handle) = Actor::spawn(None, NodeSupervisor, self.clone()).await?;
+        // The root has no supervisor: its state's [`Down`] tells the
+        // process when it ends, however it ends.
+        let (node, _) = Actor::spawn(None, NodeSupervisor, self.clone()).await?;
         *self.node.write().unwrap_or_else(|e| e.into_inner()) = Some(node);
-        let tree = self.clone();
-        tokio::spawn(async move {
-            let _ = handle.await;
-            tracing::error!("the node supervisor stopped: the node gives up");
-            let _ = tree.down.send(true);
-        });
         Ok(())
     }
 
@@ -394,6 +390,18 @@ pub struct NodeState {
     tree: Arc<Tree>,
     branches: HashMap<ActorId, BranchSpec>,
     failures: VecDeque<Instant>,
+    _down: Down,
+}
+
+/// Dropped with the node supervisor's state, when it stops (it gave up,
+/// or panicked): [`Tree::down`] resolves, and `clipforge serve` exits.
+struct Down(Arc<Tree>);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        tracing::error!("the node supervisor stopped: the node gives up");
+        self.0.down.send_replace(true);
+    }
 }
 
 impl NodeSupervisor {
@@ -420,6 +428,7 @@ impl Actor for NodeSupervisor {
         tree: Arc<Tree>,
     ) -> Result<NodeState, ActorProcessingErr> {
         Ok(NodeState {
+            _down: Down(tree.clone()),
             tree,
             branches: HashMap::new(),
             failures: VecDeque::new(),

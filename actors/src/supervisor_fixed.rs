@@ -1,5 +1,5 @@
 //! A branch whose children are a fixed set of named service actors (the
-//! cluster's: membership, HTTP relay, reply router, stage worker; the
+//! cluster's: membership, seed dialer, HTTP relay, reply router, stage worker; the
 //! webhooks branch's delivery actor; the housekeeping branch's periodic
 //! jobs). Each is
 //! restarted by its own spawner; one that fails more often than the child

@@ -170,3 +170,38 @@ async fn what_cannot_start_says_why_in_its_type() {
         "{unknown:?}"
     );
 }
+
+/// Past the node's intensity the root gives up, and `Tree::down` resolves
+/// (the drop guard of its state: nothing else watches the root).
+#[tokio::test]
+async fn the_node_giving_up_resolves_down() {
+    let tree = Arc::new(Tree::default());
+    tree.start().await.unwrap();
+    let counts = Arc::new(Counts::default());
+    let escalate_at_once = RestartPolicy::new(0, 60);
+    tree.start_branch(&tree.accounts, policy::ACCOUNT, escalate_at_once, counts)
+        .await
+        .unwrap();
+    for i in 0..=policy::NODE.max_restarts {
+        let mut sup = None;
+        wait_until(|| {
+            sup = tree.accounts.cell();
+            sup.is_some()
+        })
+        .await;
+        let name = format!("fragile-n{i}");
+        let (c, _) = Actor::spawn_linked(Some(name), Fragile, (), sup.unwrap())
+            .await
+            .unwrap();
+        c.cast(()).unwrap();
+        if i < policy::NODE.max_restarts {
+            wait_until(|| tree.node_restarts() as usize == i + 1).await;
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(10), tree.down())
+        .await
+        .expect("the tree is down once the node supervisor gave up");
+    assert!(tree
+        .node_cell()
+        .is_some_and(|c| c.get_status() == ractor::ActorStatus::Stopped));
+}

@@ -2,16 +2,17 @@
 //! [`GROUP`]. ractor_cluster mirrors the group on every connected node, so
 //! each tick the actor casts its heartbeat to the remote members, sweeps
 //! peers silent past the timeout (a stopped process keeps its TCP
-//! connection open, so ractor_cluster alone would never notice) and
-//! re-dials seeds that are not connected.
+//! connection open, so ractor_cluster alone would never notice) and every
+//! [`REDIAL_TICKS`] asks the dialer ([`super::dialer`]) to dial the seeds
+//! that are not connected.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use ractor_cluster::{NodeServerMessage, RactorClusterMessage};
+use ractor_cluster::RactorClusterMessage;
 
+use super::dialer::{DialerMsg, DIALER};
 use super::heartbeat::{now_ms, Heartbeat, Load};
 use super::view::View;
 use super::ClusterSettings;
@@ -41,14 +42,11 @@ pub struct MembershipArgs {
     pub addr: String,
     pub view: Arc<Mutex<View>>,
     pub load: Arc<dyn Fn() -> Load + Send + Sync>,
-    pub node_server: ActorRef<NodeServerMessage>,
 }
 
 pub struct MembershipState {
     args: MembershipArgs,
     ticks: u64,
-    /// A redial task is running.
-    redialling: Arc<AtomicBool>,
     /// Cluster addresses heard of in heartbeats (dialled with TLS on).
     heard: std::collections::BTreeSet<String>,
 }
@@ -68,7 +66,6 @@ impl Actor for Membership {
         Ok(MembershipState {
             args,
             ticks: 0,
-            redialling: Arc::default(),
             heard: std::collections::BTreeSet::new(),
         })
     }
@@ -104,25 +101,8 @@ impl Actor for Membership {
                 for name in down {
                     tracing::warn!(peer = %name, "cluster: node down (no heartbeat)");
                 }
-                if st.ticks % REDIAL_TICKS == 1 && !st.redialling.swap(true, Ordering::AcqRel) {
-                    // Off the actor: a slow connect must not delay heartbeats.
-                    let server = st.args.node_server.clone();
-                    let mut seeds = st.args.settings.seeds.clone();
-                    let tls = st.args.settings.tls.clone();
-                    if tls.is_some() {
-                        // No transitive dialing over TLS: dial what we heard of.
-                        seeds.extend(
-                            st.heard
-                                .iter()
-                                .filter(|a| !seeds.contains(a))
-                                .cloned()
-                                .collect::<Vec<_>>(),
-                        );
-                    }
-                    let (own, busy) = (st.args.addr.clone(), st.redialling.clone());
-                    spawn_clearing(busy, async move {
-                        redial(&server, &seeds, &own, tls.as_ref()).await;
-                    });
+                if st.ticks % REDIAL_TICKS == 1 {
+                    self.ask_dial(st);
                 }
             }
         }
@@ -131,6 +111,27 @@ impl Actor for Membership {
 }
 
 impl Membership {
+    /// Asks the dialer to dial the seeds (with TLS, also every address
+    /// heard of: ractor_cluster's transitive dialing is plain TCP). A
+    /// dialer being restarted misses one round.
+    fn ask_dial(&self, st: &MembershipState) {
+        let Some(dialer) = ractor::registry::where_is(DIALER) else {
+            return;
+        };
+        let mut seeds = st.args.settings.seeds.clone();
+        if st.args.settings.tls.is_some() {
+            seeds.extend(
+                st.heard
+                    .iter()
+                    .filter(|a| !seeds.contains(a))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let asked = Instant::now();
+        let _ = ActorRef::<DialerMsg>::from(dialer).cast(DialerMsg::Dial { seeds, asked });
+    }
+
     fn beat(&self, st: &MembershipState) {
         let s = &st.args.settings;
         let hb = Heartbeat {
@@ -150,95 +151,5 @@ impl Membership {
                 let _ = peer.cast(MembershipMsg::Heartbeat(hb.clone()));
             }
         }
-    }
-}
-
-/// Runs `work` in a task and clears `busy` when it ends, also by a panic
-/// (the flag would otherwise stay set and the node never dial again).
-fn spawn_clearing(
-    busy: Arc<AtomicBool>,
-    work: impl std::future::Future<Output = ()> + Send + 'static,
-) -> tokio::task::JoinHandle<()> {
-    struct Clear(Arc<AtomicBool>);
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::Release);
-        }
-    }
-    tokio::spawn(async move {
-        let _clear = Clear(busy);
-        work.await;
-    })
-}
-
-/// Dials every seed that no current session leads to (first tick, then
-/// every [`REDIAL_TICKS`]); ractor_cluster joins the seeds' peers itself.
-async fn redial(
-    server: &ActorRef<NodeServerMessage>,
-    seeds: &[String],
-    own: &str,
-    tls: Option<&super::ClusterTls>,
-) {
-    let connected: Vec<String> = match ractor::call_t!(server, NodeServerMessage::GetSessions, 2000)
-    {
-        Ok(sessions) => sessions
-            .values()
-            .flat_map(|s| {
-                let named = s.peer_name.as_ref().map(|n| n.connection_string.clone());
-                named.into_iter().chain([s.peer_addr.clone()])
-            })
-            .collect(),
-        Err(_) => return,
-    };
-    for seed in seeds {
-        if seed == own || connected.iter().any(|c| c == seed) {
-            continue;
-        }
-        let dial = async {
-            match tls {
-                None => ractor_cluster::client_connect(server, seed.as_str()).await,
-                Some(t) => {
-                    let host = seed.rsplit_once(':').map_or(seed.as_str(), |(h, _)| h);
-                    let name =
-                        tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
-                            .map_err(|e| {
-                                ractor_cluster::ClientConnectErr::Socket(std::io::Error::new(
-                                    std::io::ErrorKind::InvalidInput,
-                                    e.to_string(),
-                                ))
-                            })?;
-                    ractor_cluster::client_connect_enc(
-                        server,
-                        seed.as_str(),
-                        t.connector.clone(),
-                        name,
-                    )
-                    .await
-                }
-            }
-        };
-        match tokio::time::timeout(Duration::from_secs(5), dial).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::debug!(seed = %seed, error = ?e, "cluster: seed not reachable"),
-            Err(_) => tracing::debug!(seed = %seed, "cluster: seed dial timed out"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A redial that panics does not leave the flag set: the next tick
-    /// dials again.
-    #[tokio::test]
-    async fn the_redial_flag_is_cleared_by_a_panic() {
-        let busy = Arc::new(AtomicBool::new(true));
-        let ended = spawn_clearing(busy.clone(), async { panic!("a redial that fails") }).await;
-        assert!(ended.is_err_and(|e| e.is_panic()));
-        assert!(!busy.load(Ordering::Acquire));
-        busy.store(true, Ordering::Release);
-        spawn_clearing(busy.clone(), async {}).await.unwrap();
-        assert!(!busy.load(Ordering::Acquire));
     }
 }

@@ -4,6 +4,7 @@
 //! `worker` node, the stage worker that runs other nodes' stages
 //! (`worker.rs`). See ARCHITECTURE.md, "Cluster".
 
+mod dialer;
 mod dispatch;
 mod heartbeat;
 pub mod leases;
@@ -296,12 +297,23 @@ impl Cluster {
                 authenticated: Mutex::default(),
             }),
         })?;
+        // Before the membership actor, whose first tick asks it to dial.
+        let dialer = dialer::DialerArgs {
+            node_server: node_server.clone(),
+            own: addr.clone(),
+            tls: settings.tls.clone(),
+        };
+        tree.supervise_cluster_actor(
+            dialer::DIALER,
+            crate::supervisor::spawner(dialer::DIALER, dialer::Dialer, dialer),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("cluster dialer: {e}"))?;
         let args = membership::MembershipArgs {
             settings: settings.clone(),
             addr,
             view: view.clone(),
             load: load.clone(),
-            node_server: node_server.clone(),
         };
         tree.supervise_cluster_actor(
             MEMBERSHIP,
