@@ -43,7 +43,9 @@
 //! its [`Children::started`] brings back what must run (unfinished projects
 //! are resumed from the store, unfinished posts re-armed; account actors come back
 //! on their next request). Entity actors are spawned linked to their
-//! branch's current cell ([`Branch::cell`]) by the registries that own them.
+//! branch's current supervisor ([`Branch::supervisor`], which waits out a
+//! restart of the branch) by the registries that own them; nothing is
+//! spawned unlinked.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -111,6 +113,9 @@ pub use error::SupervisionError;
 mod children;
 pub use children::Children;
 
+/// How long a new child waits for its branch's supervisor to be restarted.
+pub const RESTART_WAIT: Duration = Duration::from_secs(5);
+
 /// A branch as the rest of the node sees it: its current supervisor cell
 /// and the restart counts of its children.
 pub struct Branch {
@@ -144,6 +149,23 @@ impl Branch {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .filter(|c| c.get_status() <= ractor::ActorStatus::Running)
+    }
+
+    /// The supervisor to link a new child to, waiting out a restart of
+    /// the branch (at most [`RESTART_WAIT`]): nothing is spawned unlinked,
+    /// so a branch that never started, or does not come back, is an error.
+    pub async fn supervisor(&self) -> Result<ActorCell, SupervisionError> {
+        let deadline = Instant::now() + RESTART_WAIT;
+        loop {
+            if let Some(cell) = self.cell() {
+                return Ok(cell);
+            }
+            let started = self.generation.load(Ordering::Acquire) > 0;
+            if !started || Instant::now() >= deadline {
+                return Err(SupervisionError::BranchNotRunning(self.name));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// How often the child `id` was restarted since the node started.

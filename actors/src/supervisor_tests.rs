@@ -152,6 +152,16 @@ async fn what_cannot_start_says_why_in_its_type() {
         matches!(early, Err(SupervisionError::TreeNotRunning)),
         "{early:?}"
     );
+    // Nothing is spawned unlinked: a child of a branch that never started
+    // is refused at once.
+    let unlinked = tree.projects.supervisor().await;
+    assert!(
+        matches!(
+            unlinked,
+            Err(SupervisionError::BranchNotRunning("projects"))
+        ),
+        "{unlinked:?}"
+    );
     tree.start().await.unwrap();
     let spawn = spawner("fragile-2", Fragile, ());
     let no_branch = tree.supervise_cluster_actor("fragile-2", spawn).await;

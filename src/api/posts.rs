@@ -195,7 +195,7 @@ impl From<PublishError> for ApiError {
             E::Conflict { code, .. } => ApiError::conflict(code, msg),
             E::NotConfigured(_) => unavailable("provider_not_configured", msg),
             E::Upstream(_) => unavailable("provider_unavailable", msg),
-            E::Storage(_) => ApiError::internal("scheduling", msg),
+            E::Storage(_) | E::Supervision(_) => ApiError::internal("scheduling", msg),
         }
     }
 }

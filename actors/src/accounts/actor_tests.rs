@@ -33,12 +33,41 @@ struct Node {
     users: Arc<UserRegistry>,
 }
 
+/// A running tree's `accounts` branch, restarting nothing (these tests
+/// watch the registry and the store; supervision has its own tests).
+async fn accounts_branch() -> Arc<crate::supervisor::Branch> {
+    struct Unwatched;
+    #[async_trait::async_trait]
+    impl crate::supervisor::Children for Unwatched {
+        fn identify(&self, _: &ractor::ActorCell) -> Option<String> {
+            None
+        }
+        async fn restart(
+            &self,
+            id: &str,
+            _: &ractor::ActorCell,
+            _: ractor::ActorCell,
+        ) -> std::result::Result<(), crate::supervisor::SupervisionError> {
+            Err(crate::supervisor::SupervisionError::NotAChild(id.into()))
+        }
+        async fn give_up(&self, _: &str, _: &ractor::ActorCell, _: &str) {}
+        async fn started(&self, _: ractor::ActorCell, _: u32) {}
+    }
+    use crate::supervisor::policy;
+    let tree = Arc::new(crate::supervisor::Tree::default());
+    tree.start().await.expect("the tree starts");
+    let (child, own) = (policy::ACCOUNT, policy::ACCOUNTS);
+    tree.start_branch(&tree.accounts, child, own, Arc::new(Unwatched))
+        .await
+        .expect("the accounts branch starts");
+    tree.accounts.clone()
+}
+
 impl Node {
-    fn new(kv: &Arc<FlakyStore>) -> Self {
-        let tree = crate::supervisor::Tree::default();
+    async fn new(kv: &Arc<FlakyStore>) -> Self {
         Self {
             accounts: Arc::new(Accounts::new(kv.clone(), PlanTable::default())),
-            users: Arc::new(UserRegistry::new(tree.accounts.clone())),
+            users: Arc::new(UserRegistry::new(accounts_branch().await)),
         }
     }
 
@@ -118,7 +147,7 @@ fn stored(node: &Node, user_id: &str) -> Arc<Held> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_are_answered_from_memory_after_a_write() {
     let kv = Arc::new(FlakyStore::default());
-    let node = Node::new(&kv);
+    let node = Node::new(&kv).await;
     let hash = hash_password("correct horse").expect("hash");
     let id = node.sign_up("ana", "Ana", &hash).await.expect("sign up");
     let held = node.held(&id);
@@ -148,7 +177,7 @@ async fn reads_are_answered_from_memory_after_a_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_write_leaves_memory_and_store_unchanged() {
     let kv = Arc::new(FlakyStore::default());
-    let node = Node::new(&kv);
+    let node = Node::new(&kv).await;
     let hash = hash_password("correct horse").expect("hash");
     let id = node.sign_up("ana", "Ana", &hash).await.expect("sign up");
     let before = node.held(&id);
@@ -181,7 +210,7 @@ async fn a_failed_write_leaves_memory_and_store_unchanged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_sign_ups_with_one_email_make_one_account() {
     let kv = Arc::new(FlakyStore::default());
-    let nodes = [Node::new(&kv), Node::new(&kv)];
+    let nodes = [Node::new(&kv).await, Node::new(&kv).await];
     let hash = hash_password("correct horse").expect("hash");
     let id = crate::accounts::account_id_for_email("same@example.com");
     // Both nodes' actors hold "no account yet" before any sign-up runs.
@@ -216,7 +245,7 @@ async fn concurrent_sign_ups_with_one_email_make_one_account() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
     let kv = Arc::new(FlakyStore::default());
-    let (a, b) = (Node::new(&kv), Node::new(&kv));
+    let (a, b) = (Node::new(&kv).await, Node::new(&kv).await);
     let hash = hash_password("correct horse").expect("hash");
     let id = a.sign_up("ana", "Ana", &hash).await.expect("sign up");
     assert_eq!(a.held(&id).version, 1);
@@ -249,7 +278,7 @@ async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
     let kv = Arc::new(FlakyStore::default());
-    let node = Node::new(&kv);
+    let node = Node::new(&kv).await;
     let hash = hash_password("correct horse").expect("hash");
     let email = "ana@example.com".to_string();
     let id = crate::accounts::account_id_for_email(&email);
@@ -313,11 +342,11 @@ impl Reserved for Slow {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_stops_waiting_for_a_stuck_actor() {
     let kv = Arc::new(FlakyStore::default());
-    let tree = crate::supervisor::Tree::default();
     let node = Node {
         accounts: Arc::new(Accounts::new(kv.clone(), PlanTable::default())),
         users: Arc::new(
-            UserRegistry::new(tree.accounts.clone()).with_call_timeout(Duration::from_millis(200)),
+            UserRegistry::new(accounts_branch().await)
+                .with_call_timeout(Duration::from_millis(200)),
         ),
     };
     let hash = hash_password("correct horse").expect("hash");

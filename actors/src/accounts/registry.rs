@@ -14,7 +14,7 @@ use ractor::{Actor, ActorCell, ActorId, ActorRef, RpcReplyPort};
 use super::actor::{AccountActor, AccountMsg, Part, Reply};
 use super::{AccountError, Accounts, Held, HeldAccount, Result};
 use crate::mailbox::ActorMeta;
-use crate::supervisor::Branch;
+use crate::supervisor::{Branch, SupervisionError};
 
 /// How long a caller waits for an account actor's answer. Every message
 /// is one or two store writes; a reply this late means the actor is stuck.
@@ -70,30 +70,28 @@ impl UserRegistry {
 
     async fn spawn(
         accounts: &Arc<Accounts>,
-        sup: Option<ActorCell>,
+        sup: ActorCell,
         held: &Arc<HeldAccount>,
         meta: &Arc<ActorMeta>,
-    ) -> std::result::Result<ActorRef<AccountMsg>, ractor::SpawnErr> {
+    ) -> std::result::Result<ActorRef<AccountMsg>, SupervisionError> {
         let args = (accounts.clone(), held.clone(), meta.clone());
-        match sup {
-            Some(sup) => Actor::spawn_linked(None, AccountActor, args, sup).await,
-            None => Actor::spawn(None, AccountActor, args).await,
-        }
-        .map(|(a, _)| a)
+        let (actor, _) = Actor::spawn_linked(None, AccountActor, args, sup).await?;
+        Ok(actor)
     }
 
     async fn actor(
         &self,
         accounts: &Arc<Accounts>,
         user_id: &str,
-    ) -> std::result::Result<(ActorRef<AccountMsg>, Arc<ActorMeta>), ractor::SpawnErr> {
+    ) -> std::result::Result<(ActorRef<AccountMsg>, Arc<ActorMeta>), SupervisionError> {
         if let Some(l) = self.live().get_mut(user_id) {
             l.used = Instant::now();
             return Ok((l.actor.clone(), l.meta.clone()));
         }
         let meta = ActorMeta::new();
         let held = Arc::new(HeldAccount::new(user_id));
-        let actor = Self::spawn(accounts, self.branch.cell(), &held, &meta).await?;
+        let sup = self.branch.supervisor().await?;
+        let actor = Self::spawn(accounts, sup, &held, &meta).await?;
         let mut live = self.live();
         // Another request may have activated it meanwhile: keep that one.
         if let Some(l) = live.get_mut(user_id) {
@@ -223,7 +221,7 @@ impl UserRegistry {
         user_id: &str,
         failed: ActorId,
         sup: ActorCell,
-    ) -> std::result::Result<(), ractor::SpawnErr> {
+    ) -> std::result::Result<(), SupervisionError> {
         if !self
             .live()
             .get(user_id)
@@ -234,7 +232,7 @@ impl UserRegistry {
         // A new memory too: the new actor loads the account from the store.
         let meta = ActorMeta::new();
         let held = Arc::new(HeldAccount::new(user_id));
-        let actor = Self::spawn(accounts, Some(sup), &held, &meta).await?;
+        let actor = Self::spawn(accounts, sup, &held, &meta).await?;
         let mut live = self.live();
         match live.get_mut(user_id) {
             Some(l) if l.actor.get_id() == failed => {

@@ -93,7 +93,7 @@ impl Publishing {
             token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             fences: Mutex::default(),
         });
-        super::supervision::start(&this).await;
+        super::supervision::start(&this).await?;
         this.rearm_all().await?;
         Ok(this)
     }
@@ -118,7 +118,7 @@ impl Publishing {
     /// Arms the post's timer for `at` (ms): re-arms its actor, or starts
     /// one under the `scheduler` branch.
     pub async fn arm(self: &Arc<Self>, id: &str, at: i64) {
-        let sup = self.host.tree.scheduler.cell();
+        let sup = self.host.tree.scheduler.supervisor().await;
         self.live.arm(self.clone(), sup, id, at).await;
     }
 

@@ -239,6 +239,9 @@ pub enum PublishError {
     Upstream(String),
     #[error(transparent)]
     Storage(#[from] crate::storage::kv::StorageError),
+    /// The `scheduler` branch of the supervision tree is not running.
+    #[error(transparent)]
+    Supervision(#[from] crate::supervisor::SupervisionError),
 }
 
 impl PublishError {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use ractor::{Actor, ActorCell, ActorId, ActorRef};
 
 use super::schedule_actor::{ScheduleActor, ScheduleMsg, Steps};
+use crate::supervisor::SupervisionError;
 
 #[derive(Default)]
 pub struct Live(Mutex<Maps>);
@@ -25,12 +26,13 @@ impl Live {
     }
 
     /// Arms the post's timer for `at` (ms): re-arms its live actor, or
-    /// spawns one under `supervisor` (unsupervised without one, as in a
-    /// tool that runs no tree).
+    /// spawns one under `supervisor`. Without one (the `scheduler` branch
+    /// did not come back) the post waits in the store: the branch re-arms
+    /// every unfinished post when it starts.
     pub async fn arm(
         &self,
         steps: Arc<dyn Steps>,
-        supervisor: Option<ActorCell>,
+        supervisor: Result<ActorCell, SupervisionError>,
         id: &str,
         at: i64,
     ) {
@@ -44,8 +46,10 @@ impl Live {
         let post: Arc<str> = id.into();
         let args = (steps, post.clone(), at);
         let spawned = match supervisor {
-            Some(sup) => Actor::spawn_linked(None, ScheduleActor, args, sup).await,
-            None => Actor::spawn(None, ScheduleActor, args).await,
+            Ok(sup) => Actor::spawn_linked(None, ScheduleActor, args, sup)
+                .await
+                .map_err(SupervisionError::from),
+            Err(e) => Err(e),
         };
         match spawned {
             Ok((actor, _)) => {

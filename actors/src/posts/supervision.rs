@@ -8,17 +8,13 @@ use ractor::ActorCell;
 use super::engine::Publishing;
 use crate::supervisor::{policy, Children, SupervisionError};
 
-/// Starts the `scheduler` branch under the node supervisor (when the tree
-/// runs; without it schedule actors are unsupervised, as in a bench tool).
-pub(crate) async fn start(publishing: &Arc<Publishing>) {
+/// Starts the `scheduler` branch under the node supervisor (which must
+/// run: a schedule actor is never spawned unsupervised).
+pub(crate) async fn start(publishing: &Arc<Publishing>) -> Result<(), SupervisionError> {
     let tree = publishing.host.tree.clone();
     let children = Arc::new(ScheduleChildren(Arc::downgrade(publishing)));
-    if let Err(e) = tree
-        .start_branch(&tree.scheduler, policy::POST, policy::SCHEDULER, children)
+    tree.start_branch(&tree.scheduler, policy::POST, policy::SCHEDULER, children)
         .await
-    {
-        tracing::warn!(error = %e, "schedule actors run unsupervised");
-    }
 }
 
 struct ScheduleChildren(Weak<Publishing>);

@@ -26,6 +26,7 @@ use crate::projects::reframe::manual::ManualSpan;
 use crate::projects::stages::caption::{self, CaptionOptions};
 use crate::projects::stages::cut::ClipPlan;
 use crate::projects::stages::{Progress, StageCtx};
+use crate::supervisor::SupervisionError;
 
 /// A render still `rendering` after this long was left by a node that
 /// stopped and did not come back: it no longer blocks edits.
@@ -150,9 +151,11 @@ pub async fn spawn(
         name: name.clone(),
         _slot: slot,
     };
-    let spawned = match services.tree.projects.cell() {
-        Some(sup) => Actor::spawn_linked(Some(name.clone()), RenderActor, args, sup).await,
-        None => Actor::spawn(Some(name.clone()), RenderActor, args).await,
+    let spawned = match services.tree.projects.supervisor().await {
+        Ok(sup) => Actor::spawn_linked(Some(name.clone()), RenderActor, args, sup)
+            .await
+            .map_err(SupervisionError::from),
+        Err(e) => Err(e),
     };
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a render");

@@ -273,10 +273,8 @@ impl Services {
         let meta = ActorMeta::new();
         let name = Some(format!("project:{id}"));
         let args = (self.clone(), project, meta.clone());
-        let (actor, _) = match match self.tree.projects.cell() {
-            Some(sup) => Actor::spawn_linked(name, ProjectActor, args, sup).await,
-            None => Actor::spawn(name, ProjectActor, args).await,
-        } {
+        let sup = self.tree.projects.supervisor().await?;
+        let (actor, _) = match Actor::spawn_linked(name, ProjectActor, args, sup).await {
             Ok(spawned) => spawned,
             Err(ractor::SpawnErr::ActorAlreadyRegistered(_)) => return Ok(()),
             Err(e) => return Err(e.into()),
