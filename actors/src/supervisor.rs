@@ -54,9 +54,10 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+/// The policies of the tree (see the module docs).
 #[path = "supervisor_policy.rs"]
-mod restart_policy;
-pub use restart_policy::{policy, RestartPolicy};
+pub mod policy;
+pub use policy::RestartPolicy;
 
 #[path = "supervisor_fixed.rs"]
 mod fixed;

@@ -1,5 +1,5 @@
-//! Restart intensity, and the policies of the tree (`supervisor.rs`'s
-//! module docs draw where each applies).
+//! Restart intensity ([`RestartPolicy`]), and the policies of the tree
+//! (`supervisor.rs`'s module docs draw where each applies).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -33,20 +33,16 @@ impl RestartPolicy {
     }
 }
 
-/// The policies of the tree (see the module docs).
-pub mod policy {
-    use super::RestartPolicy;
-    pub const NODE: RestartPolicy = RestartPolicy::new(3, 60);
-    pub const ACCOUNT: RestartPolicy = RestartPolicy::new(5, 60);
-    pub const ACCOUNTS: RestartPolicy = RestartPolicy::new(100, 10);
-    pub const PROJECT: RestartPolicy = RestartPolicy::new(3, 300);
-    pub const PROJECTS: RestartPolicy = RestartPolicy::new(50, 10);
-    pub const POST: RestartPolicy = RestartPolicy::new(3, 300);
-    pub const SCHEDULER: RestartPolicy = RestartPolicy::new(50, 10);
-    pub const WEBHOOK_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
-    pub const WEBHOOKS: RestartPolicy = RestartPolicy::new(10, 60);
-    pub const CLUSTER_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
-    pub const CLUSTER: RestartPolicy = RestartPolicy::new(10, 60);
-    pub const HOUSEKEEPING_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
-    pub const HOUSEKEEPING: RestartPolicy = RestartPolicy::new(10, 60);
-}
+pub const NODE: RestartPolicy = RestartPolicy::new(3, 60);
+pub const ACCOUNT: RestartPolicy = RestartPolicy::new(5, 60);
+pub const ACCOUNTS: RestartPolicy = RestartPolicy::new(100, 10);
+pub const PROJECT: RestartPolicy = RestartPolicy::new(3, 300);
+pub const PROJECTS: RestartPolicy = RestartPolicy::new(50, 10);
+pub const POST: RestartPolicy = RestartPolicy::new(3, 300);
+pub const SCHEDULER: RestartPolicy = RestartPolicy::new(50, 10);
+pub const WEBHOOK_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+pub const WEBHOOKS: RestartPolicy = RestartPolicy::new(10, 60);
+pub const CLUSTER_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+pub const CLUSTER: RestartPolicy = RestartPolicy::new(10, 60);
+pub const HOUSEKEEPING_ACTOR: RestartPolicy = RestartPolicy::new(5, 60);
+pub const HOUSEKEEPING: RestartPolicy = RestartPolicy::new(10, 60);

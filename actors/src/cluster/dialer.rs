@@ -34,7 +34,8 @@ pub struct DialerArgs {
     pub node_server: ActorRef<NodeServerMessage>,
     /// This node's own cluster address (never dialled).
     pub own: String,
-    pub tls: Option<super::ClusterTls>,
+    /// Dial over TLS with this (the cluster's `ClusterTls` connector).
+    pub tls: Option<tokio_rustls::TlsConnector>,
 }
 
 pub struct DialerState {
@@ -84,7 +85,7 @@ async fn redial(
     server: &ActorRef<NodeServerMessage>,
     seeds: &[String],
     own: &str,
-    tls: Option<&super::ClusterTls>,
+    tls: Option<&tokio_rustls::TlsConnector>,
 ) {
     let connected: Vec<String> = match ractor::call_t!(server, NodeServerMessage::GetSessions, 2000)
     {
@@ -104,7 +105,7 @@ async fn redial(
         let dial = async {
             match tls {
                 None => ractor_cluster::client_connect(server, seed.as_str()).await,
-                Some(t) => {
+                Some(connector) => {
                     let host = seed.rsplit_once(':').map_or(seed.as_str(), |(h, _)| h);
                     let name =
                         tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
@@ -117,7 +118,7 @@ async fn redial(
                     ractor_cluster::client_connect_enc(
                         server,
                         seed.as_str(),
-                        t.connector.clone(),
+                        connector.clone(),
                         name,
                     )
                     .await

@@ -301,7 +301,7 @@ impl Cluster {
         let dialer = dialer::DialerArgs {
             node_server: node_server.clone(),
             own: addr.clone(),
-            tls: settings.tls.clone(),
+            tls: settings.tls.as_ref().map(|t| t.connector.clone()),
         };
         tree.supervise_cluster_actor(
             dialer::DIALER,
