@@ -4,6 +4,7 @@ pub mod ass;
 mod ass_format;
 mod ass_lines;
 pub mod emphasis;
+mod subtitle_error;
 pub mod subtitles;
 pub mod template;
 mod watermark;

@@ -3,6 +3,7 @@
 
 use super::ass_lines::is_wide;
 use super::split_unspaced_words;
+pub use super::subtitle_error::{SubtitleError, TimingError};
 use crate::script::join;
 use crate::transcript::Word;
 
@@ -186,7 +187,7 @@ fn timestamp(secs: f64, sep: char) -> String {
 
 /// Parses SubRip text: blocks of an index line, a timing line and text lines,
 /// separated by blank lines. Errors name the line.
-pub fn parse_srt(text: &str) -> Result<Vec<Cue>, String> {
+pub fn parse_srt(text: &str) -> Result<Vec<Cue>, SubtitleError> {
     let lines = normalized_lines(text);
     let mut cues = Vec::new();
     let mut i = 0;
@@ -197,18 +198,19 @@ pub fn parse_srt(text: &str) -> Result<Vec<Cue>, String> {
         }
         let index = lines[i].trim();
         if index.is_empty() || !index.chars().all(|c| c.is_ascii_digit()) {
-            return Err(format!(
-                "line {}: expected a cue number, found {:?}",
-                i + 1,
-                index
-            ));
+            return Err(SubtitleError::NotCueNumber {
+                line: i + 1,
+                found: index.to_string(),
+            });
         }
         let timing = lines
             .get(i + 1)
             .filter(|l| !l.trim().is_empty())
-            .ok_or_else(|| format!("line {}: cue {index} has no timing line", i + 1))?;
-        let (start, end) =
-            parse_timing(timing, TimeFormat::Srt).map_err(|e| format!("line {}: {e}", i + 2))?;
+            .ok_or_else(|| SubtitleError::NoTimingLine {
+                line: i + 1,
+                index: index.to_string(),
+            })?;
+        let (start, end) = parse_timing(timing, TimeFormat::Srt).map_err(|e| e.on_line(i + 2))?;
         i += 2;
         let mut body = Vec::new();
         while i < lines.len() && !lines[i].trim().is_empty() {
@@ -227,14 +229,14 @@ pub fn parse_srt(text: &str) -> Result<Vec<Cue>, String> {
 /// Parses WebVTT text: requires the `WEBVTT` header; skips the header block,
 /// NOTE, STYLE and REGION blocks and cue identifiers; strips cue-text tags and
 /// decodes the basic entities. Errors name the line.
-pub fn parse_vtt(text: &str) -> Result<Vec<Cue>, String> {
+pub fn parse_vtt(text: &str) -> Result<Vec<Cue>, SubtitleError> {
     let lines = normalized_lines(text);
     let header = lines.first().copied().unwrap_or("");
     let valid_header = header
         .strip_prefix("WEBVTT")
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']));
     if !valid_header {
-        return Err("line 1: missing WEBVTT header".to_string());
+        return Err(SubtitleError::MissingHeader);
     }
     let mut i = 1;
     // Header metadata lines run until the first blank line.
@@ -264,15 +266,14 @@ pub fn parse_vtt(text: &str) -> Result<Vec<Cue>, String> {
         }
         // An optional cue identifier precedes the timing line.
         let timing_at = usize::from(!first.contains("-->"));
-        let timing = block.get(timing_at).ok_or_else(|| {
-            format!(
-                "line {}: cue {:?} has no timing line",
-                block_start + 1,
-                first.trim()
-            )
-        })?;
+        let timing = block
+            .get(timing_at)
+            .ok_or_else(|| SubtitleError::NoTimingLineAfterId {
+                line: block_start + 1,
+                id: first.trim().to_string(),
+            })?;
         let (start, end) = parse_timing(timing, TimeFormat::Vtt)
-            .map_err(|e| format!("line {}: {e}", block_start + timing_at + 1))?;
+            .map_err(|e| e.on_line(block_start + timing_at + 1))?;
         let text: Vec<String> = block[timing_at + 1..]
             .iter()
             .map(|l| vtt_plain_text(l.trim_end()))
@@ -303,21 +304,21 @@ enum TimeFormat {
 }
 
 /// `start --> end [settings]`; `end` may not be before `start`.
-fn parse_timing(line: &str, format: TimeFormat) -> Result<(f64, f64), String> {
+fn parse_timing(line: &str, format: TimeFormat) -> Result<(f64, f64), TimingError> {
     let (start, rest) = line
         .split_once("-->")
-        .ok_or_else(|| format!("expected \"start --> end\", found {:?}", line.trim()))?;
+        .ok_or_else(|| TimingError::NoArrow(line.trim().to_string()))?;
     let end = rest.split_whitespace().next().unwrap_or("");
     let start = parse_time(start.trim(), format)?;
     let end = parse_time(end, format)?;
     if end < start {
-        return Err(format!("cue ends ({end:.3}) before it starts ({start:.3})"));
+        return Err(TimingError::EndsBeforeStart { start, end });
     }
     Ok((start, end))
 }
 
-fn parse_time(text: &str, format: TimeFormat) -> Result<f64, String> {
-    let bad = || format!("bad timestamp {text:?}");
+fn parse_time(text: &str, format: TimeFormat) -> Result<f64, TimingError> {
+    let bad = || TimingError::BadTimestamp(text.to_string());
     let (clock, millis) = match format {
         TimeFormat::Srt => text.rsplit_once([',', '.']),
         TimeFormat::Vtt => text.rsplit_once('.'),
@@ -329,7 +330,7 @@ fn parse_time(text: &str, format: TimeFormat) -> Result<f64, String> {
         (TimeFormat::Vtt, [m, s]) => ("0", *m, *s),
         _ => return Err(bad()),
     };
-    let number = |field: &str, digits: Option<usize>, max: u64| -> Result<u64, String> {
+    let number = |field: &str, digits: Option<usize>, max: u64| -> Result<u64, TimingError> {
         let digits_ok =
             field.chars().all(|c| c.is_ascii_digit()) && digits.is_none_or(|d| field.len() == d);
         if field.is_empty() || !digits_ok {
@@ -366,235 +367,5 @@ fn vtt_plain_text(line: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(text: &str, start: f64, end: f64) -> Word {
-        Word {
-            text: text.into(),
-            start,
-            end,
-            probability: 1.0,
-        }
-    }
-
-    fn words(text: &str, step: f64) -> Vec<Word> {
-        text.split_whitespace()
-            .enumerate()
-            .map(|(i, t)| w(t, i as f64 * step, i as f64 * step + step * 0.8))
-            .collect()
-    }
-
-    fn cue(start: f64, end: f64, text: &str) -> Cue {
-        Cue {
-            start,
-            end,
-            text: text.into(),
-        }
-    }
-
-    fn assert_same(a: &[Cue], b: &[Cue]) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(b) {
-            assert!(
-                (x.start - y.start).abs() < 1e-6 && (x.end - y.end).abs() < 1e-6,
-                "{x:?} vs {y:?}"
-            );
-            assert_eq!(x.text, y.text);
-        }
-    }
-
-    const SPEECH: &str = "Well, I think the most important thing about building a product is that you talk \
-        to your users every single week, because otherwise you drift. And then nobody wants it! Right? \
-        Supercalifragilisticexpialidocious-and-then-some-more-letters appears here too";
-
-    #[test]
-    fn cues_keep_words_whole_and_respect_limits() {
-        let ws = words(SPEECH, 0.4);
-        let cues = cues_from_words(&ws);
-        let rebuilt: Vec<&str> = cues
-            .iter()
-            .flat_map(|c| c.text.split_whitespace())
-            .collect();
-        let original: Vec<&str> = ws.iter().map(|w| w.text.as_str()).collect();
-        assert_eq!(rebuilt, original, "words reordered, lost or split");
-        for (i, c) in cues.iter().enumerate() {
-            let lines: Vec<&str> = c.text.split('\n').collect();
-            assert!(lines.len() <= 2, "{c:?}");
-            let single_word = !c.text.contains(char::is_whitespace);
-            assert!(
-                single_word || lines.iter().all(|l| l.chars().count() <= MAX_LINE_CHARS),
-                "{c:?}"
-            );
-            assert!(c.end - c.start <= MAX_CUE_SECS + 1e-9, "{c:?}");
-            assert!(c.end >= c.start);
-            if let Some(next) = cues.get(i + 1) {
-                assert!(c.end <= next.start, "{c:?} overlaps {next:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn cues_break_at_sentences_and_long_pauses() {
-        let ws = vec![
-            w("Hello", 0.0, 0.3),
-            w("there.", 0.4, 0.7),
-            w("General", 0.8, 1.2),
-            w("Kenobi", 1.3, 1.8),
-            w("indeed", 4.0, 4.5),
-        ];
-        let texts: Vec<String> = cues_from_words(&ws).into_iter().map(|c| c.text).collect();
-        assert_eq!(texts, ["Hello there.", "General Kenobi", "indeed"]);
-    }
-
-    #[test]
-    fn cues_are_at_most_six_seconds() {
-        let ws = words(
-            "slow speech that goes on and on without any end in sight",
-            1.0,
-        );
-        let cues = cues_from_words(&ws);
-        assert!(cues.len() >= 2);
-        assert!(cues.iter().all(|c| c.end - c.start <= MAX_CUE_SECS));
-    }
-
-    #[test]
-    fn two_lines_are_balanced() {
-        let ws = words(
-            "this sentence is long enough that it has to be wrapped onto two lines",
-            0.2,
-        );
-        let cues = cues_from_words(&ws);
-        assert_eq!(cues.len(), 1);
-        let (a, b) = cues[0].text.split_once('\n').unwrap();
-        assert!(a.len().abs_diff(b.len()) <= 8, "{:?}", cues[0].text);
-    }
-
-    #[test]
-    fn short_cues_linger_until_the_next_one() {
-        let ws = vec![
-            w("Yes.", 0.0, 0.3),
-            w("No.", 0.6, 0.9),
-            w("Maybe.", 5.0, 5.4),
-        ];
-        let cues = cues_from_words(&ws);
-        assert_same(
-            &cues,
-            &[
-                cue(0.0, 0.6, "Yes."),
-                cue(0.6, 1.6, "No."),
-                cue(5.0, 6.0, "Maybe."),
-            ],
-        );
-    }
-
-    #[test]
-    fn srt_and_vtt_formats() {
-        let cues = [cue(1.0, 2.5, "text"), cue(3661.0015, 3662.0, "two\nlines")];
-        assert_eq!(
-            to_srt(&cues),
-            "1\n00:00:01,000 --> 00:00:02,500\ntext\n\n2\n01:01:01,002 --> 01:01:02,000\ntwo\nlines\n\n"
-        );
-        assert_eq!(
-            to_vtt(&cues),
-            "WEBVTT\n\n00:00:01.000 --> 00:00:02.500\ntext\n\n01:01:01.002 --> 01:01:02.000\ntwo\nlines\n\n"
-        );
-    }
-
-    #[test]
-    fn srt_and_vtt_round_trip() {
-        let mut cues = cues_from_words(&words(SPEECH, 0.37));
-        cues.push(cue(90.0, 91.25, "Tom & Jerry <3 -> fun"));
-        let from_srt = parse_srt(&to_srt(&cues)).unwrap();
-        let from_vtt = parse_vtt(&to_vtt(&cues)).unwrap();
-        let rounded: Vec<Cue> = cues
-            .iter()
-            .map(|c| Cue {
-                start: (c.start * 1000.0).round() / 1000.0,
-                end: (c.end * 1000.0).round() / 1000.0,
-                ..c.clone()
-            })
-            .collect();
-        assert_same(&from_srt, &rounded);
-        assert_same(&from_vtt, &rounded);
-        assert!(to_vtt(&cues).contains("Tom &amp; Jerry &lt;3 -&gt; fun"));
-    }
-
-    #[test]
-    fn srt_parser_accepts_real_world_files() {
-        let text = "\u{feff}1\r\n00:00:01,000 --> 00:00:02,000 X1:10 X2:20\r\nHello\r\nworld\r\n\r\n\r\n2\r\n00:00:02.500 --> 00:00:04,000\r\n\r\n";
-        let cues = parse_srt(text).unwrap();
-        assert_same(&cues, &[cue(1.0, 2.0, "Hello\nworld"), cue(2.5, 4.0, "")]);
-        assert_eq!(parse_srt("").unwrap(), vec![]);
-    }
-
-    #[test]
-    fn srt_parser_rejects_malformed_files() {
-        let bad = [
-            ("1\n00:00:01,000 -> 00:00:02,000\nx\n", "line 2"),
-            ("1\n00:00:01 --> 00:00:02,000\nx\n", "bad timestamp"),
-            ("1\n00:61:01,000 --> 00:62:02,000\nx\n", "bad timestamp"),
-            ("1\n00:00:01,00 --> 00:00:02,000\nx\n", "bad timestamp"),
-            ("1\n00:00:03,000 --> 00:00:02,000\nx\n", "before it starts"),
-            ("one\n00:00:01,000 --> 00:00:02,000\nx\n", "cue number"),
-            ("1\n", "no timing line"),
-            (
-                "1\n00:00:01,000 --> 00:00:02,000\nx\n\nstray text\n",
-                "line 5",
-            ),
-        ];
-        for (text, expected) in bad {
-            let err = parse_srt(text).unwrap_err();
-            assert!(err.contains(expected), "{text:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn vtt_parser_skips_header_notes_and_ids() {
-        let text = "WEBVTT - clip subtitles\nKind: captions\n\nNOTE made by hand\nover two lines\n\n\
-                    STYLE\n::cue { color: red }\n\nintro\n00:01.000 --> 00:02.000 align:start line:90%\n\
-                    <v Bob>Hi</v> <b>there</b> &amp; you\n\n00:00:03.000 --> 00:00:04.500\nbye\n";
-        let cues = parse_vtt(text).unwrap();
-        assert_same(
-            &cues,
-            &[cue(1.0, 2.0, "Hi there & you"), cue(3.0, 4.5, "bye")],
-        );
-        assert_eq!(parse_vtt("WEBVTT\n").unwrap(), vec![]);
-    }
-
-    #[test]
-    fn vtt_parser_rejects_malformed_files() {
-        let bad = [
-            ("00:00:01.000 --> 00:00:02.000\nx\n", "WEBVTT header"),
-            (
-                "WEBVTTX\n\n00:00:01.000 --> 00:00:02.000\nx\n",
-                "WEBVTT header",
-            ),
-            (
-                "WEBVTT\n\n00:00:01,000 --> 00:00:02,000\nx\n",
-                "bad timestamp",
-            ),
-            (
-                "WEBVTT\n\n00:00:05.000 --> 00:00:02.000\nx\n",
-                "before it starts",
-            ),
-            ("WEBVTT\n\nan id\nno timing here\n", "line 4"),
-            ("WEBVTT\n\nlonely id\n", "no timing line"),
-        ];
-        for (text, expected) in bad {
-            let err = parse_vtt(text).unwrap_err();
-            assert!(err.contains(expected), "{text:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn degenerate_words_are_ignored() {
-        let ws = vec![
-            w(" ", 0.0, 1.0),
-            w("ok", f64::NAN, 1.0),
-            w("fine", -0.5, 0.4),
-        ];
-        assert_same(&cues_from_words(&ws), &[cue(0.0, 1.0, "fine")]);
-        assert!(cues_from_words(&[]).is_empty());
-    }
-}
+#[path = "subtitles_tests.rs"]
+mod tests;
