@@ -242,7 +242,7 @@ fn billing(config: &Config) -> anyhow::Result<Option<Arc<Billing>>> {
         tracing::warn!(missing = %missing.join(","), "billing is off: settings missing");
         return Ok(None);
     }
-    let billing = Billing::new(settings).map_err(|e| anyhow::anyhow!(e))?;
+    let billing = Billing::new(settings).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Some(Arc::new(billing)))
 }
 

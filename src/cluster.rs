@@ -377,7 +377,7 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
     };
     let (head, rx) = match cluster.forward(&owner, wire, body).await {
         Ok(r) => r,
-        Err(e) => return Some(unavailable(e)),
+        Err(e) => return Some(unavailable(e.to_string())),
     };
     let mut resp = Response::builder().status(
         poem::http::StatusCode::from_u16(head.status)
@@ -490,7 +490,9 @@ async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
             Ok((head, _)) => {
                 serde_json::json!({ "node": n.name, "state": n.state, "status": head.status })
             }
-            Err(e) => serde_json::json!({ "node": n.name, "state": n.state, "error": e }),
+            Err(e) => {
+                serde_json::json!({ "node": n.name, "state": n.state, "error": e.to_string() })
+            }
         };
         nodes.push(entry);
     }

@@ -30,7 +30,7 @@ fn token_cipher(config: &Config) -> anyhow::Result<TokenCipher> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
     }
-    TokenCipher::from_hex(&hex).map_err(|e| anyhow::anyhow!(e))
+    TokenCipher::from_hex(&hex).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 pub async fn start(

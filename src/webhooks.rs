@@ -12,7 +12,9 @@ use clipforge_actors::service::Services;
 use clipforge_actors::storage::kv::decode;
 use clipforge_actors::storage::links::StableLinks;
 use clipforge_actors::supervisor::spawner;
-use clipforge_actors::webhooks::delivery::{Deliverer, DeliveryActor, OnDisabled, Render};
+use clipforge_actors::webhooks::delivery::{
+    Deliverer, DeliveryActor, OnDisabled, Render, ViewError,
+};
 use clipforge_actors::webhooks::Subject;
 use poem_openapi::types::ToJSON;
 use serde_json::{json, Value};
@@ -23,21 +25,21 @@ use crate::config::Config;
 struct Views(Arc<StableLinks>);
 
 impl Render for Views {
-    fn data(&self, subject: &Subject) -> Result<Value, String> {
+    fn data(&self, subject: &Subject) -> Result<Value, ViewError> {
         let data = match subject {
             Subject::Project(bytes) => {
-                let p: ProjectRecord = decode(bytes).map_err(|e| e.to_string())?;
+                let p: ProjectRecord = decode(bytes)?;
                 crate::api::projects_types::project_view(&p, &self.0).to_json()
             }
             Subject::Post(bytes) => {
-                let p: PostRecord = decode(bytes).map_err(|e| e.to_string())?;
+                let p: PostRecord = decode(bytes)?;
                 crate::api::posts::post_json(&p)
             }
             Subject::Credits { remaining, monthly } => {
                 Some(json!({ "credits": remaining, "totalCredits": monthly }))
             }
             Subject::Clip(bytes) => {
-                let c: ClipRecord = decode(bytes).map_err(|e| e.to_string())?;
+                let c: ClipRecord = decode(bytes)?;
                 crate::api::projects_types::clip_view(&c, &self.0).to_json()
             }
             Subject::Test { webhook_id } => Some(json!({
@@ -45,7 +47,7 @@ impl Render for Views {
                 "message": "A test event from Clipforge.",
             })),
         };
-        data.ok_or_else(|| "the view has no JSON form".to_string())
+        data.ok_or(ViewError::NoJson)
     }
 }
 
@@ -85,7 +87,7 @@ pub async fn start(
         Arc::new(Views(links)),
         on_disabled,
     )
-    .map_err(|e| anyhow::anyhow!(e))?;
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     services
         .tree()
         .start_webhooks(

@@ -58,6 +58,26 @@ struct Rule {
     fired: AtomicBool,
 }
 
+/// Why a `CLIPFORGE_FAULTS` value was refused; each names the faulty item.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultSpecError {
+    /// Not `kind[:target]:mode`.
+    #[error("fault `{item}`: expected kind[:target]:once|always")]
+    Shape { item: String },
+    /// A kind that is not one of the points above.
+    #[error("fault `{item}`: unknown kind `{kind}`")]
+    UnknownKind { item: String, kind: String },
+    /// A kind that needs a target (`stage-panic`, `housekeeping-panic`)
+    /// without one, or another kind with one.
+    #[error("fault `{item}`: {kind} needs a target")]
+    NeedsTarget { item: String, kind: String },
+    #[error("fault `{item}`: {kind} takes no target")]
+    TakesNoTarget { item: String, kind: String },
+    /// A mode other than `once` or `always`.
+    #[error("fault `{item}`: mode must be once or always")]
+    Mode { item: String },
+}
+
 /// A parsed `CLIPFORGE_FAULTS` value.
 #[derive(Debug, Default)]
 pub struct Faults {
@@ -67,36 +87,39 @@ pub struct Faults {
 impl Faults {
     /// Parses a comma list; an unknown kind or mode is an error (a typo must
     /// not silently disable a test's fault).
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, FaultSpecError> {
         let mut rules = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let parts: Vec<&str> = item.split(':').collect();
             let (kind, target, mode) = match parts.as_slice() {
                 [kind, mode] => (*kind, None, *mode),
                 [kind, target, mode] => (*kind, Some(target.to_string()), *mode),
-                _ => {
-                    return Err(format!(
-                        "fault `{item}`: expected kind[:target]:once|always"
-                    ))
-                }
+                _ => return Err(FaultSpecError::Shape { item: item.into() }),
             };
             let needs_target = kind == "stage-panic" || kind == "housekeeping-panic";
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
                 | "relay-panic" | "forwarded-panic" | "render-panic" | "render-stall"
                 | "render-batch-panic" | "dial-panic" | "housekeeping-panic" => {}
-                _ => return Err(format!("fault `{item}`: unknown kind `{kind}`")),
+                _ => {
+                    return Err(FaultSpecError::UnknownKind {
+                        item: item.into(),
+                        kind: kind.into(),
+                    })
+                }
             }
             if needs_target != target.is_some() {
-                return Err(format!(
-                    "fault `{item}`: {kind} {} a target",
-                    if needs_target { "needs" } else { "takes no" }
-                ));
+                let (item, kind) = (item.into(), kind.into());
+                return Err(if needs_target {
+                    FaultSpecError::NeedsTarget { item, kind }
+                } else {
+                    FaultSpecError::TakesNoTarget { item, kind }
+                });
             }
             let always = match mode {
                 "always" => true,
                 "once" => false,
-                _ => return Err(format!("fault `{item}`: mode must be once or always")),
+                _ => return Err(FaultSpecError::Mode { item: item.into() }),
             };
             rules.push(Rule {
                 kind: kind.to_string(),
@@ -151,7 +174,7 @@ pub fn install(faults: Faults) {
 }
 
 /// Reads `CLIPFORGE_FAULTS` (empty or unset: no faults).
-pub fn install_from_env() -> Result<(), String> {
+pub fn install_from_env() -> Result<(), FaultSpecError> {
     let spec = std::env::var("CLIPFORGE_FAULTS").unwrap_or_default();
     install(Faults::parse(&spec)?);
     Ok(())

@@ -406,7 +406,7 @@ impl AuthApi {
             tokio::task::spawn_blocking(move || clipforge_actors::media::avatar::normalize(&bytes))
                 .await
                 .map_err(|e| ApiError::internal("avatar task", e))?
-                .map_err(ApiError::unsupported)?;
+                .map_err(|e| ApiError::unsupported(e.to_string()))?;
         let id = auth.user().account.id.clone();
         let key = format!("avatars/{id}/{}.png", uuid::Uuid::new_v4());
         state

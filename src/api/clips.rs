@@ -10,6 +10,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
 use clipforge_actors::projects::records::iso8601;
+use clipforge_actors::projects::reframe::ParseError;
 use clipforge_actors::service::clip_edit::{ClipChange, Edited};
 use clipforge_actors::service::clip_reframe::{ReframeRequest, ReframeTarget};
 
@@ -274,11 +275,17 @@ impl ClipsApi {
         let b = body.0;
         let layout = match b.layout.as_deref() {
             None => None,
-            Some(l) => Some(l.parse().map_err(|e: String| bad("layout", &e))?),
+            Some(l) => Some(
+                l.parse()
+                    .map_err(|e: ParseError| bad("layout", &e.to_string()))?,
+            ),
         };
         let aspect_ratio = match b.aspect_ratio.as_deref() {
             None => None,
-            Some(a) => Some(a.parse().map_err(|e: String| bad("aspectRatio", &e))?),
+            Some(a) => Some(
+                a.parse()
+                    .map_err(|e: ParseError| bad("aspectRatio", &e.to_string()))?,
+            ),
         };
         let change = ClipChange {
             start: b.start_sec,

@@ -324,7 +324,7 @@ async fn commit_upload(state: &State, commit: UploadCommit) -> ApiResult<()> {
     let (head, mut rx) = cluster
         .forward(&owner, req, body)
         .await
-        .map_err(unavailable)?;
+        .map_err(|e| unavailable(e.to_string()))?;
     let mut answer = Vec::new();
     while let Some(c) = rx.recv().await {
         answer.extend_from_slice(&c);

@@ -21,7 +21,7 @@ use super::{paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
 use clipforge_actors::projects::events::ProjectEvent;
 use clipforge_actors::projects::records::{ProjectRecord, ProjectState};
-use clipforge_actors::projects::reframe::{AspectRatio, Layout};
+use clipforge_actors::projects::reframe::{AspectRatio, Layout, ParseError};
 use clipforge_actors::projects::stages::score::preset_range;
 use clipforge_actors::projects::stages::steer::MAX_PROMPT_CHARS;
 use clipforge_actors::service::project_api::{
@@ -153,11 +153,15 @@ impl ProjectsApi {
         }
         let layout: Layout = match b.layout.as_deref() {
             None => Layout::Auto,
-            Some(l) => l.parse().map_err(|e: String| bad("layout", &e))?,
+            Some(l) => l
+                .parse()
+                .map_err(|e: ParseError| bad("layout", &e.to_string()))?,
         };
         let aspect_ratio: AspectRatio = match b.aspect_ratio.as_deref() {
             None => AspectRatio::Vertical,
-            Some(a) => a.parse().map_err(|e: String| bad("aspectRatio", &e))?,
+            Some(a) => a
+                .parse()
+                .map_err(|e: ParseError| bad("aspectRatio", &e.to_string()))?,
         };
         let prompt = b
             .prompt

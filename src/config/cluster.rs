@@ -195,11 +195,14 @@ impl ClusterConfig {
             lease: Duration::from_millis(self.lease_ms),
             max_inline: self.max_inline_bytes,
             tls: if self.tls {
-                Some(clipforge_actors::cluster::ClusterTls::from_pem(
-                    std::path::Path::new(self.tls_cert.trim()),
-                    std::path::Path::new(self.tls_key.trim()),
-                    std::path::Path::new(self.tls_ca.trim()),
-                )?)
+                Some(
+                    clipforge_actors::cluster::ClusterTls::from_pem(
+                        std::path::Path::new(self.tls_cert.trim()),
+                        std::path::Path::new(self.tls_key.trim()),
+                        std::path::Path::new(self.tls_ca.trim()),
+                    )
+                    .map_err(|e| e.to_string())?,
+                )
             } else {
                 None
             },

@@ -30,7 +30,7 @@ use crate::accounts::registry::AccountDesk;
 use crate::accounts::{Account, AccountError, Activation, Applied, BillingFrequency, Plan};
 pub use plan_change::FreeSelection;
 pub use prices::PlanPrice;
-use stripe_client::{NewCheckout, StripeApi, StripeCallError};
+use stripe_client::{NewCheckout, StripeApi, StripeBuildError, StripeCallError};
 pub use webhook::{sign, verify_signature, SignatureError, WebhookOutcome, MAX_WEBHOOK_BYTES};
 
 /// Placeholder Stripe replaces with the session id in the success URL.
@@ -194,6 +194,16 @@ impl From<StripeCallError> for BillingError {
 
 type Result<T> = std::result::Result<T, BillingError>;
 
+/// Why billing could not be set up (see [`Billing::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BillingSetupError {
+    /// Settings left empty, by name.
+    #[error("billing settings missing: {names}", names = .0.join(", "))]
+    Missing(Vec<&'static str>),
+    #[error(transparent)]
+    Client(#[from] StripeBuildError),
+}
+
 /// Runs a blocking accounts read off the async threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> crate::accounts::Result<T> + Send + 'static,
@@ -252,10 +262,10 @@ pub struct Billing {
 
 impl Billing {
     /// Billing with complete `settings` (see [`BillingSettings::missing`]).
-    pub fn new(settings: BillingSettings) -> std::result::Result<Self, String> {
+    pub fn new(settings: BillingSettings) -> std::result::Result<Self, BillingSetupError> {
         let missing = settings.missing();
         if !missing.is_empty() {
-            return Err(format!("billing settings missing: {}", missing.join(", ")));
+            return Err(BillingSetupError::Missing(missing));
         }
         let stripe = StripeApi::new(&settings.secret_key, settings.api_base.as_deref())?;
         Ok(Self {

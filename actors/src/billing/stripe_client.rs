@@ -44,6 +44,11 @@ impl From<StripeError> for StripeCallError {
 
 type CallResult<T> = Result<T, StripeCallError>;
 
+/// The Stripe client could not be built (see [`StripeApi::new`]).
+#[derive(Debug, thiserror::Error)]
+#[error("stripe client: {0}")]
+pub struct StripeBuildError(#[source] StripeError);
+
 /// A new subscription-mode Checkout Session.
 pub struct NewCheckout<'a> {
     pub customer_id: &'a str,
@@ -94,7 +99,7 @@ impl std::fmt::Debug for StripeApi {
 impl StripeApi {
     /// A client with `secret_key`, talking to `api_base` (Stripe's own API
     /// when `None`; tests point it at a local server).
-    pub fn new(secret_key: &str, api_base: Option<&str>) -> Result<Self, String> {
+    pub fn new(secret_key: &str, api_base: Option<&str>) -> Result<Self, StripeBuildError> {
         let mut builder = ClientBuilder::new(secret_key)
             .timeout(CALL_TIMEOUT)
             .app_info(
@@ -111,7 +116,7 @@ impl StripeApi {
             };
             builder = builder.url(base);
         }
-        let client = builder.build().map_err(|e| format!("stripe client: {e}"))?;
+        let client = builder.build().map_err(StripeBuildError)?;
         Ok(Self { client })
     }
 

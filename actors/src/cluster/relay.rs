@@ -470,6 +470,26 @@ impl Actor for ReplyRouter {
     }
 }
 
+/// Why a request could not be forwarded to the node owning its account
+/// (the HTTP side answers 503).
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The owner has no relay in the cluster's groups, or is marked down.
+    #[error("node {node} is not reachable")]
+    Unreachable { node: String },
+    #[error("node {node} is down")]
+    Down { node: String },
+    /// The body is over [`MAX_FORWARD_BODY`].
+    #[error("a request body of {bytes} bytes is too large to forward")]
+    TooLarge { bytes: usize },
+    /// The owner's relay did not take the request.
+    #[error(transparent)]
+    Send(#[from] ractor::MessagingErr<()>),
+    /// The owner dropped the request without a response head.
+    #[error("node {node} did not answer")]
+    NoAnswer { node: String },
+}
+
 impl Cluster {
     /// Starts this node's relay, serving forwarded requests with `handler`,
     /// and its reply router.
@@ -492,20 +512,18 @@ impl Cluster {
         owner: &str,
         mut req: WireRequest,
         body: Vec<u8>,
-    ) -> Result<(WireHead, mpsc::UnboundedReceiver<Vec<u8>>), String> {
+    ) -> Result<(WireHead, mpsc::UnboundedReceiver<Vec<u8>>), ForwardError> {
+        let node = || owner.to_string();
         let relay: ActorRef<RelayMsg> = ractor::pg::get_members(&relay_group(owner))
             .into_iter()
             .next()
-            .ok_or_else(|| format!("node {owner} is not reachable"))?
+            .ok_or_else(|| ForwardError::Unreachable { node: node() })?
             .into();
         if !self.is_up(owner) {
-            return Err(format!("node {owner} is down"));
+            return Err(ForwardError::Down { node: node() });
         }
         if body.len() > MAX_FORWARD_BODY {
-            return Err(format!(
-                "a request body of {} bytes is too large to forward",
-                body.len()
-            ));
+            return Err(ForwardError::TooLarge { bytes: body.len() });
         }
         let id = uuid::Uuid::new_v4().simple().to_string();
         req.id = id.clone();
@@ -528,26 +546,30 @@ impl Cluster {
         }
         match head_rx.await {
             Ok(head) => Ok((head, body_rx)),
-            Err(_) => Err(format!("node {owner} did not answer")),
+            Err(_) => Err(ForwardError::NoAnswer { node: node() }),
         }
     }
 }
 
 /// Casts a request to `relay`: the head with the first chunk of the body,
 /// then the rest chunk by chunk (in order: one session carries them).
-fn send_request(relay: &ActorRef<RelayMsg>, req: WireRequest, body: &[u8]) -> Result<(), String> {
+fn send_request(
+    relay: &ActorRef<RelayMsg>,
+    req: WireRequest,
+    body: &[u8],
+) -> Result<(), ForwardError> {
     let key = stream_key(&req.from, &req.id);
     let mut pieces = body.chunks(MAX_CHUNK).peekable();
     let first = pieces.next().unwrap_or(&[]).to_vec();
     let complete = pieces.peek().is_none();
     relay
         .cast(RelayMsg::Request(Wire(Some(req)), first, complete))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.map(drop))?;
     while let Some(piece) = pieces.next() {
         let last = pieces.peek().is_none();
         relay
             .cast(RelayMsg::Body(key.clone(), piece.to_vec(), last))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.map(drop))?;
     }
     Ok(())
 }

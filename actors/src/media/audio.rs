@@ -18,6 +18,17 @@ use super::whisper::SAMPLE_RATE;
 pub const LOUDNESS_STEP: f64 = 0.1;
 const LOUDNESS_WINDOW: usize = SAMPLE_RATE / 10;
 
+/// Why decoding the audio track failed (see [`PcmStream::finish`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// ffmpeg could not be waited for.
+    #[error(transparent)]
+    Wait(#[from] std::io::Error),
+    /// ffmpeg failed: the last line of its error output.
+    #[error("{0}")]
+    Ffmpeg(String),
+}
+
 /// A running `ffmpeg … -f s16le pipe:1`, read in blocks.
 pub struct PcmStream {
     child: Child,
@@ -114,14 +125,14 @@ impl PcmStream {
     }
 
     /// Waits for ffmpeg; an error carries its last message.
-    pub fn finish(mut self) -> Result<Vec<f32>, String> {
+    pub fn finish(mut self) -> Result<Vec<f32>, DecodeError> {
         if self.acc_n > 0 {
             self.push_loudness();
         }
-        let status = self.child.wait().map_err(|e| e.to_string())?;
+        let status = self.child.wait()?;
         if !status.success() {
             let err = std::fs::read_to_string(self.stderr_path.path()).unwrap_or_default();
-            return Err(super::process::last_error_line(&err));
+            return Err(DecodeError::Ffmpeg(super::process::last_error_line(&err)));
         }
         Ok(std::mem::take(&mut self.loudness_db))
     }

@@ -16,50 +16,68 @@ pub const AVATAR_MAX_SIDE: u32 = 4096;
 /// (a 16-bit picture of that size is twice this and refused).
 pub const AVATAR_MAX_DECODED: u64 = 4096 * 4096 * 4;
 
+/// Why an avatar was refused; each reads as a sentence for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum AvatarError {
+    /// Not a picture, or not one of the accepted formats.
+    #[error("the avatar is not an image (use PNG, JPEG or WebP)")]
+    NotAnImage(#[source] image::ImageError),
+    #[error("{0:?} avatars are not accepted: use PNG, JPEG or WebP")]
+    Format(ImageFormat),
+    /// Larger than [`AVATAR_MAX_SIDE`] a side, or than
+    /// [`AVATAR_MAX_DECODED`] decoded (read from the header).
+    #[error(
+        "the avatar is {width}x{height} pixels: at most {}x{} is accepted",
+        AVATAR_MAX_SIDE,
+        AVATAR_MAX_SIDE
+    )]
+    TooLarge { width: u32, height: u32 },
+    #[error("the avatar is {width}x{height} pixels at {bits} bits per channel: at most 16 megapixels at 8 bits is accepted")]
+    TooDeep { width: u32, height: u32, bits: u16 },
+    /// The picture does not decode, or has no pixels.
+    #[error("the avatar cannot be decoded: {0}")]
+    Decode(#[source] image::ImageError),
+    #[error("the avatar is empty")]
+    Empty,
+    /// The square could not be written as PNG.
+    #[error("cannot encode the avatar: {0}")]
+    Encode(#[source] image::ImageError),
+}
+
 /// Decodes, crops, resizes and re-encodes as PNG. The error is a sentence
 /// for the user.
-pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let format = image::guess_format(bytes)
-        .map_err(|_| "the avatar is not an image (use PNG, JPEG or WebP)".to_string())?;
+pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, AvatarError> {
+    let format = image::guess_format(bytes).map_err(AvatarError::NotAnImage)?;
     if !matches!(
         format,
         ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP
     ) {
-        return Err(format!(
-            "{format:?} avatars are not accepted: use PNG, JPEG or WebP"
-        ));
+        return Err(AvatarError::Format(format));
     }
     let reader = || image::ImageReader::with_format(std::io::Cursor::new(bytes), format);
-    let (w, h) = reader()
-        .into_dimensions()
-        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
-    if w > AVATAR_MAX_SIDE || h > AVATAR_MAX_SIDE {
-        return Err(format!(
-            "the avatar is {w}x{h} pixels: at most {AVATAR_MAX_SIDE}x{AVATAR_MAX_SIDE} is accepted"
-        ));
+    let (width, height) = reader().into_dimensions().map_err(AvatarError::Decode)?;
+    if width > AVATAR_MAX_SIDE || height > AVATAR_MAX_SIDE {
+        return Err(AvatarError::TooLarge { width, height });
     }
-    let mut decoder = reader()
-        .into_decoder()
-        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    let mut decoder = reader().into_decoder().map_err(AvatarError::Decode)?;
     if decoder.total_bytes() > AVATAR_MAX_DECODED {
         let bits =
             decoder.color_type().bits_per_pixel() / u16::from(decoder.color_type().channel_count());
-        return Err(format!(
-            "the avatar is {w}x{h} pixels at {bits} bits per channel: at most 16 megapixels at 8 bits is accepted"
-        ));
+        return Err(AvatarError::TooDeep {
+            width,
+            height,
+            bits,
+        });
     }
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(AVATAR_MAX_SIDE);
     limits.max_image_height = Some(AVATAR_MAX_SIDE);
     limits.max_alloc = Some(AVATAR_MAX_DECODED);
-    decoder
-        .set_limits(limits)
-        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
-    let img = image::DynamicImage::from_decoder(decoder)
-        .map_err(|e| format!("the avatar cannot be decoded: {e}"))?;
+    decoder.set_limits(limits).map_err(AvatarError::Decode)?;
+    let img = image::DynamicImage::from_decoder(decoder).map_err(AvatarError::Decode)?;
     let side = img.width().min(img.height());
     if side == 0 {
-        return Err("the avatar is empty".into());
+        return Err(AvatarError::Empty);
     }
     let x = (img.width() - side) / 2;
     let y = (img.height() - side) / 2;
@@ -91,7 +109,7 @@ pub fn normalize(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = std::io::Cursor::new(Vec::new());
     square
         .write_to(&mut out, ImageFormat::Png)
-        .map_err(|e| format!("cannot encode the avatar: {e}"))?;
+        .map_err(AvatarError::Encode)?;
     Ok(out.into_inner())
 }
 
@@ -118,7 +136,7 @@ mod tests {
         image::DynamicImage::ImageLuma8(img)
             .write_to(&mut png, ImageFormat::Png)
             .unwrap();
-        let err = normalize(png.get_ref()).unwrap_err();
+        let err = normalize(png.get_ref()).unwrap_err().to_string();
         assert!(err.contains("at most 4096x4096"), "{err}");
     }
 
@@ -129,7 +147,7 @@ mod tests {
         image::DynamicImage::ImageRgba16(img)
             .write_to(&mut png, ImageFormat::Png)
             .unwrap();
-        let err = normalize(png.get_ref()).unwrap_err();
+        let err = normalize(png.get_ref()).unwrap_err().to_string();
         assert!(err.contains("16 bits per channel"), "{err}");
     }
 
@@ -137,6 +155,7 @@ mod tests {
     fn non_images_are_refused() {
         assert!(normalize(b"hello, I am text")
             .unwrap_err()
+            .to_string()
             .contains("not an image"));
         assert!(normalize(b"GIF89a\x01\x00\x01\x00").is_err());
     }

@@ -9,6 +9,24 @@ use rand::RngCore;
 
 const NONCE_LEN: usize = 12;
 
+/// Why a token key or a stored token could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CryptoError {
+    /// The key (configuration or `tokens.key`) is not hex, or not 32 bytes.
+    #[error("the token key must be 64 hex digits")]
+    KeyNotHex(#[source] hex::FromHexError),
+    #[error("the token key must be 64 hex digits (32 bytes)")]
+    KeyLength,
+    /// A stored token that does not open: too short to hold a nonce and a
+    /// tag, sealed with another key or for another record, or not text.
+    #[error("encrypted token is truncated")]
+    Truncated,
+    #[error("cannot decrypt a stored token (wrong key or tampered data)")]
+    Decrypt,
+    #[error("decrypted token is not UTF-8")]
+    NotUtf8(#[source] std::string::FromUtf8Error),
+}
+
 /// Encrypts and decrypts tokens with one 32-byte key.
 #[derive(Clone)]
 pub struct TokenCipher {
@@ -29,12 +47,9 @@ impl TokenCipher {
     }
 
     /// Parses a key given as 64 hex digits.
-    pub fn from_hex(hex_key: &str) -> Result<Self, String> {
-        let bytes = hex::decode(hex_key.trim())
-            .map_err(|_| "the token key must be 64 hex digits".to_string())?;
-        let key: [u8; 32] = bytes
-            .try_into()
-            .map_err(|_| "the token key must be 64 hex digits (32 bytes)".to_string())?;
+    pub fn from_hex(hex_key: &str) -> Result<Self, CryptoError> {
+        let bytes = hex::decode(hex_key.trim()).map_err(CryptoError::KeyNotHex)?;
+        let key: [u8; 32] = bytes.try_into().map_err(|_| CryptoError::KeyLength)?;
         Ok(Self::new(&key))
     }
 
@@ -56,18 +71,16 @@ impl TokenCipher {
         out
     }
 
-    pub fn open(&self, aad: &[u8], sealed: &[u8]) -> Result<String, String> {
+    pub fn open(&self, aad: &[u8], sealed: &[u8]) -> Result<String, CryptoError> {
         if sealed.len() < NONCE_LEN + 16 {
-            return Err("encrypted token is truncated".into());
+            return Err(CryptoError::Truncated);
         }
         let (nonce, body) = sealed.split_at(NONCE_LEN);
         let plain = self
             .cipher
             .decrypt(Nonce::from_slice(nonce), Payload { msg: body, aad })
-            .map_err(|_| {
-                "cannot decrypt a stored token (wrong key or tampered data)".to_string()
-            })?;
-        String::from_utf8(plain).map_err(|_| "decrypted token is not UTF-8".to_string())
+            .map_err(|_| CryptoError::Decrypt)?;
+        String::from_utf8(plain).map_err(CryptoError::NotUtf8)
     }
 }
 

@@ -347,7 +347,11 @@ impl Publishing {
                 ))
             })?;
         let aad = key(user_id, p);
-        let open = |v: &[u8]| self.cipher.open(&aad, v).map_err(PubError::Permanent);
+        let open = |v: &[u8]| {
+            self.cipher
+                .open(&aad, v)
+                .map_err(|e| PubError::Permanent(e.to_string()))
+        };
         let access = open(&rec.access_token)?;
         let margin = self.settings.refresh_margin.as_millis() as i64;
         if !force && rec.expires_at - margin > now_ms() {

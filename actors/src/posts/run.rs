@@ -24,6 +24,18 @@ impl Steps for Publishing {
     }
 }
 
+/// Why a publication failed for good (kept as the post's `error`).
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// The platform refused it, or it cannot be made (clip deleted,
+    /// account disconnected, authorization refused after a refresh).
+    #[error("{0}")]
+    Permanent(String),
+    /// Transient errors until the attempts ran out; the last one's message.
+    #[error("gave up after {attempts} attempts: {last}")]
+    GaveUp { attempts: u32, last: String },
+}
+
 enum Begin {
     Run,
     NotDue(i64),
@@ -144,7 +156,7 @@ impl Publishing {
         };
         match outcome {
             Ok(remote_id) => self.finish(id, Ok(remote_id)).await,
-            Err(PubError::Permanent(m)) => self.finish(id, Err(m)).await,
+            Err(PubError::Permanent(m)) => self.finish(id, Err(Failure::Permanent(m))).await,
             Err(PubError::Transient {
                 message,
                 retry_after,
@@ -217,7 +229,10 @@ impl Publishing {
             return self
                 .finish(
                     id,
-                    Err(format!("gave up after {attempts} attempts: {message}")),
+                    Err(Failure::GaveUp {
+                        attempts,
+                        last: message,
+                    }),
                 )
                 .await;
         }
@@ -233,7 +248,7 @@ impl Publishing {
         Step::RetryIn(delay)
     }
 
-    async fn finish(self: &Arc<Self>, id: &str, result: Result<String, String>) -> Step {
+    async fn finish(self: &Arc<Self>, id: &str, result: Result<String, Failure>) -> Step {
         let ok = result.is_ok();
         let r = self
             .update_post(id, move |p| {
@@ -248,7 +263,7 @@ impl Publishing {
                     }
                     Err(reason) => {
                         p.status = PostStatus::Failed;
-                        p.error = Some(reason);
+                        p.error = Some(reason.to_string());
                     }
                 }
                 p.finished_at = Some(now_ms());

@@ -18,6 +18,7 @@ use crate::projects::stages::caption::{CaptionOptions, RenderedClip};
 use crate::projects::stages::run::{run_in, Captioned, Outcome, SourceRef, StageEnv, StageParams};
 use crate::projects::stages::score::preset_range;
 use crate::projects::stages::{Progress, Stage, StageCtx, StageError};
+use crate::storage::kv::StorageError;
 use crate::storage::objects::ObjectStore;
 
 /// The node's settings the stages read.
@@ -256,6 +257,17 @@ async fn store_rendered(
     })
 }
 
+/// Why a rendered clip's files could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreClipError {
+    /// The object store refused a file.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The framing did not encode as JSON.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+}
+
 /// Stores a rendered clip's video, SRT, WebVTT and thumbnail as
 /// `<base>.mp4|srt|vtt|jpg`, and the captions burned in and the framing it
 /// was drawn with next to the video; returns the four keys (in that order)
@@ -264,7 +276,7 @@ pub(crate) async fn store_clip_files(
     objects: &dyn ObjectStore,
     base: &str,
     c: &RenderedClip,
-) -> Result<([String; 4], u64), String> {
+) -> Result<([String; 4], u64), StoreClipError> {
     let files = [
         (format!("{base}.mp4"), &c.video, "video/mp4"),
         (format!("{base}.srt"), &c.srt, "application/x-subrip"),
@@ -273,24 +285,19 @@ pub(crate) async fn store_clip_files(
     ];
     let mut bytes = 0;
     for (key, path, ctype) in &files {
-        bytes += objects
-            .put_file(key, path, ctype)
-            .await
-            .map_err(|e| e.to_string())?;
+        bytes += objects.put_file(key, path, ctype).await?;
     }
     if let Some(ass) = &c.captions {
         bytes += objects
             .put_file(&captions_key(&files[0].0), ass, "text/x-ssa")
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
     }
     if let Some(framing) = &c.framing {
-        let json = serde_json::to_vec(framing).map_err(|e| e.to_string())?;
+        let json = serde_json::to_vec(framing)?;
         bytes += json.len() as u64;
         objects
             .put_bytes(&framing_key(&files[0].0), json, "application/json")
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
     }
     Ok((files.map(|(k, _, _)| k), bytes))
 }

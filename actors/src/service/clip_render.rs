@@ -17,15 +17,17 @@ use std::sync::{Arc, Mutex};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::Services;
+use crate::accounts::AccountError;
 use crate::projects::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::projects::edit;
-use crate::projects::edit_kit;
+use crate::projects::edit_kit::{self, KitError};
 use crate::projects::events::{ProjectEventBody, RenderEvent};
 use crate::projects::records::{now_ms, ClipRecord, ProjectRecord};
 use crate::projects::reframe::manual::ManualSpan;
 use crate::projects::stages::caption::{self, CaptionOptions};
 use crate::projects::stages::cut::ClipPlan;
-use crate::projects::stages::{Progress, StageCtx};
+use crate::projects::stages::{Progress, StageCtx, StageError};
+use crate::projects::work::StoreClipError;
 use crate::supervisor::SupervisionError;
 
 /// A render still `rendering` after this long was left by a node that
@@ -33,6 +35,39 @@ use crate::supervisor::SupervisionError;
 const STALE_MS: i64 = 2 * 3600 * 1000;
 /// Progress events are written at most every this many percent.
 const PROGRESS_STEP: u8 = 10;
+
+/// Why a render made no new version (kept on the clip as its render's
+/// `error` and sent in the `failed` render event).
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The worker pool closed: the node is stopping.
+    #[error("the node is shutting down")]
+    ShuttingDown,
+    /// What the project kept for edits, or its source, cannot be read.
+    #[error(transparent)]
+    Kit(#[from] KitError),
+    #[error("creating a work folder: {0}")]
+    WorkFolder(#[source] std::io::Error),
+    /// The caption stage failed, or drew nothing.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    #[error("nothing was rendered")]
+    NothingRendered,
+    #[error("storing the clip: {0}")]
+    Store(#[source] StoreClipError),
+    /// The new files do not fit in the owner's storage quota (or the
+    /// account's actor did not answer).
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    /// The render panicked, or its batch's actor stopped with it pending
+    /// (`reason`), or the server restarted during it.
+    #[error("the render stopped unexpectedly")]
+    Panicked,
+    #[error("the render stopped unexpectedly ({reason})")]
+    Stopped { reason: String },
+    #[error("the server restarted during the render; the previous version is current")]
+    Restarted,
+}
 
 /// What a new version is made of.
 #[derive(Clone, Debug)]
@@ -244,7 +279,9 @@ impl Services {
             .drain(..)
             .collect();
         for (clip, job) in left {
-            let why = format!("the render stopped unexpectedly ({reason})");
+            let why = RenderError::Stopped {
+                reason: reason.to_string(),
+            };
             self.finish_render(&batch.project, &clip, &job, Err(why))
                 .await;
         }
@@ -264,11 +301,7 @@ async fn render_one(
             let (s, p, c, j) = (services.clone(), project.clone(), clip.clone(), job.clone());
             tokio::spawn(async move { render(&s, &p, &c, &j, tx).await })
         };
-        let rendering = async {
-            inner
-                .await
-                .unwrap_or_else(|_| Err("the render stopped unexpectedly".to_string()))
-        };
+        let rendering = async { inner.await.unwrap_or(Err(RenderError::Panicked)) };
         let reporting = async {
             let mut written = 0u8;
             while rx.changed().await.is_ok() {
@@ -309,25 +342,21 @@ async fn render(
     clip: &ClipRecord,
     job: &RenderJob,
     progress: tokio::sync::watch::Sender<u8>,
-) -> Result<ClipVersion, String> {
+) -> Result<ClipVersion, RenderError> {
     let _permit = services
         .pool
         .clone()
         .acquire_owned()
         .await
-        .map_err(|_| "the node is shutting down".to_string())?;
-    let kit = edit_kit::load(services.objects.as_ref(), &project.id)
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| RenderError::ShuttingDown)?;
+    let kit = edit_kit::load(services.objects.as_ref(), &project.id).await?;
     let work = services.settings.data_dir.join("work");
-    std::fs::create_dir_all(&work).map_err(|e| format!("creating a work folder: {e}"))?;
+    std::fs::create_dir_all(&work).map_err(RenderError::WorkFolder)?;
     let dir = tempfile::Builder::new()
         .prefix(&format!("edit-{}-", clip.id))
         .tempdir_in(&work)
-        .map_err(|e| format!("creating a work folder: {e}"))?;
-    let source = edit_kit::fetch_source(services.objects.as_ref(), project, dir.path())
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(RenderError::WorkFolder)?;
+    let source = edit_kit::fetch_source(services.objects.as_ref(), project, dir.path()).await?;
     let mut plan = job_plan(&kit, project, clip, &job.edits, job.start, job.end);
     let transcript = edit::fixed_transcript(&kit.transcript, &job.edits);
     plan.title = job.title.clone();
@@ -375,10 +404,9 @@ async fn render(
         &opts,
         &ctx,
     )
-    .await
-    .map_err(|e| e.to_string())?
+    .await?
     .pop()
-    .ok_or("nothing was rendered")?;
+    .ok_or(RenderError::NothingRendered)?;
 
     let base_key = format!(
         "projects/{}/clip-{}-v{}",
@@ -387,7 +415,7 @@ async fn render(
     let (keys, bytes) =
         crate::projects::work::store_clip_files(services.objects.as_ref(), &base_key, &rendered)
             .await
-            .map_err(|e| format!("storing the clip: {e}"))?;
+            .map_err(RenderError::Store)?;
     let segments = crate::projects::work::segments_of(&rendered.words);
     Ok(ClipVersion {
         version: job.version,

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::clip_render::{render_event, stale, RenderJob};
+use super::clip_render::{render_event, stale, RenderError, RenderJob};
 use super::Services;
 use crate::accounts::actor::AccountMsg;
 use crate::accounts::{AccountError, NotificationKind, Said};
@@ -25,14 +25,14 @@ impl Services {
         project: &ProjectRecord,
         clip: &ClipRecord,
         job: &RenderJob,
-        outcome: Result<ClipVersion, String>,
+        outcome: Result<ClipVersion, RenderError>,
     ) {
         let outcome = match outcome {
             Ok(v) => self.count_storage(project, v).await,
             Err(e) => Err(e),
         };
         let version = outcome.as_ref().ok().cloned();
-        let error = outcome.as_ref().err().cloned();
+        let error = outcome.as_ref().err().map(RenderError::to_string);
         let announce = version.as_ref().map(|v| {
             Said::new(
                 "Clip rendered",
@@ -89,7 +89,7 @@ impl Services {
                 let _ = self.objects.delete_prefix(&base).await;
                 self.append_event(
                     project,
-                    render_event(clip, job.version, "failed", 0, Some(e.clone())),
+                    render_event(clip, job.version, "failed", 0, Some(e.to_string())),
                 )
                 .await;
             }
@@ -158,7 +158,7 @@ impl Services {
         &self,
         project: &ProjectRecord,
         v: ClipVersion,
-    ) -> Result<ClipVersion, String> {
+    ) -> Result<ClipVersion, RenderError> {
         let counted = self
             .call_account(&project.user_id, |reply| AccountMsg::AddStorage {
                 bytes: v.bytes,
@@ -170,7 +170,7 @@ impl Services {
             Ok(_) => Ok(v),
             Err(e) => {
                 self.drop_files(project, &v).await;
-                Err(e.to_string())
+                Err(e.into())
             }
         }
     }
@@ -391,8 +391,7 @@ impl Services {
                 edits: c.edits.clone(),
                 reframe: None,
             };
-            let why = "the server restarted during the render; the previous version is current"
-                .to_string();
+            let why = RenderError::Restarted;
             self.finish_render(&project, &c, &job, Err(why)).await;
         }
         Ok(n)

@@ -36,7 +36,27 @@ const ERROR_MAX_CHARS: usize = 300;
 /// How the API renders an event's subject in the shape its endpoints
 /// answer with (the engine holds records, not HTTP views).
 pub trait Render: Send + Sync + 'static {
-    fn data(&self, subject: &Subject) -> Result<Value, String>;
+    fn data(&self, subject: &Subject) -> Result<Value, ViewError>;
+}
+
+/// Why an event's subject could not be rendered (the delivery fails with
+/// "cannot render the event: …").
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// The record the event carries does not decode.
+    #[error(transparent)]
+    Decode(#[from] StorageError),
+    /// The view does not serialize as JSON.
+    #[error("the view has no JSON form")]
+    NoJson,
+}
+
+/// Why a [`Deliverer`] could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DelivererError {
+    /// The HTTP client (its proxy, TLS) could not be built.
+    #[error("webhook HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
 }
 
 /// Called once when a webhook is disabled: `(user id, url)`.
@@ -125,13 +145,13 @@ impl Deliverer {
         settings: DeliverySettings,
         render: Arc<dyn Render>,
         on_disabled: OnDisabled,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DelivererError> {
         let client = super::target::client(
             settings.attempt_timeout,
             settings.allow_private,
             settings.proxy.as_deref(),
         )
-        .map_err(|e| format!("webhook HTTP client: {e}"))?;
+        .map_err(DelivererError::Client)?;
         let claim = kv.leases().is_some();
         Ok(Self {
             kv,

@@ -2,7 +2,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::delivery::{self, Deliverer, DeliverySettings, Render};
+use super::delivery::{self, Deliverer, DeliverySettings, Render, ViewError};
 use super::*;
 use crate::storage::kv::{encode, MemoryStore};
 
@@ -179,7 +179,7 @@ fn at_most_ten_webhooks_and_known_events() {
 
 struct NoViews;
 impl Render for NoViews {
-    fn data(&self, _: &Subject) -> std::result::Result<serde_json::Value, String> {
+    fn data(&self, _: &Subject) -> std::result::Result<serde_json::Value, ViewError> {
         Ok(serde_json::json!({}))
     }
 }

@@ -63,9 +63,19 @@ impl std::fmt::Display for Layout {
     }
 }
 
+/// A layout or aspect ratio name that is not one of [`Layout::NAMES`] /
+/// [`AspectRatio::NAMES`].
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("unknown layout {0:?} (use {names})", names = Layout::NAMES.join(", "))]
+    Layout(String),
+    #[error("unknown aspect ratio {0:?} (use {names})", names = AspectRatio::NAMES.join(", "))]
+    AspectRatio(String),
+}
+
 impl std::str::FromStr for Layout {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
         match s.to_ascii_lowercase().as_str() {
             "auto" => Ok(Layout::Auto),
             "single" => Ok(Layout::Single),
@@ -73,10 +83,7 @@ impl std::str::FromStr for Layout {
             "speaker" => Ok(Layout::Speaker),
             "screen" => Ok(Layout::Screen),
             "fit" => Ok(Layout::Fit),
-            other => Err(format!(
-                "unknown layout {other:?} (use {})",
-                Layout::NAMES.join(", ")
-            )),
+            other => Err(ParseError::Layout(other.to_string())),
         }
     }
 }
@@ -125,17 +132,14 @@ impl std::fmt::Display for AspectRatio {
 }
 
 impl std::str::FromStr for AspectRatio {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
         match s.trim() {
             "9:16" => Ok(AspectRatio::Vertical),
             "1:1" => Ok(AspectRatio::Square),
             "4:5" => Ok(AspectRatio::Portrait),
             "16:9" => Ok(AspectRatio::Wide),
-            other => Err(format!(
-                "unknown aspect ratio {other:?} (use {})",
-                AspectRatio::NAMES.join(", ")
-            )),
+            other => Err(ParseError::AspectRatio(other.to_string())),
         }
     }
 }
