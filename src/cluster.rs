@@ -148,7 +148,7 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
 use std::sync::OnceLock;
 
 use clipforge_actors::cluster::relay::{
-    Handler, WireHead, WireRequest, MAX_CHUNK, MAX_FORWARD_BODY,
+    BodyRest, Handler, WireHead, WireRequest, MAX_CHUNK, MAX_FORWARD_BODY,
 };
 use poem::{Body, Endpoint, EndpointExt};
 
@@ -239,14 +239,14 @@ fn relay_handler() -> Handler {
                 }
             }
             let (tx, rx) = tokio::sync::mpsc::channel(64);
-            tokio::spawn(async move {
+            let reader = tokio::spawn(async move {
                 while let Some(Ok(chunk)) = s.next().await {
                     if tx.send(chunk.to_vec()).await.is_err() {
                         break;
                     }
                 }
             });
-            (head, first, Some(rx))
+            (head, first, Some(BodyRest::new(rx, reader)))
         })
     })
 }

@@ -95,7 +95,26 @@ pub enum ReplyMsg {
 
 /// A response: its head, the body's first part, and the rest of the body
 /// when it was not complete as the head was ready (a stream).
-pub type Response = (WireHead, Vec<u8>, Option<mpsc::Receiver<Vec<u8>>>);
+pub type Response = (WireHead, Vec<u8>, Option<BodyRest>);
+
+/// The rest of a streamed body: its chunks, and the task reading them
+/// from the handler's body, which ends with this (when the request's task
+/// in the relay stops, or the forwarding node stops listening).
+pub struct BodyRest {
+    chunks: mpsc::Receiver<Vec<u8>>,
+    _reader: AbortOnDrop<()>,
+}
+
+impl BodyRest {
+    pub fn new(chunks: mpsc::Receiver<Vec<u8>>, reader: tokio::task::JoinHandle<()>) -> Self {
+        let _reader = AbortOnDrop(reader);
+        Self { chunks, _reader }
+    }
+
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        self.chunks.recv().await
+    }
+}
 
 /// Runs a request on this node.
 pub type Handler = Arc<
@@ -205,7 +224,7 @@ async fn send_response(
     id: String,
     head: WireHead,
     first: Vec<u8>,
-    rest: Option<mpsc::Receiver<Vec<u8>>>,
+    rest: Option<BodyRest>,
 ) {
     let mut pieces = first.chunks(MAX_CHUNK);
     let opening = pieces.next().unwrap_or(&[]).to_vec();
@@ -573,3 +592,7 @@ fn send_request(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "relay_tests.rs"]
+mod tests;
