@@ -138,11 +138,13 @@ pub fn display_duration(secs: f64) -> String {
     format!("{}:{:02}", total / 60, total % 60)
 }
 
+/// Words for tests: `w`, one word (probability 1); `words`, the words of a
+/// text, one every `step` seconds, each lasting 80 % of it.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_words {
+    use super::Word;
 
-    fn w(text: &str, start: f64, end: f64) -> Word {
+    pub fn w(text: &str, start: f64, end: f64) -> Word {
         Word {
             text: text.into(),
             start,
@@ -150,6 +152,19 @@ mod tests {
             probability: 1.0,
         }
     }
+
+    pub fn words(text: &str, step: f64) -> Vec<Word> {
+        text.split_whitespace()
+            .enumerate()
+            .map(|(i, t)| w(t, i as f64 * step, i as f64 * step + step * 0.8))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_words::w;
+    use super::*;
 
     /// The zh lecture of ../shared/media: 80 pieces without punctuation
     /// closed a sentence between "接" and "下来".

@@ -1,23 +1,7 @@
 //! Tests of `ass`.
 
 use super::*;
-
-fn w(text: &str, start: f64, end: f64) -> Word {
-    Word {
-        text: text.into(),
-        start,
-        end,
-        probability: 1.0,
-    }
-}
-
-/// Words of `text`, one every `step` seconds, each lasting 80% of it.
-fn words(text: &str, step: f64) -> Vec<Word> {
-    text.split_whitespace()
-        .enumerate()
-        .map(|(i, t)| w(t, i as f64 * step, i as f64 * step + step * 0.8))
-        .collect()
-}
+use crate::transcript::test_words::{w, words};
 
 fn opts() -> AssOptions {
     AssOptions {

@@ -1,22 +1,7 @@
 //! Tests of `subtitles`.
 
 use super::*;
-
-fn w(text: &str, start: f64, end: f64) -> Word {
-    Word {
-        text: text.into(),
-        start,
-        end,
-        probability: 1.0,
-    }
-}
-
-fn words(text: &str, step: f64) -> Vec<Word> {
-    text.split_whitespace()
-        .enumerate()
-        .map(|(i, t)| w(t, i as f64 * step, i as f64 * step + step * 0.8))
-        .collect()
-}
+use crate::transcript::test_words::{w, words};
 
 fn cue(start: f64, end: f64, text: &str) -> Cue {
     Cue {
