@@ -7,7 +7,6 @@
 mod dialer;
 mod dispatch;
 mod heartbeat;
-pub mod leases;
 mod membership;
 mod ownership;
 pub mod placement;

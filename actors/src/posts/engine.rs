@@ -126,7 +126,7 @@ impl Publishing {
     /// On a cluster the hand-off does it instead, once the node has heard
     /// from its peers (`handoff.rs`): only the owner arms a post.
     pub(crate) async fn rearm_all(self: &Arc<Self>) -> Result<()> {
-        if self.host.leases.cluster().is_some() {
+        if self.host.cluster().is_some() {
             return Ok(());
         }
         let entries = self.host.blocking(post::due_entries).await?;

@@ -16,7 +16,6 @@ impl Publishing {
     /// always on a single node.
     pub fn owns_posts_of(&self, user_id: &str) -> bool {
         self.host
-            .leases
             .cluster()
             .is_none_or(|c| c.owns(user_id, Role::Scheduler))
     }
@@ -24,7 +23,7 @@ impl Publishing {
     /// Brings the schedule actors on this node in line with the ownership
     /// now; returns (stopped, armed). Nothing to do on a single node.
     pub async fn hand_off(self: &Arc<Self>) -> Result<(usize, usize)> {
-        if self.host.leases.cluster().is_none() {
+        if self.host.cluster().is_none() {
             return Ok((0, 0));
         }
         let mut stopped = 0;

@@ -14,6 +14,7 @@ use crate::accounts::{Accounts, NotificationKind, Said};
 use crate::media::whisper::ModelOptions;
 use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
+use crate::storage::node_leases::{LeaseHolder, NodeLeases};
 use crate::storage::objects::ObjectStore;
 use crate::webhooks::Subject;
 
@@ -34,7 +35,6 @@ pub mod supervision;
 
 use crate::accounts::actor::{AccountMsg, Notice, Reply};
 use crate::accounts::registry::{AccountDesk, UserRegistry};
-use crate::cluster::leases::NodeLeases;
 use crate::cluster::stage_job::WorkerHost;
 use crate::mailbox::{ActorMeta, Tracked};
 use crate::metrics::Metrics;
@@ -122,7 +122,7 @@ impl Services {
         Arc::new(Self {
             stages: StageHost::new(objects.clone(), knobs),
             desk: AccountDesk::new(accounts.clone(), users.clone(), owner),
-            leases: NodeLeases::new(kv.clone(), cluster.clone()),
+            leases: NodeLeases::new(kv.clone()),
             cluster,
             kv,
             objects,
@@ -171,6 +171,7 @@ impl Services {
         crate::posts::host::PostHost {
             leases: self.leases.clone(),
             objects: self.objects.clone(),
+            cluster: self.cluster.clone(),
             desk: self.desk.clone(),
             tree: self.tree.clone(),
         }
@@ -213,6 +214,10 @@ impl Services {
     /// This node joined `cluster`: its projects' stages run on the
     /// cluster's workers and it leases what it runs. Once.
     pub fn join_cluster(&self, cluster: Arc<crate::cluster::Cluster>) {
+        self.leases.hold_as(LeaseHolder {
+            node: cluster.node_name().to_string(),
+            ttl: cluster.lease_ttl(),
+        });
         let _ = self.cluster.set(cluster);
     }
 

@@ -13,5 +13,6 @@ mod kv_conformance;
 pub mod kv_postgres;
 pub mod leases;
 pub mod links;
+pub mod node_leases;
 pub mod objects;
 pub mod record;

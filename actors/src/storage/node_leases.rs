@@ -1,4 +1,4 @@
-//! The project and post leases of a clustered node (`storage::leases`):
+//! The project and post leases of a clustered node ([`super::leases`]):
 //! taken in PostgreSQL under the node's name, for `cluster.lease_ms`, and
 //! every write made under one fenced by it. A single node (sled) takes no
 //! leases and writes plainly.
@@ -6,27 +6,38 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::Cluster;
-use crate::storage::kv::{self, KvOp, KvStore};
-use crate::storage::leases::Fence;
+use super::kv::{self, KvOp, KvStore};
+use super::leases::Fence;
+
+/// Under what name and for how long a clustered node leases what it runs
+/// (its node name and `cluster.lease_ms`).
+#[derive(Clone, Debug)]
+pub struct LeaseHolder {
+    pub node: String,
+    pub ttl: Duration,
+}
 
 /// The node's store as the domains that lease what they run (projects,
-/// posts) use it: the cluster the node joined (set once, when it joins)
-/// and the store. Cheap to clone.
+/// posts) use it: the lease holder (set once, when the node joins a
+/// cluster) and the store. Cheap to clone.
 #[derive(Clone)]
 pub struct NodeLeases {
     kv: Arc<dyn KvStore>,
-    cluster: Arc<OnceLock<Arc<Cluster>>>,
+    holder: Arc<OnceLock<LeaseHolder>>,
 }
 
 impl NodeLeases {
-    pub fn new(kv: Arc<dyn KvStore>, cluster: Arc<OnceLock<Arc<Cluster>>>) -> Self {
-        Self { kv, cluster }
+    pub fn new(kv: Arc<dyn KvStore>) -> Self {
+        Self {
+            kv,
+            holder: Arc::default(),
+        }
     }
 
-    /// The cluster this node is part of, once it joined one.
-    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
-        self.cluster.get()
+    /// The node joined a cluster: from now on it leases under `holder`.
+    /// Once (a second call changes nothing).
+    pub fn hold_as(&self, holder: LeaseHolder) {
+        let _ = self.holder.set(holder);
     }
 
     /// Runs a blocking storage call off the async threads.
@@ -40,9 +51,9 @@ impl NodeLeases {
     /// `(holder, ttl)` when this node must lease what it runs: clustered,
     /// on a store with leases.
     pub fn leasing(&self) -> Option<(String, Duration)> {
-        let cluster = self.cluster.get()?;
+        let holder = self.holder.get()?;
         self.kv.leases()?;
-        Some((cluster.node_name().to_string(), cluster.lease_ttl()))
+        Some((holder.node.clone(), holder.ttl))
     }
 
     /// Takes `key` for this node; `Ok(None)` while another node holds it
