@@ -21,7 +21,7 @@ fn cell_name(c: &ActorCell) -> String {
 /// Every actor of this node, each with its kind, id, supervisor, restart
 /// count, mailbox length (where counted) and age, supervisors first.
 fn actor_views(state: &State) -> Vec<Value> {
-    let s = &state.services;
+    let s = &state.engine;
     let tree = s.tree();
     let mut actors = Vec::new();
     if let Some(node) = tree.node_cell() {
@@ -60,7 +60,7 @@ fn actor_views(state: &State) -> Vec<Value> {
             }));
         }
     }
-    for (id, p) in s.live_projects() {
+    for (id, p) in s.projects().live_projects() {
         let name = format!("project:{id}");
         let children = p.actor.get_children();
         for c in &children {
@@ -149,7 +149,7 @@ pub fn admin_actors(state: Data<&State>, req: &Request) -> Response {
     if !admin_ok(&state, req) {
         return admin_refused();
     }
-    let load = state.services.load();
+    let load = state.engine.load();
     json_response(json!({
         "node": state.config.node.name,
         "workers": { "total": load.slots, "busy": load.busy },
@@ -178,7 +178,7 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
     if view["kind"] == "project" {
         let id = view["id"].as_str().unwrap_or_default().to_string();
         let found = state
-            .services
+            .engine
             .blocking(move |kv| {
                 use clipforge_actors::projects::records::{load_project, owner_of};
                 match owner_of(kv, &id)? {

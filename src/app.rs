@@ -1,4 +1,4 @@
-//! Wiring: storage, the engine's services, the HTTP routes and middleware.
+//! Wiring: storage, the engine, the HTTP routes and middleware.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clipforge_actors::accounts::Accounts;
 use clipforge_actors::billing::Billing;
+use clipforge_actors::engine::{Engine, Settings};
 use clipforge_actors::media::whisper::ModelOptions;
-use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
 use clipforge_actors::storage::kv_postgres::{PostgresOptions, PostgresStore};
 use clipforge_actors::storage::links::StableLinks;
@@ -187,16 +187,16 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
         idle: Duration::from_secs(p.idle_secs),
         rerank: p.rerank(),
     };
-    let services = Services::new(kv, objects.clone(), accounts, settings);
-    services
+    let engine = Engine::new(kv, objects.clone(), accounts, settings);
+    engine
         .start_supervision()
         .await
         .map_err(|e| anyhow::anyhow!("starting the supervision tree: {e}"))?;
     // Join the cluster first: resumed projects then send their stages to
     // the cluster's workers, and the scheduler knows it is clustered.
-    let cluster = crate::cluster::start(&config, &services).await?;
-    let publishing = crate::posts::start(&config, &public_url, services.clone()).await?;
-    crate::webhooks::start(&config, &services, links.clone()).await?;
+    let cluster = crate::cluster::start(&config, &engine).await?;
+    let publishing = crate::posts::start(&config, &public_url, engine.clone()).await?;
+    crate::webhooks::start(&config, &engine, links.clone()).await?;
     // Periodic node work beyond the sweeps: platform tokens refreshed and,
     // on a cluster, projects and posts taken over by their owners once the
     // node has heard from its peers and on every membership change.
@@ -204,14 +204,11 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     match &cluster {
         Some(c) => periodic.push(crate::cluster::hand_off_job(
             c.clone(),
-            services.clone(),
+            engine.clone(),
             publishing.clone(),
         )),
         None => {
-            let resumed = services
-                .resume_all()
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
+            let resumed = engine.resume_all().await.map_err(|e| anyhow::anyhow!(e))?;
             if resumed > 0 {
                 tracing::info!(resumed, "resumed unfinished projects");
             }
@@ -219,11 +216,12 @@ pub async fn build_state(config: Config, public_url: String) -> anyhow::Result<S
     }
     let billing = billing(&config)?;
     let guard = Arc::new(crate::security::Guard::new(&config, &public_url)?);
-    start_housekeeping(&services, &guard, &config, periodic).await?;
+    start_housekeeping(&engine, &guard, &config, periodic).await?;
     Ok(Arc::new(AppState {
         guard,
         cluster,
-        services,
+        projects: engine.projects().clone(),
+        engine,
         objects,
         local,
         links,
@@ -256,11 +254,11 @@ fn healthz() -> &'static str {
 #[handler]
 async fn readyz(state: Data<&State>) -> Response {
     let mut problems = Vec::new();
-    let storage = state.services.blocking(|kv| kv.get("meta", b"ready"));
+    let storage = state.engine.blocking(|kv| kv.get("meta", b"ready"));
     if storage.await.is_err() {
         problems.push("storage unavailable".to_string());
     }
-    let model = state.services.settings().model_dir.join("model.bin");
+    let model = state.engine.settings().model_dir.join("model.bin");
     if !model.is_file() {
         problems.push(format!(
             "speech model missing: {} (run `make setup`)",
@@ -280,9 +278,9 @@ async fn readyz(state: Data<&State>) -> Response {
 
 #[handler]
 fn metrics(state: Data<&State>) -> Response {
-    let s = &state.services;
+    let s = &state.engine;
     let busy = s.load().busy as usize;
-    let projects = s.live_projects();
+    let projects = s.projects().live_projects();
     let stages: usize = projects
         .iter()
         .map(|(_, p)| p.actor.get_children().len())
@@ -338,7 +336,7 @@ fn metrics(state: Data<&State>) -> Response {
             "clipforge_sse_channels",
             &[],
             "Projects with SSE subscribers.",
-            s.sse_channels() as f64,
+            s.projects().sse_channels() as f64,
         ),
     ];
     Response::builder()
@@ -424,7 +422,7 @@ pub fn routes(state: State) -> impl Endpoint {
                 st.guard.finish(origin.as_deref(), &mut resp);
                 let status = resp.status().as_u16();
                 let secs = started.elapsed().as_secs_f64();
-                st.services.metrics().observe_request(
+                st.engine.metrics().observe_request(
                     &method,
                     &clipforge_actors::metrics::route_label(&path),
                     status,
@@ -509,7 +507,7 @@ fn status_code(status: StatusCode) -> &'static str {
 /// keys whose
 /// rate is replenished forgotten (every minute).
 async fn start_housekeeping(
-    services: &Arc<Services>,
+    engine: &Arc<Engine>,
     guard: &Arc<crate::security::Guard>,
     config: &Config,
     more: Vec<clipforge_actors::housekeeping::Periodic>,
@@ -517,7 +515,7 @@ async fn start_housekeeping(
     use crate::allocator::release;
     use clipforge_actors::housekeeping::{Periodic, PeriodicActor, Then};
     use clipforge_actors::supervisor::spawner;
-    let s = services.clone();
+    let s = engine.clone();
     let every = Duration::from_secs(config.pipeline.idle_secs.clamp(1, 15));
     let passivation = Periodic::new("passivation", every, move || {
         let n = s.passivate_idle();
@@ -551,7 +549,7 @@ async fn start_housekeeping(
     for p in more {
         children.push((p.name, spawner(p.name, PeriodicActor, p)));
     }
-    services
+    engine
         .tree()
         .start_housekeeping(children)
         .await

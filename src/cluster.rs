@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use clipforge_actors::cluster::{Cluster, ClusterSnapshot, Role};
+use clipforge_actors::engine::Engine;
 use clipforge_actors::housekeeping::Periodic;
 use clipforge_actors::posts::Publishing;
-use clipforge_actors::service::Services;
 use poem::web::Data;
 use poem::{handler, Request, Response};
 
@@ -13,10 +13,7 @@ use crate::config::Config;
 use crate::state::State;
 
 /// Joins the cluster when `[cluster]` is on; `None` for a single node.
-pub async fn start(
-    config: &Config,
-    services: &Arc<Services>,
-) -> anyhow::Result<Option<Arc<Cluster>>> {
+pub async fn start(config: &Config, engine: &Arc<Engine>) -> anyhow::Result<Option<Arc<Cluster>>> {
     let Some(settings) = config
         .cluster
         .settings(&config.node.name)
@@ -25,20 +22,16 @@ pub async fn start(
         return Ok(None);
     };
     let listen = settings.listen;
-    let s = services.clone();
-    let cluster = Cluster::start(
-        settings,
-        Arc::new(move || s.load()),
-        services.tree().clone(),
-    )
-    .await?;
+    let s = engine.clone();
+    let cluster =
+        Cluster::start(settings, Arc::new(move || s.load()), engine.tree().clone()).await?;
     tracing::info!(%listen, "cluster node server listening");
     let cluster = Arc::new(cluster);
     if cluster.has_role(Role::Worker) {
-        clipforge_actors::cluster::worker::start_worker(services.worker_host(cluster.clone()))
+        clipforge_actors::cluster::worker::start_worker(engine.worker_host(cluster.clone()))
             .await?;
     }
-    services.join_cluster(cluster.clone());
+    engine.join_cluster(cluster.clone());
     Ok(Some(cluster))
 }
 
@@ -52,7 +45,7 @@ pub async fn start(
 /// that is leaving hands off once more itself ([`leave`]).
 pub fn hand_off_job(
     cluster: Arc<Cluster>,
-    services: Arc<Services>,
+    engine: Arc<Engine>,
     publishing: Arc<Publishing>,
 ) -> Periodic {
     let joined = std::time::Instant::now();
@@ -60,9 +53,9 @@ pub fn hand_off_job(
     let done: Arc<std::sync::Mutex<Option<(u64, std::time::Instant)>>> = Arc::default();
     let every = cluster.heartbeat_every();
     Periodic::new_async(HAND_OFF, every, move || {
-        let (cluster, services, publishing, done) = (
+        let (cluster, engine, publishing, done) = (
             cluster.clone(),
-            services.clone(),
+            engine.clone(),
             publishing.clone(),
             done.clone(),
         );
@@ -77,7 +70,7 @@ pub fn hand_off_job(
             let generation = cluster.generation();
             let last = *done.lock().unwrap_or_else(|e| e.into_inner());
             let due = last.is_none_or(|(g, at)| g != generation || at.elapsed() >= sweep);
-            if due && hand_off(&services, &publishing).await {
+            if due && hand_off(&engine, &publishing).await {
                 *done.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((generation, std::time::Instant::now()));
             }
@@ -89,8 +82,8 @@ pub fn hand_off_job(
 pub const HAND_OFF: &str = "hand-off";
 
 /// One hand-off; false when it did not complete.
-pub async fn hand_off(services: &Arc<Services>, publishing: &Arc<Publishing>) -> bool {
-    let projects = services.hand_off().await;
+pub async fn hand_off(engine: &Arc<Engine>, publishing: &Arc<Publishing>) -> bool {
+    let projects = engine.hand_off().await;
     let posts = publishing.hand_off().await;
     match (projects, posts) {
         (Ok(p), Ok((posts_stopped, posts_armed))) => {
@@ -118,9 +111,9 @@ pub async fn hand_off(services: &Arc<Services>, publishing: &Arc<Publishing>) ->
 /// A graceful stop: this node owns nothing from now on, hands every actor
 /// off (the owners that follow take them over from the store) and leaves
 /// the cluster, so its peers see it down at once.
-pub async fn leave(cluster: &Arc<Cluster>, services: &Arc<Services>, publishing: &Arc<Publishing>) {
+pub async fn leave(cluster: &Arc<Cluster>, engine: &Arc<Engine>, publishing: &Arc<Publishing>) {
     cluster.leave();
-    hand_off(services, publishing).await;
+    hand_off(engine, publishing).await;
     cluster.stop();
 }
 
@@ -135,7 +128,7 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
         None => ClusterSnapshot::single(
             &state.config.node.name,
             &state.config.cluster.roles,
-            state.services.load(),
+            state.engine.load(),
         ),
     };
     Response::builder()
@@ -270,7 +263,7 @@ async fn webhook_account(state: &State, req: &mut Request) -> Option<String> {
     let bytes = req.take_body().into_bytes().await.ok()?;
     req.set_body(bytes.clone());
     billing
-        .account_of_delivery(&state.services.desk(), &bytes)
+        .account_of_delivery(&state.engine.desk(), &bytes)
         .await
 }
 

@@ -17,7 +17,7 @@ use crate::state::State;
 /// limit needs it.
 async fn account_of(st: &State, req: &Request) -> Option<Account> {
     let token = crate::session::request_token(req)?;
-    st.services
+    st.engine
         .desk()
         .caller(&token)
         .await
@@ -29,7 +29,7 @@ async fn account_of(st: &State, req: &Request) -> Option<Account> {
 /// The upload limit of the caller's plan; on a cluster node that does not
 /// keep the account, the largest plan's (the owner checks the plan's).
 fn upload_limit(st: &State, account: Option<&Account>) -> Option<u64> {
-    let accounts = &st.services.accounts();
+    let accounts = &st.engine.accounts();
     match account {
         Some(a) => Some(accounts.plan_limits(a.plan).upload_max_bytes),
         None if st.cluster.is_some() => {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use clipforge_actors::engine::Engine;
 use clipforge_actors::posts::crypto::TokenCipher;
 use clipforge_actors::posts::Publishing;
-use clipforge_actors::service::Services;
 
 use crate::config::Config;
 
@@ -36,12 +36,12 @@ fn token_cipher(config: &Config) -> anyhow::Result<TokenCipher> {
 pub async fn start(
     config: &Config,
     public_url: &str,
-    services: Arc<Services>,
+    engine: Arc<Engine>,
 ) -> anyhow::Result<Arc<Publishing>> {
     let settings = config
         .publish
         .settings(public_url, Duration::from_secs(config.storage.url_ttl_secs));
-    Publishing::start(services.post_host(), settings, token_cipher(config)?)
+    Publishing::start(engine.post_host(), settings, token_cipher(config)?)
         .await
         .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))
 }

@@ -2,7 +2,7 @@
 //! cookie. Used before routing (cluster routing, limits, uploads) as well as
 //! by the API's security schemes.
 
-use clipforge_actors::service::Services;
+use clipforge_actors::engine::Engine;
 use poem::Request;
 
 /// Name of the session cookie.
@@ -40,8 +40,8 @@ fn session_cookie(headers: &poem::http::HeaderMap) -> Option<String> {
 
 /// The account id and session token a request comes with (bearer or
 /// cookie), when the session is valid.
-pub async fn session_of(services: &Services, req: &Request) -> Option<(String, String)> {
+pub async fn session_of(engine: &Engine, req: &Request) -> Option<(String, String)> {
     let token = request_token(req)?;
-    let (account, _) = services.desk().session(&token).await.ok()??;
+    let (account, _) = engine.desk().session(&token).await.ok()??;
     Some((account.id, token))
 }

@@ -1,18 +1,21 @@
 //! The application state handed to every handler and middleware: the
-//! engine's services, media links, config, billing, publishing, cluster and
-//! the request guard. A leaf of the HTTP side: it imports no HTTP module
+//! engine, the project domain, media links, config, billing, publishing,
+//! cluster and the request guard. A leaf of the HTTP side: it imports no HTTP module
 //! that imports it back.
 
 use std::sync::Arc;
 
-use clipforge_actors::service::Services;
+use clipforge_actors::engine::Engine;
+use clipforge_actors::projects::domain::Projects;
 use clipforge_actors::storage::objects::ObjectStore;
 
 use crate::config::Config;
 
 /// Everything a handler needs.
 pub struct AppState {
-    pub services: Arc<Services>,
+    pub engine: Arc<Engine>,
+    /// The project domain (`engine.projects()`).
+    pub projects: Arc<Projects>,
     pub objects: Arc<dyn ObjectStore>,
     /// Set when media is stored locally and served by `/media/...`.
     pub local: Option<Arc<clipforge_actors::storage::objects::LocalStore>>,

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use clipforge_actors::accounts::{NotificationKind, Said};
+use clipforge_actors::engine::Engine;
 use clipforge_actors::posts::post::PostRecord;
 use clipforge_actors::projects::records::{ClipRecord, ProjectRecord};
-use clipforge_actors::service::Services;
 use clipforge_actors::storage::kv::decode;
 use clipforge_actors::storage::links::StableLinks;
 use clipforge_actors::supervisor::spawner;
@@ -54,10 +54,10 @@ impl Render for Views {
 /// Starts the delivery actor (the `webhooks` branch).
 pub async fn start(
     config: &Config,
-    services: &Arc<Services>,
+    engine: &Arc<Engine>,
     links: Arc<StableLinks>,
 ) -> anyhow::Result<()> {
-    let notify = Arc::downgrade(services);
+    let notify = Arc::downgrade(engine);
     let on_disabled: OnDisabled = Arc::new(move |user: &str, url: &str| {
         let Some(s) = notify.upgrade() else {
             return;
@@ -82,13 +82,13 @@ pub async fn start(
         }
     });
     let deliverer = Deliverer::new(
-        services.kv().clone(),
+        engine.kv().clone(),
         config.webhooks.settings(),
         Arc::new(Views(links)),
         on_disabled,
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    services
+    engine
         .tree()
         .start_webhooks(
             "webhook-delivery",

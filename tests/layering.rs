@@ -1,7 +1,7 @@
 //! No module imports one that imports it back: in each crate (the engine
 //! `actors/src` and the binary `src`), the top-level modules' `crate::…`
 //! references form no cycle. The domains do not import the engine
-//! (`service`, which wires them together) and the engine crate does not
+//! (`engine`, which wires them together) and the engine crate does not
 //! depend on the web framework. Comment lines are not imports. At file
 //! level, the cycles are the ones `tests/layering_cycles.txt` lists.
 
@@ -119,7 +119,7 @@ fn binary_modules_form_no_cycle() {
 }
 
 /// The engine module that wires the domains together.
-const ENGINE: &str = "service";
+const ENGINE: &str = "engine";
 
 /// The engine's modules that import [`ENGINE`]; only the engine's own
 /// files (and the crate root) may.

@@ -1,10 +1,13 @@
 //! Clipforge engine: the media pipeline (probe, transcribe, cut, caption),
-//! the caption renderer, and the building blocks the service's actors use.
+//! the caption renderer, the domains with their actors (accounts,
+//! projects, posts, billing, webhooks, cluster) and [`engine`], which
+//! wires them together on a node.
 
 pub mod accounts;
 pub mod billing;
 pub mod captions;
 pub mod cluster;
+pub mod engine;
 pub mod faults;
 pub mod housekeeping;
 pub mod mailbox;
@@ -13,7 +16,6 @@ pub mod metrics;
 pub mod posts;
 pub mod projects;
 pub mod script;
-pub mod service;
 pub mod stage;
 pub mod storage;
 pub mod supervisor;

@@ -234,7 +234,7 @@ impl AuthApi {
         let new = account(new.map_err(|e| ApiError::internal("hashing a password", e))?)?;
         let (acc, token) = account(
             state
-                .services
+                .engine
                 .call_account(&new.account_id(), |reply| AccountMsg::SignUp {
                     email: new.email,
                     name: new.name,
@@ -269,10 +269,10 @@ impl AuthApi {
         let b = body.0;
         // Counted (and refused beyond the limits) before it reaches the
         // account's actor, which checks the password and opens the session.
-        let email = account(state.services.accounts().sign_in_attempt(&b.email, &client))?;
+        let email = account(state.engine.accounts().sign_in_attempt(&b.email, &client))?;
         let (acc, token) = account(
             state
-                .services
+                .engine
                 .call_account(&account_id_for_email(&email), |reply| AccountMsg::SignIn {
                     email,
                     password: b.password.0,
@@ -300,7 +300,7 @@ impl AuthApi {
         // same commit as the store.
         account(
             state
-                .services
+                .engine
                 .call_account(&user.account.id, |reply| AccountMsg::SignOut {
                     token,
                     reply,
@@ -346,7 +346,7 @@ impl AuthApi {
         let revoke = b.revoke_other_sessions.unwrap_or(true);
         account(
             state
-                .services
+                .engine
                 .call_account(&user.account.id, |reply| AccountMsg::ChangePassword {
                     token: user.token.clone(),
                     current: b.current_password.0,
@@ -371,7 +371,7 @@ impl AuthApi {
         let name = body.0.name;
         account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::UpdateProfile {
                     name: name.0,
                     reply,
@@ -416,7 +416,7 @@ impl AuthApi {
             .map_err(|e| ApiError::internal("storing avatar", e))?;
         let previous = account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::SetAvatar {
                     key: Some(key.clone()),
                     reply,
@@ -443,7 +443,7 @@ impl AuthApi {
         let id = auth.user().account.id.clone();
         let previous = account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::SetAvatar { key: None, reply })
                 .await,
         )?;

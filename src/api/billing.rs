@@ -149,12 +149,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user = &auth.user().account;
         let url = billing
-            .checkout(
-                &state.services.desk(),
-                user,
-                &body.0.plan,
-                &body.0.frequency,
-            )
+            .checkout(&state.engine.desk(), user, &body.0.plan, &body.0.frequency)
             .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
@@ -176,7 +171,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let status = billing
-            .checkout_status(&state.services.desk(), &user_id, &session_id.0)
+            .checkout_status(&state.engine.desk(), &user_id, &session_id.0)
             .await?;
         Ok(Json(CheckoutState {
             session_id: status.session_id.into(),
@@ -202,7 +197,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let url = billing
-            .customer_portal(&state.services.desk(), &user_id)
+            .customer_portal(&state.engine.desk(), &user_id)
             .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
@@ -220,7 +215,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let outcome = billing
             .handle_webhook(
-                &state.services.desk(),
+                &state.engine.desk(),
                 &body.0,
                 signature.0.as_deref(),
                 unix_now(),
@@ -276,7 +271,7 @@ pub async fn admin_set_plan(
     let user_id = id.0;
     let result = account(
         state
-            .services
+            .engine
             .call_account(&user_id, |reply| AccountMsg::SetPlanByOperator {
                 plan,
                 reply,

@@ -8,8 +8,8 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 
-use clipforge_actors::service::clip_edit::WAVEFORM_STEP;
-use clipforge_actors::service::clip_reframe::ClipFaces;
+use clipforge_actors::projects::clip_edit::WAVEFORM_STEP;
+use clipforge_actors::projects::clip_reframe::ClipFaces;
 
 use super::clips::Tag;
 use super::formats::ClipLayout;
@@ -177,7 +177,7 @@ impl ClipTimelineApi {
         clip_id: Path<String>,
     ) -> ApiResult<Json<ClipFacesView>> {
         let faces = state
-            .services
+            .projects
             .clip_faces(&auth.user().account.id, &id.0, &clip_id.0)
             .await
             .map_err(project_error)?;
@@ -201,7 +201,7 @@ impl ClipTimelineApi {
         clip_id: Path<String>,
     ) -> ApiResult<Json<Waveform>> {
         let (from_sec, db) = state
-            .services
+            .projects
             .clip_waveform(&auth.user().account.id, &id.0, &clip_id.0)
             .await
             .map_err(project_error)?;

@@ -9,10 +9,10 @@ use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi, Tags};
 
+use clipforge_actors::projects::clip_edit::{ClipChange, Edited};
+use clipforge_actors::projects::clip_reframe::{ReframeRequest, ReframeTarget};
 use clipforge_actors::projects::records::iso8601;
 use clipforge_actors::projects::reframe::ParseError;
-use clipforge_actors::service::clip_edit::{ClipChange, Edited};
-use clipforge_actors::service::clip_reframe::{ReframeRequest, ReframeTarget};
 
 use super::formats::{AspectRatio, ClipLayout, DateTime, Text, Uri};
 use super::projects::project_error;
@@ -209,7 +209,7 @@ impl ClipsApi {
     ) -> ApiResult<AddedClip> {
         let b = body.0;
         let clip = state
-            .services
+            .projects
             .add_clip(
                 &auth.user().account.id,
                 &id.0,
@@ -241,7 +241,7 @@ impl ClipsApi {
         body: Json<MoreClips>,
     ) -> ApiResult<FoundAnswer> {
         let clips = state
-            .services
+            .projects
             .find_more_clips(&auth.user().account.id, &id.0, body.0.count as usize)
             .await
             .map_err(project_error)?;
@@ -311,7 +311,7 @@ impl ClipsApi {
             },
         };
         let edited = state
-            .services
+            .projects
             .edit_clip(&auth.user().account.id, &id.0, &clip_id.0, change)
             .await
             .map_err(project_error)?;
@@ -337,7 +337,7 @@ impl ClipsApi {
         clip_id: Path<String>,
     ) -> ApiResult<Json<ClipWords>> {
         let words = state
-            .services
+            .projects
             .clip_words(&auth.user().account.id, &id.0, &clip_id.0)
             .await
             .map_err(project_error)?;
@@ -370,7 +370,7 @@ impl ClipsApi {
         clip_id: Path<String>,
     ) -> ApiResult<Json<ClipVersions>> {
         let clip = state
-            .services
+            .projects
             .clip(&auth.user().account.id, &id.0, &clip_id.0)
             .await
             .map_err(project_error)?;
@@ -415,7 +415,7 @@ impl ClipsApi {
         #[oai(validator(minimum(value = "1"), maximum(value = "4294967295")))] version: Path<u32>,
     ) -> ApiResult<Json<Clip>> {
         let clip = state
-            .services
+            .projects
             .restore_clip_version(&auth.user().account.id, &id.0, &clip_id.0, version.0)
             .await
             .map_err(project_error)?;

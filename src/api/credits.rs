@@ -13,7 +13,7 @@ use super::{account, paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::accounts::actor::AccountMsg;
 use clipforge_actors::accounts::CreditBalance;
 use clipforge_actors::billing::Billing;
-use clipforge_actors::service::project_api::ProjectError;
+use clipforge_actors::projects::api::ProjectError;
 
 #[derive(Tags)]
 pub(super) enum Tag {
@@ -240,17 +240,17 @@ impl CreditsApi {
     async fn balance(&self, state: Data<&State>, auth: Auth) -> ApiResult<RawJson<Balance>> {
         let user = &auth.user().account;
         let id = user.id.clone();
-        let accounts = &state.services.accounts();
+        let accounts = &state.engine.accounts();
         // Answered from the account actor's memory (loaded once per
         // activation, the storage counter on its first request); a due
         // renewal writes, so it goes to the actor as a command like every
         // change.
-        let held = account(state.services.account_state(&id).await)?;
+        let held = account(state.engine.account_state(&id).await)?;
         let used = match held.as_ref().and_then(|h| h.storage()) {
             Some(used) => used,
             None => account(
                 state
-                    .services
+                    .engine
                     .call_account(&id, AccountMsg::StorageUsed)
                     .await,
             )?,
@@ -266,7 +266,7 @@ impl CreditsApi {
         if let Some(b) = held.and_then(|h| accounts.held_balance(&h)) {
             return raw(b, storage, ends);
         }
-        let b = account(state.services.call_account(&id, AccountMsg::Balance).await)?;
+        let b = account(state.engine.call_account(&id, AccountMsg::Balance).await)?;
         raw(b, storage, ends)
     }
 
@@ -288,7 +288,7 @@ impl CreditsApi {
         let id = auth.user().account.id.clone();
         if let Some(billing) = state.billing.as_ref().filter(|_| paid(plan)) {
             // The paid plan of a subscription set to end: keep it.
-            if billing.keep_plan(&state.services.desk(), &id, plan).await? {
+            if billing.keep_plan(&state.engine.desk(), &id, plan).await? {
                 return Ok(Json(PlanSelected {
                     status: OkStatus::ok(),
                     plan: plan.as_str().into(),
@@ -297,7 +297,7 @@ impl CreditsApi {
             }
         }
         if let (clipforge_actors::accounts::Plan::Free, Some(billing)) = (plan, &state.billing) {
-            let chosen = billing.select_free(&state.services.desk(), &id).await?;
+            let chosen = billing.select_free(&state.engine.desk(), &id).await?;
             return Ok(Json(PlanSelected {
                 status: OkStatus::ok(),
                 plan: chosen.plan.as_str().into(),
@@ -306,7 +306,7 @@ impl CreditsApi {
         }
         account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::SelectPlan { plan, reply })
                 .await,
         )?;
@@ -330,7 +330,7 @@ impl CreditsApi {
         let id = auth.user().account.id.clone();
         let ledger = account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::Ledger {
                     page: page as u64,
                     limit: limit as u64,
@@ -346,7 +346,7 @@ impl CreditsApi {
             if titles.contains_key(pid) {
                 continue;
             }
-            match state.services.project(user, pid).await {
+            match state.projects.project(user, pid).await {
                 Ok(p) => {
                     titles.insert(pid.clone(), p.title);
                 }

@@ -63,7 +63,7 @@ impl ExportApi {
         })?;
         let p = owned_project(&state, &auth.user().account.id, &id.0).await?;
         let file = state
-            .services
+            .projects
             .export_project(&p, what)
             .await
             .map_err(|e| match e {

@@ -156,7 +156,7 @@ impl IntegrationsApi {
         error: Query<Option<String>>,
     ) -> ApiResult<Json<Connected>> {
         let p = self::provider(&provider.0)?;
-        let caller = crate::session::session_of(&state.services, req).await;
+        let caller = crate::session::session_of(&state.engine, req).await;
         let view = state
             .publishing
             .callback(

@@ -114,7 +114,7 @@ impl KeysApi {
         let id = auth.user().account.id.clone();
         let (info, key) = account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::CreateApiKey {
                     name: name.0,
                     scopes,
@@ -132,7 +132,7 @@ impl KeysApi {
     #[oai(path = "/", method = "get", operation_id = "listApiKeys")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<KeyList>> {
         let id = auth.user().account.id.clone();
-        let keys = account(state.services.call_account(&id, AccountMsg::ApiKeys).await)?;
+        let keys = account(state.engine.call_account(&id, AccountMsg::ApiKeys).await)?;
         Ok(Json(KeyList {
             keys: keys.into_iter().map(view).collect(),
         }))
@@ -150,7 +150,7 @@ impl KeysApi {
         let kid = id.0;
         account(
             state
-                .services
+                .engine
                 .call_account(&uid, |reply| AccountMsg::RevokeApiKey { id: kid, reply })
                 .await,
         )?;

@@ -158,7 +158,7 @@ impl MediaApi {
         form: UploadForm,
     ) -> ApiResult<Json<UploadResponse>> {
         let user = auth.user().account.clone();
-        let limits = state.services.accounts().plan_limits(user.plan).clone();
+        let limits = state.engine.accounts().plan_limits(user.plan).clone();
         // The body was counted while it streamed in (crate::middleware):
         // one over the limit never gets here; this checks the file itself.
         let size = form.file.size() as u64;
@@ -177,7 +177,7 @@ impl MediaApi {
         // A read of the shared records: on a cluster this node need not be
         // the account's owner (the owner counts the bytes at the end).
         let uid = user.id.clone();
-        let accounts = state.services.accounts().clone();
+        let accounts = state.engine.accounts().clone();
         let used = tokio::task::spawn_blocking(move || accounts.storage_used(&uid))
             .await
             .map_err(|e| ApiError::internal("storage task", e))?
@@ -364,7 +364,7 @@ pub async fn record_upload(state: &State, commit: UploadCommit) -> ApiResult<()>
     };
     // The upload's record and its quota in one write.
     let stored = state
-        .services
+        .engine
         .call_account(&user_id, |reply| AccountMsg::AddStorage {
             bytes: size,
             with: vec![put],

@@ -273,7 +273,7 @@ async fn check_token(req: &Request, token: &str) -> poem::Result<User> {
         // A key is accepted only once the gate has checked it: fail closed.
         _ if clipforge_actors::accounts::is_api_key(token) => Ok(None),
         _ => state
-            .services
+            .engine
             .desk()
             .session(token)
             .await

@@ -56,16 +56,16 @@ impl NotificationsApi {
     #[oai(path = "/", method = "get", operation_id = "listNotifications")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<NotificationList>> {
         let id = auth.user().account.id.clone();
-        let services = &state.services;
+        let engine = &state.engine;
         // From the account actor's memory once it holds the notifications
         // (loaded by the first list of an activation, in the actor).
-        let held = services
+        let held = engine
             .desk()
             .held(&id)
-            .and_then(|h| services.accounts().held_notification_list(&h));
+            .and_then(|h| engine.accounts().held_notification_list(&h));
         let list = match held {
             Some(list) => list,
-            None => account(services.call_account(&id, AccountMsg::Notifications).await)?,
+            None => account(engine.call_account(&id, AccountMsg::Notifications).await)?,
         };
         let notifications = list
             .into_iter()
@@ -88,7 +88,7 @@ impl NotificationsApi {
         let id = auth.user().account.id.clone();
         account(
             state
-                .services
+                .engine
                 .call_account(&id, AccountMsg::MarkAllRead)
                 .await,
         )?;
@@ -107,7 +107,7 @@ impl NotificationsApi {
         let nid = id.0;
         account(
             state
-                .services
+                .engine
                 .call_account(&uid, |reply| AccountMsg::MarkRead { id: nid, reply })
                 .await,
         )?;

@@ -91,7 +91,7 @@ impl PlansApi {
             Some(billing) => billing.plan_prices().await,
             None => Default::default(),
         };
-        let table = state.services.accounts().plans();
+        let table = state.engine.accounts().plans();
         let plans = PlanId::ALL
             .into_iter()
             .map(|plan| {

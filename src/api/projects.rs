@@ -19,14 +19,12 @@ use super::projects_types::{
 use super::templates::TemplateStyle;
 use super::{paging, ApiError, ApiResult, Auth, RawJson, State};
 use clipforge_actors::media::download;
+use clipforge_actors::projects::api::{NewProject as CreateRequest, NewSource, ProjectError};
 use clipforge_actors::projects::events::ProjectEvent;
 use clipforge_actors::projects::records::{ProjectRecord, ProjectState};
 use clipforge_actors::projects::reframe::{AspectRatio, Layout, ParseError};
 use clipforge_actors::projects::stages::score::preset_range;
 use clipforge_actors::projects::stages::steer::MAX_PROMPT_CHARS;
-use clipforge_actors::service::project_api::{
-    NewProject as CreateRequest, NewSource, ProjectError,
-};
 
 #[derive(Tags)]
 enum Tag {
@@ -43,7 +41,7 @@ pub(super) async fn owned_project(
     id: &str,
 ) -> ApiResult<ProjectRecord> {
     state
-        .services
+        .projects
         .project(user_id, id)
         .await
         .map_err(project_error)
@@ -107,7 +105,7 @@ impl ProjectsApi {
         let (page, limit) = paging(page.0, limit.0);
         let uid = auth.user().account.id.clone();
         let body = state
-            .services
+            .projects
             .listing_page(&uid, (page - 1) * limit, limit, |items, total| {
                 let page = ProjectPage {
                     projects: items
@@ -205,7 +203,7 @@ impl ProjectsApi {
             (None, Some(key)) => NewSource::Upload(key.to_string()),
         };
         let record = state
-            .services
+            .projects
             .create_project(CreateRequest {
                 user_id: user.id.clone(),
                 source,
@@ -239,7 +237,7 @@ impl ProjectsApi {
         id: Path<String>,
     ) -> ApiResult<Json<ProjectWithClips>> {
         let (p, clips) = state
-            .services
+            .projects
             .project_with_clips(&auth.user().account.id, &id.0)
             .await
             .map_err(project_error)?;
@@ -260,7 +258,7 @@ impl ProjectsApi {
         id: Path<String>,
     ) -> ApiResult<Json<CancelledProject>> {
         let p = state
-            .services
+            .projects
             .cancel_project_of(&auth.user().account.id, &id.0)
             .await
             .map_err(project_error)?;
@@ -287,7 +285,7 @@ impl ProjectsApi {
             .await
             .map_err(|e| ApiError::internal("cancelling the project's posts", e))?;
         state
-            .services
+            .projects
             .delete_project_of(&p)
             .await
             .map_err(project_error)?;
@@ -325,7 +323,7 @@ impl ProjectsApi {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
         let sub = state
-            .services
+            .projects
             .subscribe_project(&auth.user().account.id, &id.0, after)
             .await
             .map_err(project_error)?;

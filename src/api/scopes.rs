@@ -26,7 +26,7 @@ pub struct KeyCaller {
 /// An unknown or revoked key passes through to the security scheme's 401.
 pub async fn gate(st: &State, req: &mut Request) -> Option<Response> {
     let token = crate::session::request_token(req).filter(|t| is_api_key(t))?;
-    let (account, credential) = st.services.desk().caller(&token).await.ok()??;
+    let (account, credential) = st.engine.desk().caller(&token).await.ok()??;
     let Credential::Key(key) = &credential else {
         return None;
     };

@@ -276,12 +276,7 @@ impl TemplatesApi {
     #[oai(path = "/", method = "get", operation_id = "listCaptionTemplates")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<TemplateList>> {
         let id = auth.user().account.id.clone();
-        let list = account(
-            state
-                .services
-                .call_account(&id, AccountMsg::Templates)
-                .await,
-        )?;
+        let list = account(state.engine.call_account(&id, AccountMsg::Templates).await)?;
         Ok(Json(TemplateList {
             templates: list.into_iter().map(view).collect(),
         }))
@@ -300,7 +295,7 @@ impl TemplatesApi {
         let id = auth.user().account.id.clone();
         let t = account(
             state
-                .services
+                .engine
                 .call_account(&id, |reply| AccountMsg::CreateTemplate { input, reply })
                 .await,
         )?;
@@ -322,7 +317,7 @@ impl TemplatesApi {
         let tid = id.0;
         let t = account(
             state
-                .services
+                .engine
                 .call_account(&uid, |reply| AccountMsg::UpdateTemplate {
                     id: tid,
                     input,
@@ -349,7 +344,7 @@ impl TemplatesApi {
         let tid = id.0;
         account(
             state
-                .services
+                .engine
                 .call_account(&uid, |reply| AccountMsg::DeleteTemplate { id: tid, reply })
                 .await,
         )?;

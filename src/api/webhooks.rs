@@ -170,7 +170,7 @@ async fn run<T: Send + 'static>(
     state: &State,
     f: impl FnOnce(&dyn clipforge_actors::storage::kv::KvStore) -> hooks::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
-    let kv = state.services.kv().clone();
+    let kv = state.engine.kv().clone();
     tokio::task::spawn_blocking(move || f(kv.as_ref()))
         .await
         .map_err(|e| ApiError::internal("webhooks", e))?

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clipforge_actors::accounts::{now_ms, Accounts, PlanTable};
+use clipforge_actors::engine::{Engine, Settings};
 use clipforge_actors::media::whisper::ModelOptions;
 use clipforge_actors::posts::crypto::TokenCipher;
 use clipforge_actors::posts::post::{self, PostRecord};
 use clipforge_actors::posts::{Provider, PublishSettings, Publishing};
-use clipforge_actors::service::{Services, Settings};
 use clipforge_actors::storage::kv::{KvStore, SledStore};
 use clipforge_actors::storage::objects::LocalStore;
 
@@ -55,7 +55,7 @@ fn rss_mb() -> f64 {
 }
 
 /// The engine as `serve` runs it, supervision tree included.
-async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
+async fn engine(dir: &Path) -> anyhow::Result<Arc<Engine>> {
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open(&dir.join("db"))?);
     let objects = Arc::new(LocalStore::new(
         dir.join("media"),
@@ -80,7 +80,7 @@ async fn services(dir: &Path) -> anyhow::Result<Arc<Services>> {
         idle: Duration::from_secs(300),
         rerank: None,
     };
-    let s = Services::new(kv, objects, accounts, settings);
+    let s = Engine::new(kv, objects, accounts, settings);
     s.start_supervision()
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
@@ -113,7 +113,7 @@ fn key() -> TokenCipher {
 /// The child: open, scan the index (baseline), re-arm (the measure).
 async fn rearm(dir: &Path) -> anyhow::Result<()> {
     let rss_open = rss_mb();
-    let s = services(dir).await?;
+    let s = engine(dir).await?;
     // Warm the page cache so the baseline and the measure read alike.
     s.blocking(post::due_entries).await?;
     let t = Instant::now();
@@ -153,7 +153,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     {
         let dir = work.path().join("rearm");
         std::fs::create_dir_all(&dir)?;
-        let s = services(&dir).await?;
+        let s = engine(&dir).await?;
         let day = now_ms() + 86_400_000;
         let t = Instant::now();
         for chunk in (0..args.posts).collect::<Vec<_>>().chunks(5_000) {
@@ -205,7 +205,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     // 2. Firing lateness of a burst.
     let dir = work.path().join("burst");
     std::fs::create_dir_all(&dir)?;
-    let s = services(&dir).await?;
+    let s = engine(&dir).await?;
     let (user, _) = s
         .accounts()
         .sign_up("bench@example.com", "correct horse battery", "Bench")?;

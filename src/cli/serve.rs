@@ -74,7 +74,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let tree = state.services.tree().clone();
+    let tree = state.engine.tree().clone();
     let state_guard = state.guard.clone();
     let limits = state.config.limits.clone();
     let endpoint = match crate::cluster::endpoint(&state, crate::app::routes(state.clone())).await {
@@ -122,7 +122,7 @@ pub async fn run(args: ServeArgs) -> ExitCode {
         }
         // A clustered node hands its actors off before it stops serving.
         if let Some(c) = &leaving.cluster {
-            crate::cluster::leave(c, &leaving.services, &leaving.publishing).await;
+            crate::cluster::leave(c, &leaving.engine, &leaving.publishing).await;
         }
     };
     let served = server.run_with_graceful_shutdown(

@@ -59,6 +59,7 @@ mod ratelimit;
 pub mod registry;
 mod sessions;
 mod store;
+pub mod supervision;
 mod templates;
 pub mod text;
 

@@ -3,7 +3,7 @@
 //! account id over the up `api` nodes, scheduled posts to the winner of the
 //! post id over the up `scheduler` nodes. Every node computes the same
 //! owner from the same view; when the set of up nodes changes the view's
-//! generation grows and the nodes hand off (see `service::handoff`). The
+//! generation grows and the nodes hand off (see `projects::handoff` and `engine.rs`). The
 //! store's leases (`storage::leases`) keep two nodes whose views differ for
 //! a moment from running the same project or post.
 

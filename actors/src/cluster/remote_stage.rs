@@ -7,27 +7,54 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SpawnErr};
 
 use super::stage_msgs::{reply_group, RemoteStageMsg, StageJob, StageReport, WorkerMsg};
 use super::stage_wire::{self, Carried};
 use super::wire::{worker_group, Wire};
 use super::{Cluster, Pick};
+use crate::projects::clustered::{Clustered, StageParent};
 use crate::projects::records::ProjectRecord;
 use crate::projects::stages::{Stage, StageError};
-use crate::projects::work::{work_prefix, CaptionResult};
+use crate::projects::work::work_prefix;
 use crate::storage::objects::ObjectStore;
 
 /// Runs one stage of a project on a worker somewhere in the cluster and
 /// reports to the project like a local stage actor does.
 pub struct RemoteStage;
 
-/// Where a remote stage reports (the project's actor).
-pub trait StageParent: Send + Sync + 'static {
-    /// The stage's own progress, in percent.
-    fn progress(&self, stage: Stage, pct: u8);
-    /// The stage ended (once).
-    fn done(&self, stage: Stage, result: Result<Option<CaptionResult>, StageError>);
+/// The cluster as the project domain runs stages on it
+/// ([`Clustered`]): a [`RemoteStage`] per stage.
+pub struct ClusterStages {
+    pub cluster: Arc<Cluster>,
+    /// Where jobs and results too large for a cluster message travel.
+    pub objects: Arc<dyn ObjectStore>,
+}
+
+#[async_trait::async_trait]
+impl Clustered for ClusterStages {
+    fn node_name(&self) -> &str {
+        self.cluster.node_name()
+    }
+
+    async fn spawn_stage(
+        &self,
+        name: String,
+        supervisor: ActorCell,
+        project: ProjectRecord,
+        stage: Stage,
+        parent: Arc<dyn StageParent>,
+    ) -> Result<(), SpawnErr> {
+        let args = RemoteStageArgs {
+            cluster: self.cluster.clone(),
+            objects: self.objects.clone(),
+            project,
+            stage,
+            parent,
+        };
+        Actor::spawn_linked(Some(name), RemoteStage, args, supervisor).await?;
+        Ok(())
+    }
 }
 
 pub struct RemoteStageArgs {

@@ -115,7 +115,7 @@ impl Actor for JobActor {
         };
         host.count_job(false);
         host.metrics
-            .observe_stage(job.stage, started.elapsed().as_secs_f64());
+            .observe_stage(job.stage.name(), started.elapsed().as_secs_f64());
         running
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -84,7 +84,7 @@ pub struct ClipRender {
     pub state: RenderState,
     pub error: Option<String>,
     /// The node running it (a restarted node fails its own unfinished
-    /// renders; see `service::clip_edit`).
+    /// renders; see `projects::clip_edit`).
     pub node: String,
     pub started_at: i64,
 }

@@ -1,7 +1,7 @@
 //! The clip editor's rules (issue 29), apart from running anything: where
 //! an edited range may lie and how it snaps to the words, which transcript
 //! word each of a clip's caption words is, and the plan a re-render draws.
-//! The service (`service::clip_edit`) applies them to stored clips.
+//! The clip editor (`projects::clip_edit`) applies them to stored clips.
 
 use super::clip_history::ClipEdits;
 use super::stages::cut::ClipPlan;

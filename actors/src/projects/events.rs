@@ -343,36 +343,7 @@ mod tests {
     use super::*;
     use crate::storage::kv::MemoryStore;
 
-    fn project(state: ProjectState) -> ProjectRecord {
-        ProjectRecord {
-            id: "p1".into(),
-            user_id: "u1".into(),
-            title: "Talk".into(),
-            source: crate::projects::records::Source::Url("https://youtu.be/x".into()),
-            thumbnail: String::new(),
-            duration_sec: 60.0,
-            preset: "auto".into(),
-            caption_template: "default".into(),
-            style: crate::captions::template::CaptionStyle::default(),
-            skip_cuts: false,
-            state,
-            step_progress: [0; 4],
-            error: None,
-            reserved_credits: 1,
-            clip_count: 0,
-            finished: Vec::new(),
-            created_at: 1,
-            updated_at: 1,
-            last_event: 0,
-            language: None,
-            layout: crate::projects::reframe::Layout::Auto,
-            aspect_ratio: crate::projects::reframe::AspectRatio::Vertical,
-            prompt: None,
-            remove_fillers: false,
-            language_given: false,
-            language_probability: None,
-        }
-    }
+    use crate::projects::records::test_project as project;
 
     fn clip() -> ClipRecord {
         ClipRecord {

@@ -1,8 +1,8 @@
 //! The stages run one after the other on a local file or URL, writing
-//! the clips and `clips.json` / `transcript.json` into an output folder. The
-//! `clipforge clip` command is this; the service's project actor runs the
-//! same per-stage code (`stages::run::run_in`) one stage at a time under
-//! supervision.
+//! the clips and `clips.json` / `transcript.json` into an output folder.
+//! The `clipforge clip` command is this; the project actor
+//! (`projects/actor.rs`) runs the same per-stage code
+//! (`stages::run::run_in`) one stage at a time under supervision.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use super::api::ProjectError;
 use super::clip_edit::{check_title, RENDER_RETRY_AFTER_SECS};
 use super::clip_render::{self, RenderJob, RenderSlot};
-use super::project_api::ProjectError;
-use super::Services;
+use super::domain::Projects;
 use crate::projects::clip_history::{ClipEdits, ClipRender, RenderState};
 use crate::projects::edit;
 use crate::projects::edit_kit;
@@ -33,7 +33,7 @@ fn conflict(code: &'static str, message: impl Into<String>) -> ProjectError {
     }
 }
 
-impl Services {
+impl Projects {
     /// The user's completed project (409 while it runs).
     async fn completed_project(
         &self,

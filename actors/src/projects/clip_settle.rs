@@ -7,8 +7,7 @@
 use std::sync::Arc;
 
 use super::clip_render::{render_event, stale, RenderError, RenderJob};
-use super::Services;
-use crate::accounts::actor::AccountMsg;
+use super::domain::Projects;
 use crate::accounts::{AccountError, NotificationKind, Said};
 use crate::projects::clip_history::{ClipVersion, RenderState};
 use crate::projects::events::{ProjectEvent, ProjectEventBody};
@@ -16,7 +15,7 @@ use crate::projects::records::{self, ClipRecord, ProjectRecord};
 use crate::storage::kv::{self, KvOp};
 use crate::webhooks::Subject;
 
-impl Services {
+impl Projects {
     /// Records how a render ended: the new version current (its bytes
     /// counted against the owner's storage quota), or the failure on the
     /// clip with its files removed; then the events.
@@ -159,13 +158,7 @@ impl Services {
         project: &ProjectRecord,
         v: ClipVersion,
     ) -> Result<ClipVersion, RenderError> {
-        let counted = self
-            .call_account(&project.user_id, |reply| AccountMsg::AddStorage {
-                bytes: v.bytes,
-                with: Vec::new(),
-                reply,
-            })
-            .await;
+        let counted = self.accounts.add_storage(&project.user_id, v.bytes).await;
         match counted {
             Ok(_) => Ok(v),
             Err(e) => {
@@ -186,11 +179,8 @@ impl Services {
     async fn drop_version_files(&self, project: &ProjectRecord, v: &ClipVersion) {
         self.drop_files(project, v).await;
         let _ = self
-            .call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
-                bytes: v.bytes,
-                with: Vec::new(),
-                reply,
-            })
+            .accounts
+            .remove_storage(&project.user_id, v.bytes, Vec::new())
             .await;
     }
 
@@ -248,7 +238,6 @@ impl Services {
                             said,
                             ops,
                             Some(&subject),
-                            None,
                         )
                         .map_err(|e| match e {
                             AccountError::Storage(e) => e,
@@ -258,14 +247,7 @@ impl Services {
                 })
                 .await;
             match done {
-                Ok(Some((c, notified))) => {
-                    if notified {
-                        // Written outside the account's actor (versioned):
-                        // the memory it holds is stale now.
-                        self.users.unload(&project.user_id);
-                    }
-                    return Some(c);
-                }
+                Ok(Some((c, _notified))) => return Some(c),
                 Ok(None) => return None,
                 Err(kv::StorageError::Conflict(_)) => continue,
                 Err(e) => {
@@ -342,7 +324,7 @@ impl Services {
 
     /// After a restart: this node's renders that were running are failed
     /// (their clips keep the previous version), and their work folders go.
-    pub async fn fail_interrupted_renders(&self) -> super::EngineResult<usize> {
+    pub async fn fail_interrupted_renders(&self) -> super::error::RunResult<usize> {
         if let Ok(entries) = std::fs::read_dir(self.settings.data_dir.join("work")) {
             for e in entries.flatten() {
                 if e.file_name().to_string_lossy().starts_with("edit-") {

@@ -1,13 +1,13 @@
-//! What the engine's node-level operations fail with: resuming projects
-//! after a start, a cluster hand-off, removing a project, failing the
-//! renders a restart interrupted.
+//! What the project domain's node-level operations fail with: resuming
+//! projects after a start, a cluster hand-off, removing a project, failing
+//! the renders a restart interrupted.
 
 use crate::accounts::AccountError;
 use crate::storage::kv::StorageError;
 use crate::supervisor::SupervisionError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub enum RunError {
     /// The store (records) or the media storage (objects).
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -19,4 +19,4 @@ pub enum EngineError {
     Supervision(#[from] SupervisionError),
 }
 
-pub type EngineResult<T> = std::result::Result<T, EngineError>;
+pub type RunResult<T> = std::result::Result<T, RunError>;

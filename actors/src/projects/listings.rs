@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::Services;
+use super::domain::Projects;
 use crate::projects::records::{self, ProjectRecord};
 use crate::storage::kv;
 
@@ -14,7 +14,7 @@ pub(super) struct Listing {
     pages: HashMap<(usize, usize), bytes::Bytes>,
 }
 
-impl Services {
+impl Projects {
     /// A rendered page of the user's listing (`skip`, `take`), cached until
     /// one of the user's projects changes; `render` builds it from the page
     /// and the total on a miss, whose reads run on the blocking pool.

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::project_actor::ProjectMsg;
-use super::Services;
-use crate::accounts::actor::{AccountMsg, Reserved};
+use super::actor::ProjectMsg;
+use super::domain::Projects;
+use crate::accounts::actor::Reserved;
 use crate::accounts::{text, AccountError};
 use crate::captions::template::CaptionStyle;
 use crate::projects::events::{events_after, ProjectEvent, ProjectEventBody};
@@ -162,7 +162,7 @@ pub struct Subscription {
     pub last: u64,
 }
 
-impl Services {
+impl Projects {
     /// Creates a project: resolves the source, reserves the credits and
     /// stores the project in the account's actor (in that order, all or
     /// nothing), then starts processing.
@@ -256,13 +256,14 @@ impl Services {
         // changed meanwhile).
         let mut stored = record.clone();
         stored.style = self
-            .call_account(&new.user_id, |reply| AccountMsg::Reserve {
-                project_id: record.id.clone(),
-                credits: record.reserved_credits,
-                template: spec,
-                records: Box::new(ProjectRecords(record)),
-                reply,
-            })
+            .accounts
+            .reserve(
+                &new.user_id,
+                record.id.clone(),
+                record.reserved_credits,
+                spec,
+                Box::new(ProjectRecords(record)),
+            )
             .await
             .map_err(ProjectError::Account)?;
         self.projects_changed(&stored.user_id);

@@ -2,17 +2,17 @@
 //! storage quota their edited versions took), media, work files and, when
 //! no other project uses it, its upload (its record, objects and quota).
 
-use super::{records, Services};
-use crate::accounts::actor::AccountMsg;
+use super::domain::Projects;
+use super::records;
 use crate::projects::records::{ClipRecord, ProjectRecord, Source};
 use crate::projects::uploads::{folder_of, UploadRecord, UPLOADS};
 use crate::projects::work::work_prefix;
 use crate::storage::kv::{self, KvOp};
 
-impl Services {
+impl Projects {
     /// Deletes a project's records, events, clips and media, and its upload
     /// when no other project uses it (see [`uploads`]).
-    pub async fn remove_project(&self, project: &ProjectRecord) -> super::EngineResult<()> {
+    pub async fn remove_project(&self, project: &ProjectRecord) -> super::error::RunResult<()> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let order = records::order_key(project);
         let counted = self
@@ -51,12 +51,9 @@ impl Services {
             })
             .await?;
         if counted > 0 {
-            self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
-                bytes: counted,
-                with: Vec::new(),
-                reply,
-            })
-            .await?;
+            self.accounts
+                .remove_storage(&project.user_id, counted, Vec::new())
+                .await?;
         }
         self.projects_changed(&project.user_id);
         self.objects
@@ -83,7 +80,10 @@ impl Services {
     /// other project of its owner uses, deletes the upload's record and
     /// objects and gives its bytes back to the owner's storage quota.
     /// Returns the bytes given back.
-    pub(crate) async fn release_upload(&self, project: &ProjectRecord) -> super::EngineResult<u64> {
+    pub(crate) async fn release_upload(
+        &self,
+        project: &ProjectRecord,
+    ) -> super::error::RunResult<u64> {
         let Source::Upload(key) = &project.source else {
             return Ok(0);
         };
@@ -108,12 +108,9 @@ impl Services {
             tree: UPLOADS.to_string(),
             key: key.as_bytes().to_vec(),
         };
-        self.call_account(&project.user_id, |reply| AccountMsg::RemoveStorage {
-            bytes: size,
-            with: vec![delete],
-            reply,
-        })
-        .await?;
+        self.accounts
+            .remove_storage(&project.user_id, size, vec![delete])
+            .await?;
         match folder_of(key) {
             Some(folder) => self.objects.delete_prefix(&folder).await,
             None => self.objects.delete(key).await.map(|_| 1),

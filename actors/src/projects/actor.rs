@@ -3,7 +3,7 @@
 //! caption one by one, each in a `StageActor` spawned linked to it, persists
 //! the project after every step, publishes every change as an SSE event,
 //! retries a failed stage with backoff, and handles cancel. On a cluster it
-//! first takes the project's lease (`project:<id>`, `service/leases.rs`),
+//! first takes the project's lease (`project:<id>`, `storage/node_leases.rs`),
 //! renews it on a timer, writes only under it, and stops when it is lost.
 
 use std::sync::Arc;
@@ -12,13 +12,13 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::Services;
-use crate::cluster::remote_stage::{RemoteStage, RemoteStageArgs, StageParent};
+use super::clustered::StageParent;
+use super::domain::Projects;
+use super::events::ProjectEventBody;
+use super::records::{now_ms, ProjectRecord, ProjectState};
+use super::stages::{Progress, Stage, StageError};
+use super::work::{self, CaptionResult};
 use crate::mailbox::{ActorMeta, Tracked};
-use crate::projects::events::ProjectEventBody;
-use crate::projects::records::{now_ms, ProjectRecord, ProjectState};
-use crate::projects::stages::{Progress, Stage, StageError};
-use crate::projects::work::{self, CaptionResult};
 
 pub enum ProjectMsg {
     /// Take the project's lease (clustered), then start.
@@ -44,7 +44,7 @@ impl ractor::Message for ProjectMsg {}
 pub struct ProjectActor;
 
 pub struct ProjectActorState {
-    services: Arc<Services>,
+    projects: Arc<Projects>,
     project: ProjectRecord,
     cancel: CancellationToken,
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -71,7 +71,7 @@ impl ProjectActorState {
         self.project.updated_at = now_ms();
         let fence = self.fence.clone();
         match self
-            .services
+            .projects
             .save_project_under(fence.as_ref(), &mut self.project, event)
             .await
         {
@@ -113,7 +113,7 @@ impl ProjectActorState {
 pub struct StageActor;
 
 pub struct StageArgs {
-    services: Arc<Services>,
+    projects: Arc<Projects>,
     project: ProjectRecord,
     stage: Stage,
     cancel: CancellationToken,
@@ -149,7 +149,7 @@ impl Actor for StageActor {
         state: &mut Option<StageArgs>,
     ) -> Result<(), ActorProcessingErr> {
         let Some(StageArgs {
-            services,
+            projects,
             project,
             stage,
             cancel,
@@ -170,10 +170,10 @@ impl Actor for StageActor {
         };
         crate::faults::check(crate::faults::Point::Stage(stage.spec().fault));
         let started = std::time::Instant::now();
-        let result = work::run_stage(&services.stages, project, stage, cancel, progress).await;
-        services
+        let result = work::run_stage(&projects.stages, project, stage, cancel, progress).await;
+        projects
             .metrics
-            .observe_stage(stage, started.elapsed().as_secs_f64());
+            .observe_stage(stage.name(), started.elapsed().as_secs_f64());
         let _ = parent.send(ProjectMsg::StageDone(stage, result));
         myself.stop(None);
         Ok(())
@@ -183,17 +183,17 @@ impl Actor for StageActor {
 impl Actor for ProjectActor {
     type Msg = ProjectMsg;
     type State = ProjectActorState;
-    type Arguments = (Arc<Services>, ProjectRecord, Arc<ActorMeta>);
+    type Arguments = (Arc<Projects>, ProjectRecord, Arc<ActorMeta>);
 
     async fn pre_start(
         &self,
         myself: ActorRef<ProjectMsg>,
-        (services, project, meta): Self::Arguments,
+        (projects, project, meta): Self::Arguments,
     ) -> Result<ProjectActorState, ActorProcessingErr> {
         let me = Tracked::new(myself, meta);
         me.send(ProjectMsg::Acquire)?;
         Ok(ProjectActorState {
-            services,
+            projects,
             project,
             cancel: CancellationToken::new(),
             permit: None,
@@ -217,9 +217,9 @@ impl Actor for ProjectActor {
             r.abort();
         }
         if let Some(f) = state.fence.take() {
-            state.services.leases.release(&f).await;
+            state.projects.leases.release(&f).await;
         }
-        state.services.forget_project(&state.project.id);
+        state.projects.forget_project(&state.project.id);
         Ok(())
     }
 
@@ -234,7 +234,7 @@ impl Actor for ProjectActor {
             ProjectMsg::Acquire => self.acquire(&myself, state).await?,
             ProjectMsg::Renew => {
                 if let Some(f) = state.fence.clone() {
-                    if !state.services.leases.renew(&f).await {
+                    if !state.projects.leases.renew(&f).await {
                         state.lost();
                     }
                 }
@@ -243,7 +243,7 @@ impl Actor for ProjectActor {
                 state.project.state = ProjectState::Queued;
                 let event = state.progress_event(None);
                 state.save(Some(event)).await;
-                let pool = state.services.pool.clone();
+                let pool = state.projects.pool.clone();
                 let me = state.me.clone();
                 let cancel = state.cancel.clone();
                 state.waiting = Some(crate::tasks::AbortOnDrop(tokio::spawn(async move {
@@ -288,7 +288,7 @@ impl Actor for ProjectActor {
                 for child in myself.get_children() {
                     child.stop(Some("cancelled".into()));
                 }
-                state.services.cancel_project(&mut state.project).await;
+                state.projects.cancel_project(&mut state.project).await;
                 let _ = reply.send(());
                 myself.stop(Some("cancelled".into()));
             }
@@ -334,12 +334,12 @@ impl ProjectActor {
         myself: &ActorRef<ProjectMsg>,
         state: &mut ProjectActorState,
     ) -> Result<(), ActorProcessingErr> {
-        let Some((_, ttl)) = state.services.leases.leasing() else {
+        let Some((_, ttl)) = state.projects.leases.leasing() else {
             state.me.send(ProjectMsg::Start)?;
             return Ok(());
         };
         let key = format!("project:{}", state.project.id);
-        match state.services.leases.acquire(&key).await {
+        match state.projects.leases.acquire(&key).await {
             Ok(Some(fence)) => {
                 state.fence = Some(fence);
                 let meta = state.me.meta.clone();
@@ -349,7 +349,7 @@ impl ProjectActor {
                 }));
                 let (user, id) = (state.project.user_id.clone(), state.project.id.clone());
                 let stored = state
-                    .services
+                    .projects
                     .blocking(move |kv| crate::projects::records::load_project(kv, &user, &id))
                     .await;
                 match stored {
@@ -386,7 +386,7 @@ impl ProjectActor {
             None => {
                 let fence = state.fence.clone();
                 state
-                    .services
+                    .projects
                     .complete_project(fence.as_ref(), &mut state.project, state.started.elapsed())
                     .await;
                 myself.stop(None);
@@ -407,21 +407,18 @@ impl ProjectActor {
         state.project.step_progress[stage as usize] = 0;
         let event = state.progress_event(Some(stage));
         state.save(Some(event)).await;
-        let remote = state.services.cluster.get().filter(|_| stage.spec().remote);
+        let remote = state.projects.cluster.get().filter(|_| stage.spec().remote);
         if let Some(cluster) = remote {
-            let args = RemoteStageArgs {
-                cluster: cluster.clone(),
-                objects: state.services.objects.clone(),
-                project: state.project.clone(),
-                stage,
-                parent: Arc::new(state.me.clone()),
-            };
             let name = format!("stage:{}:{}", state.project.id, stage.name());
-            myself.spawn_linked(Some(name), RemoteStage, args).await?;
+            let parent = Arc::new(state.me.clone());
+            let (project, link) = (state.project.clone(), myself.get_cell());
+            cluster
+                .spawn_stage(name, link, project, stage, parent)
+                .await?;
             return Ok(());
         }
         let args = StageArgs {
-            services: state.services.clone(),
+            projects: state.projects.clone(),
             project: state.project.clone(),
             stage,
             cancel: state.cancel.clone(),
@@ -454,7 +451,7 @@ impl ProjectActor {
                     state.project.language_probability = language_probability;
                     let fence = state.fence.clone();
                     state
-                        .services
+                        .projects
                         .store_clips(fence.as_ref(), &mut state.project, clips)
                         .await;
                 }
@@ -465,7 +462,7 @@ impl ProjectActor {
                 self.run_next(myself, state).await
             }
             Err(e)
-                if e.is_retryable() && state.attempts < state.services.settings.stage_retries =>
+                if e.is_retryable() && state.attempts < state.projects.settings.stage_retries =>
             {
                 state.attempts += 1;
                 let delay = Duration::from_millis(500 * 2u64.pow(state.attempts));
@@ -477,7 +474,7 @@ impl ProjectActor {
                 tracing::warn!(project_id = %state.project.id, %stage, error = %e, "project failed");
                 let fence = state.fence.clone();
                 state
-                    .services
+                    .projects
                     .fail_project(fence.as_ref(), &mut state.project, &e.to_string())
                     .await;
                 myself.stop(None);

@@ -6,11 +6,10 @@
 
 use std::sync::Arc;
 
+use super::api::ProjectError;
 use super::clip_reframe::{self, ReframeRequest};
 use super::clip_render::{self, RenderJob, RenderSlot};
-use super::project_api::ProjectError;
-use super::Services;
-use crate::accounts::actor::AccountMsg;
+use super::domain::Projects;
 use crate::accounts::AccountError;
 use crate::captions::template::CaptionStyle;
 use crate::projects::clip_history::{ClipRender, RenderState};
@@ -78,7 +77,7 @@ pub(crate) fn kit_error(e: KitError) -> ProjectError {
     }
 }
 
-impl Services {
+impl Projects {
     /// The user's completed project and its stored clip `clip_id` (the
     /// record and its bytes as stored, for a conditional write).
     pub(crate) async fn editable_clip(
@@ -259,18 +258,16 @@ impl Services {
     /// be drawn (the free plan's watermark is forced).
     async fn resolve_style(&self, user_id: &str, spec: &str) -> Result<CaptionStyle, ProjectError> {
         let template = spec.to_string();
-        self.call_account(user_id, |reply| AccountMsg::ResolveStyle {
-            template,
-            reply,
-        })
-        .await
-        .map_err(|e| match e {
-            AccountError::NotFound(_) => ProjectError::Invalid {
-                field: "captionTemplate",
-                message: "no such caption template".into(),
-            },
-            e => ProjectError::Account(e),
-        })
+        self.accounts
+            .resolve_style(user_id, template)
+            .await
+            .map_err(|e| match e {
+                AccountError::NotFound(_) => ProjectError::Invalid {
+                    field: "captionTemplate",
+                    message: "no such caption template".into(),
+                },
+                e => ProjectError::Account(e),
+            })
     }
 
     /// 409 while the clip's last edit is still rendering (a render left by
@@ -420,14 +417,14 @@ pub(crate) fn check_title(title: &str) -> Result<String, ProjectError> {
     let title = title.trim().to_string();
     let chars = title.chars().count();
     if chars == 0
-        || chars > super::project_api::CLIP_TITLE_MAX_CHARS
+        || chars > super::api::CLIP_TITLE_MAX_CHARS
         || !crate::accounts::text::line_ok(&title)
     {
         return Err(ProjectError::Invalid {
             field: "title",
             message: format!(
                 "must be 1 to {} characters on one line, without control characters",
-                super::project_api::CLIP_TITLE_MAX_CHARS
+                super::api::CLIP_TITLE_MAX_CHARS
             ),
         });
     }

@@ -1,50 +1,41 @@
-//! The service's engine on one node: storage, the account and project
-//! actors, the worker pool that bounds CPU stages, SSE events and metrics.
-//! The HTTP layer (in the `clipforge` binary) only talks to [`Services`].
+//! The project domain on one node: the project actors (one per project
+//! being processed, `actor.rs`), the clip editor's operations (`clip_*`),
+//! the listing cache, hand-off and removal. It uses the accounts domain
+//! for credits ([`Accounting`]), the node's leases ([`NodeLeases`]) and,
+//! once the node joined one, the cluster through [`Clustered`]; it does not
+//! import the engine that wires the domains together, nor the cluster.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use ractor::Actor;
 use tokio::sync::Semaphore;
 
-use crate::accounts::{Accounts, NotificationKind, Said};
+use super::accounting::Accounting;
+use super::actor::{ProjectActor, ProjectMsg};
+use super::clip_render;
+use super::clustered::Clustered;
+use super::error::RunResult;
+use super::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
+use super::export::stored::{ExportError, ExportFile, ExportFrom, ExportRequest};
+use super::listings;
+use super::records::{self, ClipRecord, ProjectRecord, ProjectState};
+use super::work::{StageHost, StageKnobs};
+use crate::accounts::actor::Notice;
+use crate::accounts::{NotificationKind, Said};
+use crate::mailbox::{ActorMeta, Tracked};
 use crate::media::whisper::ModelOptions;
+use crate::metrics::Metrics;
 use crate::storage::kv::{self, KvOp, KvStore};
 use crate::storage::leases::Fence;
-use crate::storage::node_leases::{LeaseHolder, NodeLeases};
+use crate::storage::node_leases::NodeLeases;
 use crate::storage::objects::ObjectStore;
+use crate::supervisor::Tree;
 use crate::webhooks::Subject;
 
-mod clip_add;
-pub mod clip_edit;
-pub mod clip_reframe;
-mod clip_render;
-mod clip_settle;
-mod error;
-pub use error::{EngineError, EngineResult};
-mod handoff;
-mod listings;
-mod removal;
-pub use handoff::HandOff;
-pub mod project_actor;
-pub mod project_api;
-pub mod supervision;
-
-use crate::accounts::actor::{AccountMsg, Notice, Reply};
-use crate::accounts::registry::{AccountDesk, UserRegistry};
-use crate::cluster::stage_job::WorkerHost;
-use crate::mailbox::{ActorMeta, Tracked};
-use crate::metrics::Metrics;
-use crate::projects::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
-use crate::projects::export::stored::{ExportError, ExportFile, ExportFrom, ExportRequest};
-use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState};
-use crate::projects::work::{StageHost, StageKnobs};
-use project_actor::{ProjectActor, ProjectMsg};
-
-/// Knobs of the service engine (from the server's config).
+/// Knobs of the project domain (from the server's config).
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -57,59 +48,64 @@ pub struct Settings {
     pub max_clips: usize,
     /// Clip renders per account at once on this node (`clip_render`).
     pub renders_per_account: usize,
+    /// How long an idle account actor stays in memory.
     pub idle: Duration,
     /// The optional LLM re-ranker of clip candidates (off when `None`).
-    pub rerank: Option<crate::projects::stages::rerank::RerankConfig>,
+    pub rerank: Option<super::stages::rerank::RerankConfig>,
 }
 
-pub struct Services {
-    kv: Arc<dyn KvStore>,
-    objects: Arc<dyn ObjectStore>,
-    accounts: Arc<Accounts>,
-    hub: EventHub,
-    users: Arc<UserRegistry>,
-    /// The accounts domain as the request path and other domains use it.
-    desk: AccountDesk,
-    pool: Arc<Semaphore>,
-    settings: Settings,
-    metrics: Arc<Metrics>,
+/// What the project domain is built from: the node's stores, the accounts
+/// domain, the node's leases, metrics and supervision tree.
+pub struct ProjectsParts {
+    pub kv: Arc<dyn KvStore>,
+    pub objects: Arc<dyn ObjectStore>,
+    pub accounts: Arc<dyn Accounting>,
+    pub leases: NodeLeases,
+    pub metrics: Arc<Metrics>,
+    pub tree: Arc<Tree>,
+    pub settings: Settings,
+}
+
+pub struct Projects {
+    pub(super) kv: Arc<dyn KvStore>,
+    pub(super) objects: Arc<dyn ObjectStore>,
+    pub(super) hub: EventHub,
+    /// The owners' accounts: credits, storage quota, caption styles.
+    pub(super) accounts: Arc<dyn Accounting>,
+    /// Projects processed at once on this node (`pipeline.workers`).
+    pub(super) pool: Arc<Semaphore>,
+    pub(super) settings: Settings,
+    pub(super) metrics: Arc<Metrics>,
     /// Set when this node is part of a cluster: stages then run on the
-    /// cluster's workers (see `workers`).
-    cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>>,
+    /// cluster's workers.
+    pub(super) cluster: OnceLock<Arc<dyn Clustered>>,
     /// Leases of what this node runs (when clustered) and fenced writes.
-    leases: NodeLeases,
-    /// Stage jobs this node's cluster worker is running or has queued.
-    stage_jobs: Arc<std::sync::atomic::AtomicU32>,
+    pub(super) leases: NodeLeases,
     /// What the stages this node runs use of it (`projects::work`).
-    stages: StageHost,
-    /// The node's supervision tree (`crate::supervisor`).
-    tree: Arc<crate::supervisor::Tree>,
+    pub(super) stages: StageHost,
+    /// The node's supervision tree (its `projects` branch).
+    pub(super) tree: Arc<Tree>,
     /// Clip renders per account on this node (`clip_render`).
-    renders: clip_render::Renders,
+    pub(super) renders: clip_render::Renders,
     projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
     /// listing pages; dropped whenever one of the user's projects changes.
-    listings: Mutex<HashMap<String, listings::Listing>>,
+    pub(super) listings: Mutex<HashMap<String, listings::Listing>>,
     /// Bumped on every change, so nothing read meanwhile is cached.
-    listings_gen: std::sync::atomic::AtomicU64,
+    pub(super) listings_gen: std::sync::atomic::AtomicU64,
 }
 
-impl Services {
-    pub fn new(
-        kv: Arc<dyn KvStore>,
-        objects: Arc<dyn ObjectStore>,
-        accounts: Arc<Accounts>,
-        settings: Settings,
-    ) -> Arc<Self> {
-        let tree = Arc::new(crate::supervisor::Tree::default());
-        let cluster: Arc<std::sync::OnceLock<Arc<crate::cluster::Cluster>>> =
-            Arc::new(std::sync::OnceLock::new());
-        let users = Arc::new(UserRegistry::new(tree.accounts.clone()));
-        let ring = cluster.clone();
-        let owner: crate::accounts::registry::Owner = Arc::new(move |user_id: &str| {
-            ring.get()
-                .is_none_or(|c| c.owns(user_id, crate::cluster::Role::Api))
-        });
+impl Projects {
+    pub fn new(parts: ProjectsParts) -> Arc<Self> {
+        let ProjectsParts {
+            kv,
+            objects,
+            accounts,
+            leases,
+            metrics,
+            tree,
+            settings,
+        } = parts;
         let knobs = StageKnobs {
             data_dir: settings.data_dir.clone(),
             model_dir: settings.model_dir.clone(),
@@ -121,18 +117,15 @@ impl Services {
         };
         Arc::new(Self {
             stages: StageHost::new(objects.clone(), knobs),
-            desk: AccountDesk::new(accounts.clone(), users.clone(), owner),
-            leases: NodeLeases::new(kv.clone()),
-            cluster,
+            accounts,
+            leases,
+            cluster: OnceLock::new(),
             kv,
             objects,
-            accounts,
             hub: EventHub::new(),
-            users,
             pool: Arc::new(Semaphore::new(settings.workers.max(1))),
             settings,
-            metrics: Arc::default(),
-            stage_jobs: Arc::default(),
+            metrics,
             tree,
             renders: Default::default(),
             projects: Mutex::new(HashMap::new()),
@@ -141,110 +134,31 @@ impl Services {
         })
     }
 
-    /// What this node's stage worker uses of it, on a cluster whose node
-    /// has the `worker` role (`cluster::worker`).
-    pub fn worker_host(&self, cluster: Arc<crate::cluster::Cluster>) -> WorkerHost {
-        WorkerHost {
-            stages: self.stages.clone(),
-            cluster,
-            jobs: self.stage_jobs.clone(),
-            metrics: self.metrics.clone(),
-            slots: self.settings.workers,
-        }
-    }
-
-    /// Sends `user_id`'s actor the message `build` makes and waits for
-    /// its answer (messages are handled one at a time per account and
-    /// handled again when their write met a newer version, see
-    /// `accounts::actor`), e.g.
-    /// `services.call_account(id, AccountMsg::Balance)`.
-    pub async fn call_account<T: Send + 'static>(
-        &self,
-        user_id: &str,
-        build: impl FnOnce(Reply<T>) -> AccountMsg,
-    ) -> crate::accounts::Result<T> {
-        self.users.call(&self.accounts, user_id, build).await
-    }
-
-    /// What publishing uses of this node.
-    pub fn post_host(&self) -> crate::posts::host::PostHost {
-        crate::posts::host::PostHost {
-            leases: self.leases.clone(),
-            objects: self.objects.clone(),
-            cluster: self.cluster.clone(),
-            desk: self.desk.clone(),
-            tree: self.tree.clone(),
-        }
-    }
-
-    /// The accounts domain, for the domains that use it (billing) and the
-    /// request path (credentials, account calls).
-    pub fn desk(&self) -> &AccountDesk {
-        &self.desk
-    }
-
-    /// The accounts' store (plans and limits, reads outside the actors).
-    pub fn accounts(&self) -> &Arc<Accounts> {
-        &self.accounts
-    }
-
-    /// The node's record store.
-    pub fn kv(&self) -> &Arc<dyn KvStore> {
-        &self.kv
+    /// This node joined a cluster: stages marked remote run on its
+    /// workers from now on. Once.
+    pub fn join_cluster(&self, cluster: Arc<dyn Clustered>) {
+        let _ = self.cluster.set(cluster);
     }
 
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+    /// What the stages this node runs use of it.
+    pub fn stages(&self) -> &StageHost {
+        &self.stages
+    }
+
+    /// Projects holding one of the node's `pipeline.workers` slots.
+    pub fn busy(&self) -> usize {
+        self.settings
+            .workers
+            .saturating_sub(self.pool.available_permits())
     }
 
     /// Projects with SSE subscribers on this node.
     pub fn sse_channels(&self) -> usize {
         self.hub.channels()
-    }
-
-    /// The node's supervision tree.
-    pub fn tree(&self) -> &Arc<crate::supervisor::Tree> {
-        &self.tree
-    }
-
-    /// This node joined `cluster`: its projects' stages run on the
-    /// cluster's workers and it leases what it runs. Once.
-    pub fn join_cluster(&self, cluster: Arc<crate::cluster::Cluster>) {
-        self.leases.hold_as(LeaseHolder {
-            node: cluster.node_name().to_string(),
-            ttl: cluster.lease_ttl(),
-        });
-        let _ = self.cluster.set(cluster);
-    }
-
-    /// The node's load as its heartbeats announce it: projects running of
-    /// `pipeline.workers`, and its stage worker's jobs.
-    pub fn load(&self) -> crate::cluster::Load {
-        let slots = self.settings.workers;
-        let busy = slots.saturating_sub(self.pool.available_permits());
-        crate::cluster::Load {
-            busy: busy as u32,
-            slots: slots as u32,
-            stages: self.stage_jobs.load(std::sync::atomic::Ordering::Acquire),
-            stage_slots: slots as u32,
-        }
-    }
-
-    /// The account's state as its actor holds it in memory (activating the
-    /// actor, which loads it, when it is not active or has not loaded it);
-    /// `None` for an account that does not exist.
-    pub async fn account_state(
-        &self,
-        user_id: &str,
-    ) -> crate::accounts::Result<Option<Arc<crate::accounts::Held>>> {
-        if let Some(held) = self.users.held(user_id) {
-            return Ok(Some(held));
-        }
-        self.call_account(user_id, AccountMsg::HeldState).await
     }
 
     /// Runs a blocking storage call off the async threads.
@@ -253,14 +167,6 @@ impl Services {
         f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
     ) -> kv::Result<T> {
         kv::blocking(&self.kv, f).await
-    }
-
-    /// Starts the node's supervision tree (accounts and projects branches;
-    /// publishing adds the scheduler's). Call once, before serving.
-    pub async fn start_supervision(
-        self: &Arc<Self>,
-    ) -> Result<(), crate::supervisor::SupervisionError> {
-        supervision::start(self).await
     }
 
     /// Starts (or resumes) processing of a stored project, supervised by
@@ -308,7 +214,7 @@ impl Services {
 
     /// Resumes every project a previous run left unfinished (on a cluster:
     /// those of the accounts this node owns).
-    pub async fn resume_all(self: &Arc<Self>) -> EngineResult<usize> {
+    pub async fn resume_all(self: &Arc<Self>) -> RunResult<usize> {
         let indexed = self.blocking(records::ensure_order_index).await?;
         if indexed > 0 {
             tracing::info!(indexed, "built the project listing index");
@@ -458,12 +364,8 @@ impl Services {
         };
         let project_id = project.id.clone();
         let charged = self
-            .call_account(&project.user_id, |reply| AccountMsg::Charge {
-                project_id,
-                minutes,
-                notice,
-                reply,
-            })
+            .accounts
+            .charge(&project.user_id, project_id, minutes, notice)
             .await;
         if let Err(e) = charged {
             tracing::error!(project_id = %project.id, error = %e, "cannot charge or notify");
@@ -510,11 +412,8 @@ impl Services {
         };
         let project_id = project.id.clone();
         let released = self
-            .call_account(&project.user_id, |reply| AccountMsg::Release {
-                project_id,
-                notice: Some(notice),
-                reply,
-            })
+            .accounts
+            .release(&project.user_id, project_id, Some(notice))
             .await;
         if let Err(e) = released {
             tracing::error!(project_id = %project.id, error = %e, "cannot release credits or notify");
@@ -534,11 +433,8 @@ impl Services {
     pub async fn cancel_project(&self, project: &mut ProjectRecord) {
         let project_id = project.id.clone();
         let released = self
-            .call_account(&project.user_id, |reply| AccountMsg::Release {
-                project_id,
-                notice: None,
-                reply,
-            })
+            .accounts
+            .release(&project.user_id, project_id, None)
             .await;
         if let Err(e) = released {
             tracing::error!(project_id = %project.id, error = %e, "cannot release credits");
@@ -569,9 +465,8 @@ impl Services {
         };
         from.export(p, what).await
     }
-
-    /// Stops idle account actors; call periodically.
-    pub fn passivate_idle(&self) -> usize {
-        self.users.passivate(self.settings.idle)
-    }
 }
+
+#[cfg(test)]
+#[path = "domain_tests.rs"]
+mod tests;

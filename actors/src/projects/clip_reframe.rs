@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use super::project_api::ProjectError;
-use super::Services;
+use super::api::ProjectError;
+use super::domain::Projects;
 use crate::media::face::{Face, SAMPLE_FPS};
 use crate::projects::clip_history::framing_key;
 use crate::projects::edit_kit::Kit;
@@ -85,8 +85,8 @@ fn not_analysed() -> ProjectError {
 }
 
 /// The framing the clip's current version was drawn with, if kept.
-pub(super) async fn current_framing(services: &Services, clip: &ClipRecord) -> Option<Preframed> {
-    let bytes = services
+pub(super) async fn current_framing(projects: &Projects, clip: &ClipRecord) -> Option<Preframed> {
+    let bytes = projects
         .objects
         .get_bytes(&framing_key(&clip.video_key))
         .await
@@ -103,7 +103,7 @@ fn on_clip(framed: &Preframed, clip: &ClipRecord, t: f64) -> Option<f64> {
         .map(|p| p.max(0.0))
 }
 
-impl Services {
+impl Projects {
     /// The faces the current version of the clip was framed from, as face
     /// tracks with ids (the ids `reframe` takes), and its hand-set spans.
     pub async fn clip_faces(

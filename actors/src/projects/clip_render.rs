@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::Services;
+use super::domain::Projects;
 use crate::accounts::AccountError;
 use crate::projects::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::projects::edit;
@@ -107,24 +107,24 @@ struct Batch {
 /// One of an account's `renders_per_account` render slots, given back
 /// when dropped.
 pub struct RenderSlot {
-    services: Arc<Services>,
+    projects: Arc<Projects>,
     user_id: String,
 }
 
 impl RenderSlot {
-    pub fn take(services: &Arc<Services>, user_id: &str) -> Option<Self> {
-        let mut counts = services
+    pub fn take(projects: &Arc<Projects>, user_id: &str) -> Option<Self> {
+        let mut counts = projects
             .renders
             .counts
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let n = counts.entry(user_id.to_string()).or_insert(0);
-        if *n >= services.settings.renders_per_account {
+        if *n >= projects.settings.renders_per_account {
             return None;
         }
         *n += 1;
         Some(Self {
-            services: services.clone(),
+            projects: projects.clone(),
             user_id: user_id.to_string(),
         })
     }
@@ -133,7 +133,7 @@ impl RenderSlot {
 impl Drop for RenderSlot {
     fn drop(&mut self) {
         let mut counts = self
-            .services
+            .projects
             .renders
             .counts
             .lock()
@@ -155,38 +155,38 @@ impl Drop for RenderSlot {
 /// inside one render is caught and recorded as its failure; one outside
 /// fails the actor, and the branch records the renders it left as failed).
 pub async fn spawn(
-    services: Arc<Services>,
+    projects: Arc<Projects>,
     project: ProjectRecord,
     jobs: Vec<(ClipRecord, RenderJob)>,
     slot: RenderSlot,
 ) {
     for (clip, job) in &jobs {
-        services
+        projects
             .append_event(
                 &project,
                 render_event(clip, job.version, "rendering", 0, None),
             )
             .await;
     }
-    let n = services.renders.named.fetch_add(1, Ordering::AcqRel);
+    let n = projects.renders.named.fetch_add(1, Ordering::AcqRel);
     let name = format!("{RENDER_PREFIX}{}:{n}", project.id);
     let batch = Batch {
         project,
         pending: Arc::new(Mutex::new(jobs.into())),
     };
-    services
+    projects
         .renders
         .batches
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(name.clone(), batch.clone());
     let args = RenderArgs {
-        services: services.clone(),
+        projects: projects.clone(),
         batch: batch.clone(),
         name: name.clone(),
         _slot: slot,
     };
-    let spawned = match services.tree.projects.supervisor().await {
+    let spawned = match projects.tree.projects.supervisor().await {
         Ok(sup) => Actor::spawn_linked(Some(name.clone()), RenderActor, args, sup)
             .await
             .map_err(SupervisionError::from),
@@ -194,7 +194,7 @@ pub async fn spawn(
     };
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a render");
-        services
+        projects
             .renders_stopped(&name, &format!("cannot start: {e}"))
             .await;
     }
@@ -209,7 +209,7 @@ pub(super) const RENDER_PREFIX: &str = "render:";
 pub struct RenderActor;
 
 pub struct RenderArgs {
-    services: Arc<Services>,
+    projects: Arc<Projects>,
     batch: Batch,
     name: String,
     /// Given back (to the account's renders) when the actor ends.
@@ -245,19 +245,19 @@ impl Actor for RenderActor {
                 .cloned();
             let Some((clip, job)) = next else { break };
             crate::faults::check(crate::faults::Point::RenderBatch);
-            render_one(&state.services, &state.batch.project, clip, job).await;
+            render_one(&state.projects, &state.batch.project, clip, job).await;
             pending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .pop_front();
         }
-        state.services.forget_batch(&state.name);
+        state.projects.forget_batch(&state.name);
         myself.stop(None);
         Ok(())
     }
 }
 
-impl Services {
+impl Projects {
     fn forget_batch(&self, name: &str) -> Option<Batch> {
         self.renders
             .batches
@@ -289,7 +289,7 @@ impl Services {
 }
 
 async fn render_one(
-    services: &Arc<Services>,
+    projects: &Arc<Projects>,
     project: &ProjectRecord,
     clip: ClipRecord,
     job: RenderJob,
@@ -298,7 +298,7 @@ async fn render_one(
         let (tx, mut rx) = tokio::sync::watch::channel(0u8);
         // Its own task, so a panic in it reaches this one as a JoinError.
         let inner = {
-            let (s, p, c, j) = (services.clone(), project.clone(), clip.clone(), job.clone());
+            let (s, p, c, j) = (projects.clone(), project.clone(), clip.clone(), job.clone());
             tokio::spawn(async move { render(&s, &p, &c, &j, tx).await })
         };
         let rendering = async { inner.await.unwrap_or(Err(RenderError::Panicked)) };
@@ -309,12 +309,12 @@ async fn render_one(
                 if pct >= written.saturating_add(PROGRESS_STEP) && pct < 100 {
                     written = pct;
                     let body = render_event(&clip, job.version, "rendering", pct, None);
-                    services.append_event(project, body).await;
+                    projects.append_event(project, body).await;
                 }
             }
         };
         let (outcome, ()) = tokio::join!(rendering, reporting);
-        services.finish_render(project, &clip, &job, outcome).await;
+        projects.finish_render(project, &clip, &job, outcome).await;
     }
 }
 
@@ -337,26 +337,26 @@ pub(super) fn render_event(
 
 /// The files of the new version, stored, and their bytes.
 async fn render(
-    services: &Arc<Services>,
+    projects: &Arc<Projects>,
     project: &ProjectRecord,
     clip: &ClipRecord,
     job: &RenderJob,
     progress: tokio::sync::watch::Sender<u8>,
 ) -> Result<ClipVersion, RenderError> {
-    let _permit = services
+    let _permit = projects
         .pool
         .clone()
         .acquire_owned()
         .await
         .map_err(|_| RenderError::ShuttingDown)?;
-    let kit = edit_kit::load(services.objects.as_ref(), &project.id).await?;
-    let work = services.settings.data_dir.join("work");
+    let kit = edit_kit::load(projects.objects.as_ref(), &project.id).await?;
+    let work = projects.settings.data_dir.join("work");
     std::fs::create_dir_all(&work).map_err(RenderError::WorkFolder)?;
     let dir = tempfile::Builder::new()
         .prefix(&format!("edit-{}-", clip.id))
         .tempdir_in(&work)
         .map_err(RenderError::WorkFolder)?;
-    let source = edit_kit::fetch_source(services.objects.as_ref(), project, dir.path()).await?;
+    let source = edit_kit::fetch_source(projects.objects.as_ref(), project, dir.path()).await?;
     let mut plan = job_plan(&kit, project, clip, &job.edits, job.start, job.end);
     let transcript = edit::fixed_transcript(&kit.transcript, &job.edits);
     plan.title = job.title.clone();
@@ -367,7 +367,7 @@ async fn render(
         .clone()
         .unwrap_or_else(|| project.style.clone());
     let mut opts = CaptionOptions::new(dir.path().join("out"), style);
-    opts.x264_preset = services.settings.x264_preset.clone();
+    opts.x264_preset = projects.settings.x264_preset.clone();
     (opts.width, opts.height) = job
         .edits
         .aspect_ratio
@@ -377,7 +377,7 @@ async fn render(
     // The current version's framing, used when it fits (same range, frame
     // and layout asked for), and its spans framed by hand unless the edit
     // set others.
-    let framed = super::clip_reframe::current_framing(services, clip).await;
+    let framed = super::clip_reframe::current_framing(projects, clip).await;
     opts.reframe = match &job.reframe {
         Some(spans) => spans.clone(),
         None => framed
@@ -413,7 +413,7 @@ async fn render(
         project.id, clip.index, job.version
     );
     let (keys, bytes) =
-        crate::projects::work::store_clip_files(services.objects.as_ref(), &base_key, &rendered)
+        crate::projects::work::store_clip_files(projects.objects.as_ref(), &base_key, &rendered)
             .await
             .map_err(RenderError::Store)?;
     let segments = crate::projects::work::segments_of(&rendered.words);

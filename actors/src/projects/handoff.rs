@@ -1,40 +1,33 @@
 //! Hand-off on a clustered node (`cluster::ownership`): after the set of
-//! up nodes changed, stop the account and project actors this node no
-//! longer owns, and start the unfinished projects of the accounts it now
-//! owns from their stored records (they continue from their first
-//! unfinished stage). Scheduled posts hand off in `posts::engine`.
+//! up nodes changed, stop the project actors this node no longer owns,
+//! and start the unfinished projects of the accounts it now owns from
+//! their stored records (they continue from their first unfinished
+//! stage). The engine hands off account actors; scheduled posts hand off
+//! in `posts::handoff`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Services;
+use super::domain::Projects;
 use crate::projects::records as projects;
 
 /// How long a hand-off waits for a project actor to stop.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
-/// What one hand-off did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct HandOff {
-    pub accounts_stopped: usize,
-    pub projects_stopped: usize,
-    pub projects_started: usize,
-}
-
-impl Services {
+impl Projects {
     /// Whether this node hosts `user_id`'s actors: always on a single node.
     pub fn owns_account(&self, user_id: &str) -> bool {
-        self.desk.owns(user_id)
+        self.accounts.owns(user_id)
     }
 
-    /// Brings the actors on this node in line with the ownership now (see
-    /// the module documentation). Nothing to do on a single node.
-    pub async fn hand_off(self: &Arc<Self>) -> super::EngineResult<HandOff> {
-        let mut done = HandOff::default();
+    /// Brings the project actors on this node in line with the ownership
+    /// now (see the module documentation); returns how many it stopped
+    /// and started. Nothing to do on a single node.
+    pub async fn hand_off(self: &Arc<Self>) -> super::error::RunResult<(usize, usize)> {
+        let (mut stopped, mut started) = (0, 0);
         if self.cluster.get().is_none() {
-            return Ok(done);
+            return Ok((stopped, started));
         }
-        done.accounts_stopped = self.users.hand_off(|id| self.owns_account(id));
         for (id, tracked) in self.live_projects() {
             let lookup = id.clone();
             let owner = self
@@ -52,7 +45,7 @@ impl Services {
                     .stop_and_wait(Some("handed off".into()), Some(STOP_WAIT))
                     .await;
                 self.forget_project_actor(&id, tracked.actor.get_id());
-                done.projects_stopped += 1;
+                stopped += 1;
             }
         }
         let unfinished = self.blocking(projects::unfinished_projects).await?;
@@ -60,9 +53,9 @@ impl Services {
             if self.owns_account(&p.user_id) && self.project_actor(&p.id).is_none() {
                 tracing::info!(project_id = %p.id, state = p.state.as_str(), "taking the project over");
                 self.start_project(p).await?;
-                done.projects_started += 1;
+                started += 1;
             }
         }
-        Ok(done)
+        Ok((stopped, started))
     }
 }
