@@ -98,16 +98,7 @@ fn actor_views(state: &State) -> Vec<Value> {
             "mailbox": null, "uptimeSecs": null, "children": [],
         }));
     }
-    if let Some(cluster) = &state.cluster {
-        let node_server = cluster.node_server();
-        actors.push(json!({
-            "name": cell_name(&node_server), "kind": "cluster", "id": cell_name(&node_server),
-            // ractor_cluster's node server supervises its own sessions (its
-            // children) and runs outside the tree.
-            "supervisor": null, "state": format!("{:?}", node_server.get_status()),
-            "restarts": 0, "mailbox": null, "uptimeSecs": null,
-            "children": node_server.get_children().iter().map(cell_name).collect::<Vec<_>>(),
-        }));
+    if state.cluster.is_some() {
         for c in tree
             .cluster
             .cell()

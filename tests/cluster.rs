@@ -499,13 +499,15 @@ async fn cookie_only_requests_work_through_the_owner_and_another_node() {
 }
 
 #[tokio::test]
-async fn a_failed_relay_or_dialer_is_restarted_by_the_cluster_supervisor() {
+async fn a_failed_relay_dialer_or_node_server_is_restarted_by_the_cluster_supervisor() {
     let pg = TestPostgres::start();
     let media = tempfile::tempdir().unwrap();
     let a = node(&pg, "node-a", COOKIE, &[], media.path());
     // node-b's relay panics on the first forwarded request, then its run;
-    // its seed dialer on its first dial (node-a is then joined by the next).
-    let faults = "relay-panic:once,forwarded-panic:once,dial-panic:once";
+    // its seed dialer on its first dial (node-a is then joined by the next);
+    // its node server as the first session authenticates (a new one
+    // listens on the same port and the nodes connect again).
+    let faults = "relay-panic:once,forwarded-panic:once,dial-panic:once,node-server-panic:once";
     let env = env_with(&pg, media.path(), &[("CLIPFORGE_FAULTS", faults)]);
     let b = Node::start("node-b", &[&a], &env);
     for (n, peer) in [(&a, "node-b"), (&b, "node-a")] {
@@ -565,6 +567,13 @@ async fn a_failed_relay_or_dialer_is_restarted_by_the_cluster_supervisor() {
     let dialer = dialer.unwrap_or_else(|| panic!("no dialer in {v}"));
     assert_eq!(dialer["supervisor"], "supervisor:cluster", "{dialer}");
     assert_eq!(dialer["restarts"], 1, "{dialer}");
+    let server = actors.iter().find(|x| x["name"] == "cluster.node_server");
+    let server = server.unwrap_or_else(|| panic!("no node server in {v}"));
+    assert_eq!(server["supervisor"], "supervisor:cluster", "{server}");
+    assert_eq!(server["restarts"], 1, "{server}");
+    // Its children: the TCP listener and a session per peer.
+    let children = server["children"].as_array().map_or(0, Vec::len);
+    assert!(children >= 2, "the new node server has a session: {server}");
     for name in [
         "cluster.membership",
         "cluster.http_replies",

@@ -25,6 +25,8 @@
 //!   before it encodes (to stop a server in the middle of one);
 //! - `dial-panic:once|always` — a clustered node's seed dialer panics
 //!   when it is asked to dial;
+//! - `node-server-panic:once|always` — ractor_cluster's node server panics
+//!   when a peer's session authenticates (its sessions go with it);
 //! - `housekeeping-panic:<job>:once|always` — the housekeeping actor of
 //!   `<job>` (`passivation`, `rate-prune`, `token-refresh`, `hand-off` on a
 //!   cluster, or `*`) panics at its next run.
@@ -47,6 +49,8 @@ pub enum Point<'a> {
     RenderStall,
     /// A clustered node's seed dialer.
     Dial,
+    /// ractor_cluster's node server, as a peer's session authenticates.
+    NodeServer,
     Housekeeping(&'a str),
 }
 
@@ -100,7 +104,8 @@ impl Faults {
             match kind {
                 "stage-panic" | "account-panic" | "schedule-panic" | "project-panic"
                 | "relay-panic" | "forwarded-panic" | "render-panic" | "render-stall"
-                | "render-batch-panic" | "dial-panic" | "housekeeping-panic" => {}
+                | "render-batch-panic" | "dial-panic" | "node-server-panic"
+                | "housekeeping-panic" => {}
                 _ => {
                     return Err(FaultSpecError::UnknownKind {
                         item: item.into(),
@@ -149,6 +154,7 @@ impl Faults {
             Point::RenderBatch => ("render-batch-panic", None),
             Point::RenderStall => ("render-stall", None),
             Point::Dial => ("dial-panic", None),
+            Point::NodeServer => ("node-server-panic", None),
             Point::Housekeeping(job) => ("housekeeping-panic", Some(job)),
         };
         self.rules.iter().any(|r| {
@@ -219,6 +225,9 @@ mod tests {
         let d = Faults::parse("dial-panic:once").unwrap();
         assert!(d.hit(Point::Dial));
         assert!(!d.hit(Point::Dial));
+        let n = Faults::parse("node-server-panic:always").unwrap();
+        assert!(!n.hit(Point::Dial));
+        assert!(n.hit(Point::NodeServer) && n.hit(Point::NodeServer));
     }
 
     #[test]

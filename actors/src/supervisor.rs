@@ -30,13 +30,13 @@
 //!  │              10 failures in 60 s escalate. Deliveries live in the
 //!  │              store: a restarted actor finds every due one
 //!  └─ cluster     Supervisor (clustered nodes only): one-for-one over the
-//!                 node's cluster actors (membership, seed dialer, HTTP relay, reply
-//!                 router, stage worker), each restarted with the arguments
-//!                 it was started with, at most 5 times per actor in 60 s,
-//!                 then the branch fails and `node` restarts it with all of
-//!                 them; more than 10 failures in 60 s escalate. (The
-//!                 node server of ractor_cluster supervises its own
-//!                 sessions and stays outside the tree.)
+//!                 node's cluster actors (ractor_cluster's node server, which
+//!                 supervises its own sessions; membership, seed dialer,
+//!                 HTTP relay, reply router, stage worker), each restarted
+//!                 with the arguments it was started with, at most 5 times
+//!                 per actor in 60 s, then the branch fails and `node`
+//!                 restarts it with all of them; more than 10 failures in
+//!                 60 s escalate.
 //! ```
 //!
 //! A branch supervisor that is restarted by `node` starts with no children:

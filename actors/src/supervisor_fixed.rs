@@ -1,8 +1,8 @@
 //! A branch whose children are a fixed set of named service actors (the
-//! cluster's: membership, seed dialer, HTTP relay, reply router, stage worker; the
-//! webhooks branch's delivery actor; the housekeeping branch's periodic
-//! jobs). Each is
-//! restarted by its own spawner; one that fails more often than the child
+//! cluster's: node server, membership, seed dialer, HTTP relay, reply
+//! router, stage worker; the webhooks branch's delivery actor; the
+//! housekeeping branch's periodic jobs). Each is restarted by its own
+//! spawner; one that fails more often than the child
 //! policy allows escalates to the node supervisor, which restarts the
 //! branch and with it every one of them (a node without its membership or
 //! relay is not a working cluster node).

@@ -31,7 +31,6 @@ pub struct Dialer;
 
 #[derive(Clone)]
 pub struct DialerArgs {
-    pub node_server: ActorRef<NodeServerMessage>,
     /// This node's own cluster address (never dialled).
     pub own: String,
     /// Dial over TLS with this (the cluster's `ClusterTls` connector).
@@ -73,7 +72,10 @@ impl Actor for Dialer {
         }
         faults::check(Point::Dial);
         let a = &st.args;
-        redial(&a.node_server, &seeds, &a.own, a.tls.as_ref()).await;
+        // The node server now: the branch may have started a new one.
+        if let Some(server) = super::node_server::current() {
+            redial(&server, &seeds, &a.own, a.tls.as_ref()).await;
+        }
         st.last_end = Some(Instant::now());
         Ok(())
     }

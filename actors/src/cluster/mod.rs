@@ -8,6 +8,7 @@ mod dialer;
 mod dispatch;
 mod heartbeat;
 mod membership;
+mod node_server;
 mod ownership;
 pub mod placement;
 pub mod relay;
@@ -23,9 +24,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorRef};
-use ractor_cluster::node::{NodeConnectionMode, NodeServerSessionInformation};
-use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
+use ractor::ActorRef;
 
 pub use heartbeat::{Heartbeat, Load};
 pub use membership::{MembershipMsg, GROUP};
@@ -217,9 +216,9 @@ pub struct Cluster {
     last_pick: Mutex<std::collections::HashMap<String, Instant>>,
     view: Arc<Mutex<View>>,
     load: Arc<dyn Fn() -> Load + Send + Sync>,
-    node_server: ActorRef<NodeServerMessage>,
     /// The supervision tree; its `cluster` branch holds this node's
-    /// membership actor, relay, reply router and stage worker.
+    /// node server, dialer, membership actor, relay, reply router and
+    /// stage worker.
     tree: Arc<crate::supervisor::Tree>,
     /// Set on a graceful stop: this node hands everything off.
     leaving: std::sync::atomic::AtomicBool,
@@ -246,45 +245,6 @@ fn advertised_host(s: &ClusterSettings) -> String {
     }
 }
 
-/// Counts sessions that closed without authenticating (wrong cookie,
-/// protocol mismatch) so refusals show in the admin view.
-struct RefusalCounter {
-    view: Arc<Mutex<View>>,
-    authenticated: Mutex<std::collections::HashSet<ractor::ActorId>>,
-}
-
-impl NodeEventSubscription for RefusalCounter {
-    fn node_session_opened(&self, _ses: NodeServerSessionInformation) {}
-    fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
-        let mut set = self.authenticated.lock().unwrap_or_else(|e| e.into_inner());
-        set.insert(ses.actor.get_id());
-    }
-    fn node_session_disconnected(&self, ses: NodeServerSessionInformation) {
-        let was_authenticated = {
-            let mut set = self.authenticated.lock().unwrap_or_else(|e| e.into_inner());
-            set.remove(&ses.actor.get_id())
-        };
-        let mut view = self.view.lock().unwrap_or_else(|e| e.into_inner());
-        match ses.peer_name {
-            _ if !was_authenticated => {
-                view.refused += 1;
-                tracing::warn!(peer = %ses.peer_addr, "cluster: connection refused (cookie?)");
-            }
-            Some(name) => {
-                // ractor_cluster names sessions "<node>@<host>".
-                let node = name
-                    .name
-                    .rsplit_once('@')
-                    .map_or(name.name.as_str(), |(n, _)| n);
-                if view.mark_down(node) {
-                    tracing::warn!(peer = %node, "cluster: node down (connection closed)");
-                }
-            }
-            None => {}
-        }
-    }
-}
-
 impl Cluster {
     /// Starts the node server on `settings.listen`, the membership actor,
     /// and dials the seeds. `load` reports this node's worker slots.
@@ -304,37 +264,20 @@ impl Cluster {
             .map(|r| r.as_str().to_string())
             .collect();
         let view = Arc::new(Mutex::new(View::new(&settings.node_name, &addr, roles)));
-        let server = NodeServer::new(
-            settings.listen.port(),
-            settings.cookie.clone(),
-            settings.node_name.clone(),
+        let server = node_server::ServerArgs {
+            port: settings.listen.port(),
+            listen: settings.listen.ip(),
+            cookie: settings.cookie.clone(),
+            node_name: settings.node_name.clone(),
             host,
-            settings
-                .tls
-                .as_ref()
-                .map(|t| ractor_cluster::IncomingEncryptionMode::Tls(t.acceptor.clone())),
-            // ractor_cluster's own transitive dialing is plain TCP, so with
-            // TLS the membership actor dials the peers it hears of itself.
-            Some(if settings.tls.is_some() {
-                NodeConnectionMode::Isolated
-            } else {
-                NodeConnectionMode::Transitive
-            }),
-        )
-        .with_listen_addr(settings.listen.ip());
-        let (node_server, _) = Actor::spawn(None, server, ())
+            tls: settings.tls.as_ref().map(|t| t.acceptor.clone()),
+            view: view.clone(),
+        };
+        tree.supervise_cluster_actor(node_server::NODE_SERVER, node_server::spawner(server))
             .await
             .map_err(|e| anyhow::anyhow!("cluster node server: {e}"))?;
-        node_server.cast(NodeServerMessage::SubscribeToEvents {
-            id: "clipforge.membership".into(),
-            subscription: Box::new(RefusalCounter {
-                view: view.clone(),
-                authenticated: Mutex::default(),
-            }),
-        })?;
         // Before the membership actor, whose first tick asks it to dial.
         let dialer = dialer::DialerArgs {
-            node_server: node_server.clone(),
             own: addr.clone(),
             tls: settings.tls.as_ref().map(|t| t.connector.clone()),
         };
@@ -362,7 +305,6 @@ impl Cluster {
             last_pick: Mutex::default(),
             view,
             load,
-            node_server,
             tree,
             leaving: std::sync::atomic::AtomicBool::new(false),
             replies: Arc::default(),
@@ -386,12 +328,6 @@ impl Cluster {
 
     pub fn node_name(&self) -> &str {
         &self.settings.node_name
-    }
-
-    /// ractor_cluster's node server (outside the supervision tree), with
-    /// its children (the sessions to the peers), for the admin view.
-    pub fn node_server(&self) -> ractor::ActorCell {
-        self.node_server.get_cell()
     }
 
     /// Starts a cluster actor under the tree's `cluster` branch, restarted
@@ -518,6 +454,8 @@ impl Cluster {
         if let Some(m) = self.membership() {
             m.stop(None);
         }
-        self.node_server.stop(None);
+        if let Some(server) = node_server::current() {
+            server.stop(None);
+        }
     }
 }
