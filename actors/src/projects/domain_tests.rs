@@ -121,58 +121,79 @@ fn project(duration_sec: f64) -> ProjectRecord {
     }
 }
 
-async fn stored(projects: &Projects) -> ProjectRecord {
+/// A domain in a temporary folder with `project(duration_sec)` saved in it.
+struct Saved {
+    _dir: tempfile::TempDir,
+    account: Arc<FakeAccount>,
+    projects: Arc<Projects>,
+    p: ProjectRecord,
+}
+
+async fn saved(duration_sec: f64) -> Saved {
+    let dir = tempfile::tempdir().unwrap();
+    let account = Arc::new(FakeAccount::default());
+    let projects = domain(dir.path(), account.clone());
+    let mut p = project(duration_sec);
+    projects.save_project(&mut p, None).await.unwrap();
+    Saved {
+        _dir: dir,
+        account,
+        projects,
+        p,
+    }
+}
+
+/// The project as stored now, if it still is.
+async fn stored(projects: &Projects) -> Option<ProjectRecord> {
     projects
         .blocking(|kv| records::load_project(kv, "u1", "p1"))
         .await
         .unwrap()
-        .expect("the project is stored")
 }
 
 #[tokio::test]
 async fn a_completed_project_charges_its_minutes_rounded_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let account = Arc::new(FakeAccount::default());
-    let projects = domain(dir.path(), account.clone());
-    let mut p = project(121.0);
-    projects.save_project(&mut p, None).await.unwrap();
+    let Saved {
+        _dir,
+        account,
+        projects,
+        mut p,
+    } = saved(121.0).await;
     projects
         .complete_project(None, &mut p, Duration::from_secs(1))
         .await;
     let kind = NotificationKind::ProjectCompleted;
     assert_eq!(account.asked(), [Asked::Charge("p1".into(), 3, kind)]);
-    let p = stored(&projects).await;
+    let p = stored(&projects).await.expect("the project is stored");
     assert_eq!(p.state, ProjectState::Completed);
     assert_eq!(p.step_progress, [100; 4]);
 }
 
 #[tokio::test]
 async fn a_failed_project_releases_its_credits_and_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let account = Arc::new(FakeAccount::default());
-    let projects = domain(dir.path(), account.clone());
-    let mut p = project(30.0);
-    projects.save_project(&mut p, None).await.unwrap();
+    let Saved {
+        _dir,
+        account,
+        projects,
+        mut p,
+    } = saved(30.0).await;
     projects.fail_project(None, &mut p, "no speech").await;
     let kind = Some(NotificationKind::ProjectFailed);
     assert_eq!(account.asked(), [Asked::Release("p1".into(), kind)]);
-    let p = stored(&projects).await;
+    let p = stored(&projects).await.expect("the project is stored");
     assert_eq!(p.state, ProjectState::Failed);
     assert_eq!(p.error.as_deref(), Some("no speech"));
 }
 
 #[tokio::test]
 async fn a_cancelled_project_releases_silently_and_is_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let account = Arc::new(FakeAccount::default());
-    let projects = domain(dir.path(), account.clone());
-    let mut p = project(30.0);
-    projects.save_project(&mut p, None).await.unwrap();
+    let Saved {
+        _dir,
+        account,
+        projects,
+        mut p,
+    } = saved(30.0).await;
     projects.cancel_project(&mut p).await;
     assert_eq!(account.asked(), [Asked::Release("p1".into(), None)]);
-    let gone = projects
-        .blocking(|kv| records::load_project(kv, "u1", "p1"))
-        .await
-        .unwrap();
-    assert!(gone.is_none());
+    assert!(stored(&projects).await.is_none());
 }
