@@ -4,7 +4,6 @@
 //! same for every command), then command-line flags. Secrets are wrapped so
 //! they never print.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use clipforge_actors::accounts::{PlanLimits, PlanTable};
@@ -16,6 +15,7 @@ use serde::Deserialize;
 mod cluster;
 pub mod env;
 mod publish;
+mod secret;
 mod security;
 mod serde_env;
 mod storage;
@@ -23,29 +23,10 @@ mod webhooks;
 pub use cluster::ClusterConfig;
 pub use env::EnvVars;
 pub use publish::PublishConfig;
+pub use secret::Secret;
 pub use security::{IpNet, LimitsConfig, SecurityConfig};
 pub use storage::StorageConfig;
 pub use webhooks::WebhooksConfig;
-
-/// A string that never appears in logs or `Debug` output.
-#[derive(Clone, Default, Deserialize, PartialEq)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
-    }
-}
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]

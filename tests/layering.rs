@@ -3,7 +3,7 @@
 //! references form no cycle. The domains do not import the engine
 //! (`engine`, which wires them together) and the engine crate does not
 //! depend on the web framework. Comment lines are not imports. At file
-//! level, the cycles are the ones `tests/layering_cycles.txt` lists.
+//! level (`scripts/module-graph.py`), neither crate has a cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -193,40 +193,18 @@ fn file_cycles(dir: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// At file level the graph still has cycles (mostly a parent module and
-/// its children naming each other); `tests/layering_cycles.txt` lists
-/// them, and the graph must have exactly those: a new cycle, or a file
-/// joining one, fails, and a cycle broken is struck from the list.
+/// At file level neither crate has a cycle: no file names an item of a
+/// file that (directly or through others) names one of its own. A shared
+/// type goes into a file of its own below both users, not into the
+/// parent module that re-exports them.
 #[test]
-fn file_level_cycles_are_the_listed_ones() {
-    let listed = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layering_cycles.txt"),
-    )
-    .expect("tests/layering_cycles.txt");
-    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut section = String::new();
-    for line in listed
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            Some(dir) => section = dir.to_string(),
-            None => {
-                want.entry(section.clone())
-                    .or_default()
-                    .insert(line.to_string());
-            }
-        }
-    }
-    assert_eq!(want.keys().collect::<Vec<_>>(), ["actors/src", "src"]);
-    for (dir, listed) in &want {
+fn no_file_level_cycles() {
+    for dir in ["actors/src", "src"] {
         let found = file_cycles(dir);
-        let new: Vec<_> = found.difference(listed).collect();
-        let gone: Vec<_> = listed.difference(&found).collect();
         assert!(
-            new.is_empty() && gone.is_empty(),
-            "{dir}: cycles not listed in tests/layering_cycles.txt (break them): {new:#?}\n\
-             listed but gone (strike them from the list): {gone:#?}"
+            found.is_empty(),
+            "{dir}: files that import each other (python3 scripts/module-graph.py {dir} --edges \
+             shows every edge; break each cycle): {found:#?}"
         );
     }
 }

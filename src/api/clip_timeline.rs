@@ -30,25 +30,6 @@ struct Waveform {
     db: Vec<f32>,
 }
 
-/// A span of the clip whose crop is set by hand: give `x` or `faceId`.
-#[derive(Object)]
-#[oai(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReframeSpan {
-    /// Seconds of the clip as it plays after the edit (0 to its length;
-    /// at least 0.1 s long; spans must not overlap).
-    #[oai(validator(minimum(value = "0")))]
-    pub from_sec: f64,
-    #[oai(validator(minimum(value = "0")))]
-    pub to_sec: f64,
-    /// The crop's horizontal centre, source pixels (0 to the source's
-    /// width).
-    #[oai(nullable, validator(minimum(value = "0")))]
-    pub x: Option<f64>,
-    /// A face of `GET …/clips/{clipId}/faces`: the crop follows it.
-    #[oai(nullable)]
-    pub face_id: Option<u32>,
-}
-
 /// A stretch of the clip, seconds on its timeline.
 #[derive(Object)]
 #[oai(rename_all = "camelCase")]

@@ -82,7 +82,7 @@ struct ClipEdit {
     /// `fit`) becomes `single`; asking for one together with `reframe` is
     /// a 400, and asking for one alone drops the spans.
     #[oai(nullable, validator(max_items = 50))]
-    reframe: Option<Vec<super::clip_timeline::ReframeSpan>>,
+    reframe: Option<Vec<ReframeSpan>>,
 }
 
 #[derive(ApiResponse)]
@@ -423,7 +423,26 @@ impl ClipsApi {
     }
 }
 
-fn reframe_request(s: super::clip_timeline::ReframeSpan) -> Result<ReframeRequest, ApiError> {
+/// A span of the clip whose crop is set by hand: give `x` or `faceId`.
+#[derive(Object)]
+#[oai(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReframeSpan {
+    /// Seconds of the clip as it plays after the edit (0 to its length;
+    /// at least 0.1 s long; spans must not overlap).
+    #[oai(validator(minimum(value = "0")))]
+    pub from_sec: f64,
+    #[oai(validator(minimum(value = "0")))]
+    pub to_sec: f64,
+    /// The crop's horizontal centre, source pixels (0 to the source's
+    /// width).
+    #[oai(nullable, validator(minimum(value = "0")))]
+    pub x: Option<f64>,
+    /// A face of `GET …/clips/{clipId}/faces`: the crop follows it.
+    #[oai(nullable)]
+    pub face_id: Option<u32>,
+}
+
+fn reframe_request(s: ReframeSpan) -> Result<ReframeRequest, ApiError> {
     let target = match (s.x, s.face_id) {
         (Some(x), None) => ReframeTarget::X(x),
         (None, Some(id)) => ReframeTarget::Face(id),

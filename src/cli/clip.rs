@@ -21,7 +21,7 @@ use clipforge_actors::projects::stages::{Stage, StageError};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use super::ModelArgs;
+use super::model_args::ModelArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct ClipArgs {

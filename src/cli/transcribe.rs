@@ -12,7 +12,7 @@ use clipforge_actors::projects::stages::transcribe::{self, TranscribeOptions};
 use clipforge_actors::projects::stages::{Progress, StageCtx, StageError};
 use tokio_util::sync::CancellationToken;
 
-use super::ModelArgs;
+use super::model_args::ModelArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct TranscribeArgs {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clipforge_actors::cluster::{ClusterSettings, Role};
 use serde::Deserialize;
 
-use super::Secret;
+use super::secret::Secret;
 
 /// The shortest cluster cookie accepted: it is the only secret between
 /// nodes that do not use TLS.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clipforge_actors::posts::{ProviderSettings, PublishSettings};
 use serde::Deserialize;
 
-use super::Secret;
+use super::secret::Secret;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]

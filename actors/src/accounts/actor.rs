@@ -17,11 +17,15 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use super::{
-    Account, Accounts, Activation, ApiKeyView, Applied, BillingFrequency, BillingRecord,
-    CreditBalance, Held, HeldAccount, LedgerPage, Notification, NotificationKind, Plan, Result,
-    Said, Scope, SubscriptionUpdate, TemplateInput, TemplateView,
-};
+use super::billing::{Activation, Applied, BillingFrequency, BillingRecord, SubscriptionUpdate};
+use super::credits::{CreditBalance, LedgerPage};
+use super::domain::Accounts;
+use super::error::Result;
+use super::held::{Held, HeldAccount};
+use super::keys::{ApiKeyView, Scope};
+use super::model::{Account, Plan};
+use super::notifications::{Notification, NotificationKind, Said};
+use super::templates::{TemplateInput, TemplateView};
 use crate::captions::template::CaptionStyle;
 use crate::mailbox::ActorMeta;
 use crate::storage::kv::KvOp;

@@ -15,13 +15,14 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use super::clock::DAY_MS;
+use super::domain::Accounts;
 use super::error::{AccountError, Result};
 use super::model::{Account, Plan, SessionInfo, StoredAccount, StoredSession};
+use super::store::new_id;
 use super::store::{
     user_key, user_prefix, Batch, EMAILS, SESSIONS, TEMPLATES, USERS, USER_SESSIONS,
 };
 use super::templates::StoredTemplate;
-use super::{new_id, Accounts};
 use crate::storage::kv::StorageError;
 
 /// How long a session lasts after sign-in.
@@ -125,7 +126,7 @@ pub fn account_id_for_email(normalized_email: &str) -> String {
 /// (`cf_<secret>_<account id>`, `keys.rs`) names, so any node can route
 /// the request; `None` for a token without one.
 pub fn account_of_token(token: &str) -> Option<&str> {
-    let id = match token.strip_prefix(super::KEY_PREFIX) {
+    let id = match token.strip_prefix(super::keys::KEY_PREFIX) {
         // The secret is base64url (it may hold `_`); the id has none.
         Some(key) => key.rsplit_once('_').map(|(_, id)| id),
         None => token.split_once('.').map(|(id, _)| id),

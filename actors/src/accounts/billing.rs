@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::{iso8601, DAY_MS};
 use super::credits::{LedgerKind, CYCLE_MS};
+use super::domain::Accounts;
 use super::error::{AccountError, Result};
 use super::model::{Plan, StoredAccount};
 use super::notifications::NotificationKind;
 use super::store::{Batch, BILLING, CHECKOUTS, STRIPE_CUSTOMERS, STRIPE_EVENTS, USERS};
-use super::Accounts;
 
 /// A paid period that starts within this of the current cycle's start was
 /// already renewed (by activation or by the lazy monthly renewal).
@@ -372,7 +372,8 @@ impl Accounts {
             if let Some(day) = &retry {
                 message.push_str(&format!(" We will try again on {day}."));
             }
-            let mut said = super::Said::new("Payment failed", message).with("plan", account.plan);
+            let mut said = super::notifications::Said::new("Payment failed", message)
+                .with("plan", account.plan);
             if let Some(day) = retry {
                 said = said.with("retryOn", day);
             }

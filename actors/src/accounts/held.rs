@@ -1,5 +1,6 @@
-//! An account's state held in memory by its actor (`accounts::actor`),
-//! and the versioned writes that keep memory and store in step.
+//! An account's state held in memory by its actor (`accounts::actor`).
+//! Loading it and the versioned writes that keep memory and store in step
+//! are `impl Accounts` in `held_parts.rs`.
 //!
 //! [`HeldAccount`] holds the account record, its credit state and the
 //! account's version, loaded once from the store (on the first command
@@ -24,22 +25,30 @@
 //! outside the actor, [`Accounts::commit_outside`]): a load or commit under
 //! way when it happens keeps its result out of memory (generations).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
 use super::credits::CreditState;
-use super::error::{AccountError, Result};
-use super::held_parts::{HeldNotifications, HeldSessions, HeldTemplates};
+use super::error::Result;
 use super::keys::{HeldKey, HeldKeys, StoredKey};
+use super::model::Account;
 use super::model::{StoredAccount, StoredSession};
+use super::notifications::StoredNotification;
 use super::store::{
-    user_prefix, Batch, API_KEYS, CREDITS, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USERS,
-    VERSIONS,
+    user_prefix, API_KEYS, CREDITS, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USERS,
 };
-use super::{Account, Accounts};
-use crate::storage::kv::{decode, encode, KvOp, StorageError};
+use super::templates::StoredTemplate;
+use crate::storage::kv::{decode, KvOp};
+
+/// An account's sessions by token hash.
+pub(crate) type HeldSessions = BTreeMap<String, StoredSession>;
+/// An account's caption templates by id.
+pub(crate) type HeldTemplates = BTreeMap<String, StoredTemplate>;
+/// An account's notifications by key (newest first).
+pub(crate) type HeldNotifications = BTreeMap<Vec<u8>, StoredNotification>;
 
 /// The stored version of an account: grows by one with every write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +68,7 @@ pub struct Held {
     /// Its caption templates by id.
     pub(crate) templates: Option<Arc<HeldTemplates>>,
     /// Its notifications by key (newest first; at most
-    /// [`super::MAX_NOTIFICATIONS`] are kept).
+    /// [`super::notifications::MAX_NOTIFICATIONS`] are kept).
     pub(crate) notifications: Option<Arc<HeldNotifications>>,
     /// Bytes of its stored uploads.
     pub(crate) storage: Option<u64>,
@@ -92,7 +101,7 @@ impl Held {
 
     /// `self` after `ops` (this account's batch) were applied: the parts
     /// not loaded stay unloaded (loaded later, they are read after it).
-    fn after(&self, user_id: &str, ops: &[KvOp]) -> Result<Held> {
+    pub(super) fn after(&self, user_id: &str, ops: &[KvOp]) -> Result<Held> {
         let mut next = self.clone();
         next.version += 1;
         let prefix = user_prefix(user_id);
@@ -178,21 +187,21 @@ impl Held {
 
 /// The memory slot and its generation (moved on by every unload).
 #[derive(Debug, Default)]
-struct Slot {
-    state: Option<Arc<Held>>,
-    generation: u64,
+pub(super) struct Slot {
+    pub(super) state: Option<Arc<Held>>,
+    pub(super) generation: u64,
 }
 
 /// The memory of one account's actor: its [`Held`] state once loaded.
 #[derive(Debug)]
 pub struct HeldAccount {
-    user_id: String,
-    slot: Mutex<Slot>,
-    stale: AtomicBool,
+    pub(super) user_id: String,
+    pub(super) slot: Mutex<Slot>,
+    pub(super) stale: AtomicBool,
     /// Whether the actor was asked to load the sessions (once per load).
-    sessions_asked: AtomicBool,
+    pub(super) sessions_asked: AtomicBool,
     /// Whether the actor was asked to load the API keys (once per load).
-    keys_asked: AtomicBool,
+    pub(super) keys_asked: AtomicBool,
 }
 
 impl HeldAccount {
@@ -211,7 +220,7 @@ impl HeldAccount {
         &self.user_id
     }
 
-    fn slot(&self) -> MutexGuard<'_, Slot> {
+    pub(super) fn slot(&self) -> MutexGuard<'_, Slot> {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -221,13 +230,13 @@ impl HeldAccount {
     }
 
     /// The state held, if loaded, and the generation it belongs to.
-    fn current(&self) -> (Option<Arc<Held>>, u64) {
+    pub(super) fn current(&self) -> (Option<Arc<Held>>, u64) {
         let slot = self.slot();
         (slot.state.clone(), slot.generation)
     }
 
     /// Holds `held` unless the memory was dropped since `generation`.
-    fn install(&self, generation: u64, held: Arc<Held>) {
+    pub(super) fn install(&self, generation: u64, held: Arc<Held>) {
         let mut slot = self.slot();
         if slot.generation == generation {
             slot.state = Some(held);
@@ -271,158 +280,6 @@ impl HeldAccount {
     /// A later key check may ask again (the load failed).
     pub(crate) fn keys_not_asked(&self) {
         self.keys_asked.store(false, Ordering::Release);
-    }
-}
-
-impl Accounts {
-    /// `self` acting for the account `held` (used by its actor only): that
-    /// account's state is read from memory and every commit is versioned
-    /// (module documentation).
-    pub fn acting_for(&self, held: Arc<HeldAccount>) -> Accounts {
-        Accounts {
-            held: Some(held),
-            ..self.clone_shared()
-        }
-    }
-
-    /// The slot of `user_id` when this `Accounts` acts for it.
-    pub(crate) fn slot_for(&self, user_id: &str) -> Option<&Arc<HeldAccount>> {
-        self.held.as_ref().filter(|slot| slot.user_id == user_id)
-    }
-
-    /// The state held by the account this `Accounts` acts for, loading it
-    /// when not loaded yet; `None` when it acts for no account.
-    pub fn held_state(&self) -> Result<Option<Arc<Held>>> {
-        match &self.held {
-            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
-            None => Ok(None),
-        }
-    }
-
-    /// The state of `slot` and its generation, loaded when not held.
-    pub(crate) fn load_held(&self, slot: &HeldAccount) -> Result<(Arc<Held>, u64)> {
-        let (state, generation) = slot.current();
-        if let Some(held) = state {
-            return Ok((held, generation));
-        }
-        // The version first: data read after it is at least as new, so a
-        // write based on it is refused rather than losing a newer change.
-        let key = slot.user_id.as_bytes();
-        let held = Arc::new(Held {
-            version: self.stored_version(&slot.user_id)?,
-            account: self.read(USERS, key)?,
-            credits: self.read(CREDITS, key)?,
-            ..Held::default()
-        });
-        slot.install(generation, held.clone());
-        Ok((held, generation))
-    }
-
-    /// The version of `user_id` in the store (0: none stored).
-    pub(crate) fn stored_version(&self, user_id: &str) -> Result<u64> {
-        Ok(self
-            .read::<Revision>(VERSIONS, user_id.as_bytes())?
-            .map_or(0, |r| r.0))
-    }
-
-    /// Holds `held` with one more part (`put`) when nothing changed
-    /// since `generation`.
-    pub(crate) fn hold_part(
-        &self,
-        slot: &HeldAccount,
-        generation: u64,
-        held: &Held,
-        put: impl FnOnce(&mut Held),
-    ) {
-        let mut next = held.clone();
-        put(&mut next);
-        slot.install(generation, Arc::new(next));
-    }
-
-    /// The held state when this `Accounts` acts for `user_id`.
-    fn held_for(&self, user_id: &str) -> Result<Option<Arc<Held>>> {
-        match self.slot_for(user_id) {
-            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
-            None => Ok(None),
-        }
-    }
-
-    /// The stored account of `user_id`; [`AccountError::NotFound`] when
-    /// there is none.
-    pub(crate) fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
-        let account = match self.held_for(user_id)? {
-            Some(held) => held.account.clone(),
-            None => self.read(USERS, user_id.as_bytes())?,
-        };
-        account.ok_or(AccountError::NotFound("account"))
-    }
-
-    /// The credit state of `user_id` (every account has one).
-    pub(crate) fn credit_state(&self, user_id: &str) -> Result<CreditState> {
-        let state = match self.held_for(user_id)? {
-            Some(held) => held.credits.clone(),
-            None => self.read(CREDITS, user_id.as_bytes())?,
-        };
-        state.ok_or_else(|| {
-            StorageError::Corrupt(format!("account {user_id} has no credit state")).into()
-        })
-    }
-
-    /// Makes `batch` conditional on `version` of `user_id` and moves it on.
-    fn versioned(batch: &mut Batch, user_id: &str, version: u64) -> Result<()> {
-        let key = user_id.as_bytes();
-        let expected = match version {
-            0 => None,
-            v => Some(encode(&Revision(v))?),
-        };
-        batch.expect(VERSIONS, key, expected);
-        batch.put(VERSIONS, key, &Revision(version + 1))
-    }
-
-    /// Applies `batch` atomically (under `fence` when given); acting for an
-    /// account, conditional on its version, updating memory after.
-    pub(crate) fn commit_batch(
-        &self,
-        mut batch: Batch,
-        fence: Option<&crate::storage::leases::Fence>,
-    ) -> Result<()> {
-        let Some(slot) = &self.held else {
-            return batch.commit_under(&*self.kv, fence);
-        };
-        let (held, generation) = self.load_held(slot)?;
-        Self::versioned(&mut batch, &slot.user_id, held.version)?;
-        let next = held.after(&slot.user_id, batch.ops())?;
-        match batch.commit_under(&*self.kv, fence) {
-            Ok(()) => {
-                slot.install(generation, Arc::new(next));
-                Ok(())
-            }
-            Err(AccountError::Storage(StorageError::Conflict(why))) => {
-                tracing::info!(user_id = %slot.user_id, %why, "account changed elsewhere");
-                slot.stale.store(true, Ordering::Release);
-                Err(AccountError::Conflict(
-                    "the account changed meanwhile; try again".to_string(),
-                ))
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Applies `batch` of `user_id`'s from outside its actor (another
-    /// domain's write, e.g. a post's outcome and its notification):
-    /// conditional on the version stored now and moving it on, so the
-    /// actor's memory is refused as stale at its next write. The caller
-    /// then drops that memory (`UserRegistry::unload`). A concurrent write
-    /// of the account fails this one with [`AccountError::Storage`]
-    /// (`StorageError::Conflict`): build the batch again and retry.
-    pub(crate) fn commit_outside(
-        &self,
-        user_id: &str,
-        mut batch: Batch,
-        fence: Option<&crate::storage::leases::Fence>,
-    ) -> Result<()> {
-        Self::versioned(&mut batch, user_id, self.stored_version(user_id)?)?;
-        batch.commit_under(&*self.kv, fence)
     }
 }
 

@@ -1,5 +1,7 @@
-//! The parts of an account's held state loaded on first need, once per
-//! activation of its actor (`held.rs`): sessions, caption templates,
+//! Loading an account's held state (`held.rs`) and committing to it: the
+//! versioned writes ([`Accounts::acting_for`] and the commits below), and
+//! the parts loaded on first need, once per
+//! activation of its actor: sessions, caption templates,
 //! notifications and the storage counter. Each accessor answers from
 //! memory when this [`Accounts`] acts for the account (loading the part
 //! the first time) and `None` otherwise: the caller reads the store.
@@ -9,25 +11,22 @@
 //! whole state is loaded again first, so the parts held never mix an old
 //! record with newer parts.
 
-use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::auth::token_hash;
-use super::error::Result;
-use super::held::{Held, HeldAccount};
+use super::credits::CreditState;
+use super::domain::Accounts;
+use super::error::{AccountError, Result};
+use super::held::*;
 use super::keys::HeldKeys;
-use super::model::{Account, SessionInfo, StoredSession};
-use super::notifications::StoredNotification;
-use super::store::{user_prefix, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USER_SESSIONS};
+use super::model::{Account, SessionInfo, StoredAccount, StoredSession};
+use super::store::{
+    user_prefix, Batch, CREDITS, NOTIFICATIONS, SESSIONS, STORAGE, TEMPLATES, USERS, USER_SESSIONS,
+    VERSIONS,
+};
 use super::templates::StoredTemplate;
-use super::Accounts;
-
-/// An account's sessions by token hash.
-pub(crate) type HeldSessions = BTreeMap<String, StoredSession>;
-/// An account's caption templates by id.
-pub(crate) type HeldTemplates = BTreeMap<String, StoredTemplate>;
-/// An account's notifications by key (newest first).
-pub(crate) type HeldNotifications = BTreeMap<Vec<u8>, StoredNotification>;
+use crate::storage::kv::{encode, StorageError};
 
 impl Accounts {
     /// A part of the held state of `user_id` (`get`), loaded (`load`) and
@@ -129,7 +128,7 @@ impl Accounts {
     }
 
     /// The notifications of `user_id` from the store (at most
-    /// [`super::MAX_NOTIFICATIONS`] are kept).
+    /// [`super::notifications::MAX_NOTIFICATIONS`] are kept).
     pub(crate) fn load_notifications(&self, user_id: &str) -> Result<HeldNotifications> {
         Ok(self
             .scan(NOTIFICATIONS, &user_prefix(user_id))?
@@ -188,5 +187,157 @@ impl Accounts {
         let account = held.account.as_ref()?;
         (session.user_id == account.id && session.expires_at > self.now())
             .then(|| (Account::from(account), SessionInfo::from(session)))
+    }
+}
+
+impl Accounts {
+    /// `self` acting for the account `held` (used by its actor only): that
+    /// account's state is read from memory and every commit is versioned
+    /// (module documentation).
+    pub fn acting_for(&self, held: Arc<HeldAccount>) -> Accounts {
+        Accounts {
+            held: Some(held),
+            ..self.clone_shared()
+        }
+    }
+
+    /// The slot of `user_id` when this `Accounts` acts for it.
+    pub(crate) fn slot_for(&self, user_id: &str) -> Option<&Arc<HeldAccount>> {
+        self.held.as_ref().filter(|slot| slot.user_id == user_id)
+    }
+
+    /// The state held by the account this `Accounts` acts for, loading it
+    /// when not loaded yet; `None` when it acts for no account.
+    pub fn held_state(&self) -> Result<Option<Arc<Held>>> {
+        match &self.held {
+            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
+            None => Ok(None),
+        }
+    }
+
+    /// The state of `slot` and its generation, loaded when not held.
+    pub(crate) fn load_held(&self, slot: &HeldAccount) -> Result<(Arc<Held>, u64)> {
+        let (state, generation) = slot.current();
+        if let Some(held) = state {
+            return Ok((held, generation));
+        }
+        // The version first: data read after it is at least as new, so a
+        // write based on it is refused rather than losing a newer change.
+        let key = slot.user_id.as_bytes();
+        let held = Arc::new(Held {
+            version: self.stored_version(&slot.user_id)?,
+            account: self.read(USERS, key)?,
+            credits: self.read(CREDITS, key)?,
+            ..Held::default()
+        });
+        slot.install(generation, held.clone());
+        Ok((held, generation))
+    }
+
+    /// The version of `user_id` in the store (0: none stored).
+    pub(crate) fn stored_version(&self, user_id: &str) -> Result<u64> {
+        Ok(self
+            .read::<Revision>(VERSIONS, user_id.as_bytes())?
+            .map_or(0, |r| r.0))
+    }
+
+    /// Holds `held` with one more part (`put`) when nothing changed
+    /// since `generation`.
+    pub(crate) fn hold_part(
+        &self,
+        slot: &HeldAccount,
+        generation: u64,
+        held: &Held,
+        put: impl FnOnce(&mut Held),
+    ) {
+        let mut next = held.clone();
+        put(&mut next);
+        slot.install(generation, Arc::new(next));
+    }
+
+    /// The held state when this `Accounts` acts for `user_id`.
+    fn held_for(&self, user_id: &str) -> Result<Option<Arc<Held>>> {
+        match self.slot_for(user_id) {
+            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
+            None => Ok(None),
+        }
+    }
+
+    /// The stored account of `user_id`; [`AccountError::NotFound`] when
+    /// there is none.
+    pub(crate) fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
+        let account = match self.held_for(user_id)? {
+            Some(held) => held.account.clone(),
+            None => self.read(USERS, user_id.as_bytes())?,
+        };
+        account.ok_or(AccountError::NotFound("account"))
+    }
+
+    /// The credit state of `user_id` (every account has one).
+    pub(crate) fn credit_state(&self, user_id: &str) -> Result<CreditState> {
+        let state = match self.held_for(user_id)? {
+            Some(held) => held.credits.clone(),
+            None => self.read(CREDITS, user_id.as_bytes())?,
+        };
+        state.ok_or_else(|| {
+            StorageError::Corrupt(format!("account {user_id} has no credit state")).into()
+        })
+    }
+
+    /// Makes `batch` conditional on `version` of `user_id` and moves it on.
+    fn versioned(batch: &mut Batch, user_id: &str, version: u64) -> Result<()> {
+        let key = user_id.as_bytes();
+        let expected = match version {
+            0 => None,
+            v => Some(encode(&Revision(v))?),
+        };
+        batch.expect(VERSIONS, key, expected);
+        batch.put(VERSIONS, key, &Revision(version + 1))
+    }
+
+    /// Applies `batch` atomically (under `fence` when given); acting for an
+    /// account, conditional on its version, updating memory after.
+    pub(crate) fn commit_batch(
+        &self,
+        mut batch: Batch,
+        fence: Option<&crate::storage::leases::Fence>,
+    ) -> Result<()> {
+        let Some(slot) = &self.held else {
+            return batch.commit_under(&*self.kv, fence);
+        };
+        let (held, generation) = self.load_held(slot)?;
+        Self::versioned(&mut batch, &slot.user_id, held.version)?;
+        let next = held.after(&slot.user_id, batch.ops())?;
+        match batch.commit_under(&*self.kv, fence) {
+            Ok(()) => {
+                slot.install(generation, Arc::new(next));
+                Ok(())
+            }
+            Err(AccountError::Storage(StorageError::Conflict(why))) => {
+                tracing::info!(user_id = %slot.user_id, %why, "account changed elsewhere");
+                slot.stale.store(true, Ordering::Release);
+                Err(AccountError::Conflict(
+                    "the account changed meanwhile; try again".to_string(),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Applies `batch` of `user_id`'s from outside its actor (another
+    /// domain's write, e.g. a post's outcome and its notification):
+    /// conditional on the version stored now and moving it on, so the
+    /// actor's memory is refused as stale at its next write. The caller
+    /// then drops that memory (`UserRegistry::unload`). A concurrent write
+    /// of the account fails this one with [`AccountError::Storage`]
+    /// (`StorageError::Conflict`): build the batch again and retry.
+    pub(crate) fn commit_outside(
+        &self,
+        user_id: &str,
+        mut batch: Batch,
+        fence: Option<&crate::storage::leases::Fence>,
+    ) -> Result<()> {
+        Self::versioned(&mut batch, user_id, self.stored_version(user_id)?)?;
+        batch.commit_under(&*self.kv, fence)
     }
 }

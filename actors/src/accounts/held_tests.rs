@@ -8,7 +8,7 @@ use super::*;
 use crate::accounts::auth::token_hash;
 use crate::accounts::store;
 use crate::accounts::testutil::Fixture;
-use crate::accounts::{NotificationKind, PlanTable, Said, TemplateInput};
+use crate::accounts::{AccountError, Accounts, NotificationKind, PlanTable, Said, TemplateInput};
 use crate::storage::kv::KvStore;
 
 /// `fx`'s accounts acting for `user_id`, as its actor would.

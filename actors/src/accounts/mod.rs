@@ -47,12 +47,16 @@ pub mod actor;
 mod auth;
 mod billing;
 mod clock;
+mod credit_ops;
 mod credits;
+mod domain;
 mod error;
 mod held;
 mod held_parts;
+mod key_ops;
 mod keys;
 mod model;
+mod notification_ops;
 mod notifications;
 mod plans;
 mod ratelimit;
@@ -60,14 +64,9 @@ pub mod registry;
 mod sessions;
 mod store;
 pub mod supervision;
+mod template_ops;
 mod templates;
 pub mod text;
-
-use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-use crate::storage::kv::KvStore;
 
 pub use auth::{
     account_id_for_email, account_of_token, hash_password, normalize_email, NewAccount,
@@ -82,6 +81,7 @@ pub use credits::{
     credits_for_seconds, CreditBalance, LedgerEntryView, LedgerKind, LedgerPage, CYCLE_MS,
     SECONDS_PER_CREDIT, UNLIMITED_CREDITS_SHOWN,
 };
+pub use domain::Accounts;
 pub use error::{AccountError, Result};
 pub use held::{Held, HeldAccount};
 pub use keys::{is_api_key, parse_scopes, ApiKeyInfo, ApiKeyView, Scope, KEY_PREFIX, MAX_API_KEYS};
@@ -94,114 +94,11 @@ pub use ratelimit::SignInLimits;
 pub use sessions::Credential;
 pub use templates::{TemplateInput, TemplateView, MAX_TEMPLATES};
 
-use ratelimit::SignInLimiter;
-
-/// Number of lock stripes; users whose ids hash alike share one.
-const LOCK_STRIPES: usize = 64;
-
-/// The accounts domain: every operation on users and what they own.
-pub struct Accounts {
-    kv: Arc<dyn KvStore>,
-    plans: Arc<PlanTable>,
-    clock: Clock,
-    limiter: Arc<SignInLimiter>,
-    locks: Arc<[Mutex<()>]>,
-    /// The account this value acts for, in that account's actor
-    /// ([`Accounts::acting_for`]); `None` in the shared value.
-    held: Option<Arc<HeldAccount>>,
-}
-
-impl fmt::Debug for Accounts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Accounts")
-            .field("plans", &self.plans)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Accounts {
-    /// Whether the store answers reads inside this process
-    /// ([`KvStore::in_process`]).
-    pub fn reads_in_process(&self) -> bool {
-        self.kv.in_process()
-    }
-
-    /// Accounts over `kv` with the given plans, the system clock and the
-    /// default sign-in limits.
-    pub fn new(kv: Arc<dyn KvStore>, plans: PlanTable) -> Self {
-        Self {
-            kv,
-            plans: Arc::new(plans),
-            clock: system_clock(),
-            limiter: Arc::new(SignInLimiter::new(SignInLimits::default())),
-            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            held: None,
-        }
-    }
-
-    /// Another handle on the same store, plans, clock, sign-in limits and
-    /// locks, acting for no account.
-    fn clone_shared(&self) -> Self {
-        Self {
-            kv: self.kv.clone(),
-            plans: self.plans.clone(),
-            clock: self.clock.clone(),
-            limiter: self.limiter.clone(),
-            locks: self.locks.clone(),
-            held: None,
-        }
-    }
-
-    /// Replaces the clock (tests, simulations).
-    pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Replaces the sign-in rate limits.
-    pub fn with_sign_in_limits(mut self, limits: SignInLimits) -> Self {
-        self.limiter = Arc::new(SignInLimiter::new(limits));
-        self
-    }
-
-    /// The plan table in force.
-    pub fn plans(&self) -> &PlanTable {
-        &self.plans
-    }
-
-    /// The limits of `plan`.
-    pub fn plan_limits(&self, plan: Plan) -> &PlanLimits {
-        self.plans.get(plan)
-    }
-
-    fn now(&self) -> i64 {
-        (self.clock)()
-    }
-
-    /// Serialises read-modify-write sequences on `key` (a user id, or
-    /// `email:` plus an address at sign-up). Never hold two at once.
-    fn lock(&self, key: &str) -> MutexGuard<'_, ()> {
-        let mut hasher = DefaultHasher::new();
-        key.hash(&mut hasher);
-        // The modulo keeps the value below LOCK_STRIPES, so it fits usize.
-        let stripe = (hasher.finish() % LOCK_STRIPES as u64) as usize;
-        // The guarded data lives in the store and every change to it is one
-        // atomic apply, so a poisoned lock still guards consistent data.
-        self.locks[stripe]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A new random identifier (UUID v4, hyphenated).
-fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
 /// Shared set-up of the unit tests: accounts over an in-memory store that
 /// can be told to fail its writes, with a clock the test moves by hand.
 #[cfg(test)]
 pub(crate) mod testutil {
+    use crate::storage::kv::KvStore;
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
     use std::sync::Arc;
 

@@ -9,11 +9,11 @@
 //! creates credits. Selecting the current plan changes nothing.
 
 use super::credits::{Book, CreditBalance, LedgerKind};
+use super::domain::Accounts;
 use super::error::{AccountError, Result};
 use super::model::{Plan, StoredAccount};
 use super::notifications::NotificationKind;
 use super::store::{Batch, STORAGE, USERS};
-use super::Accounts;
 use crate::storage::kv::KvOp;
 
 impl Accounts {

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use ractor::{Actor, ActorCell, ActorId, ActorRef, RpcReplyPort};
 
 use super::actor::{AccountActor, AccountMsg, Part, Reply};
-use super::{AccountError, Accounts, Held, HeldAccount, Result};
+use super::domain::Accounts;
+use super::error::{AccountError, Result};
+use super::held::{Held, HeldAccount};
 use crate::mailbox::ActorMeta;
 use crate::supervisor::{Branch, SupervisionError};
 

@@ -18,10 +18,12 @@
 //! store, the next ones from memory.
 
 use super::actor::Part;
+use super::auth::account_of_token;
+use super::domain::Accounts;
+use super::error::{AccountError, Result};
+use super::keys::{is_api_key, ApiKeyInfo};
+use super::model::{Account, SessionInfo};
 use super::registry::AccountDesk;
-use super::{
-    account_of_token, is_api_key, Account, AccountError, Accounts, ApiKeyInfo, Result, SessionInfo,
-};
 
 /// What a request is authenticated with.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,8 +1,7 @@
 //! Tree names, key layout and typed reads and batches over the store.
 
 use super::error::Result;
-use super::Accounts;
-use crate::storage::kv::{decode, encode, get_value, KvOp, KvStore, Record, StorageError};
+use crate::storage::kv::{encode, KvOp, KvStore, Record};
 
 pub(crate) const USERS: &str = "accounts.users";
 pub(crate) const EMAILS: &str = "accounts.emails";
@@ -100,31 +99,7 @@ impl Batch {
     }
 }
 
-impl Accounts {
-    /// A typed value, if stored.
-    pub(crate) fn read<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
-        Ok(get_value(&*self.kv, tree, key)?)
-    }
-
-    /// The decoded values under `prefix`, in key order.
-    pub(crate) fn scan<T: Record>(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, T)>> {
-        self.kv
-            .scan_prefix(tree, prefix)?
-            .into_iter()
-            .map(|(key, bytes)| {
-                let value = decode(&bytes).map_err(|e| {
-                    StorageError::Corrupt(format!(
-                        "{:?} in tree {tree:?}: {e}",
-                        String::from_utf8_lossy(&key)
-                    ))
-                })?;
-                Ok((key, value))
-            })
-            .collect()
-    }
-
-    /// Applies `batch` atomically (see [`Accounts::commit_batch`]).
-    pub(crate) fn commit(&self, batch: Batch) -> Result<()> {
-        self.commit_batch(batch, None)
-    }
+/// A new random identifier (UUID v4, hyphenated).
+pub(super) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
 }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Weak};
 
 use ractor::ActorCell;
 
+use super::domain::Accounts;
 use super::registry::UserRegistry;
-use super::Accounts;
 use crate::supervisor::{Children, SupervisionError};
 
 /// Account actors: restarted at once (the new actor answers the next

@@ -34,16 +34,16 @@ pub const NAME_MAX_CHARS: usize = 100;
 
 /// A name as stored: trimmed, 1 to [`NAME_MAX_CHARS`] characters, one line
 /// ([`line_ok`]).
-pub(crate) fn name(name: &str) -> super::Result<String> {
+pub(crate) fn name(name: &str) -> super::error::Result<String> {
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(super::AccountError::InvalidInput(format!(
+        return Err(super::error::AccountError::InvalidInput(format!(
             "name: must be 1 to {NAME_MAX_CHARS} characters"
         )));
     }
     if !line_ok(name) {
-        return Err(super::AccountError::InvalidInput(
+        return Err(super::error::AccountError::InvalidInput(
             "name: must not contain control or bidi override characters".into(),
         ));
     }

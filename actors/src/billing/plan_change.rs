@@ -4,7 +4,8 @@
 //! plan again before then keeps it (the cancellation is withdrawn), and
 //! [`Billing::plan_ends_at`] tells when a plan set to end becomes free.
 
-use super::{apply, on_account, Billing, Result};
+use super::checkout::{apply, on_account, Billing};
+use super::error::Result;
 use crate::accounts::actor::{AccountMsg, BillingChange};
 use crate::accounts::registry::AccountDesk;
 use crate::accounts::{iso8601, Plan, SubscriptionRecord, SubscriptionUpdate};

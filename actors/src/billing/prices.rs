@@ -5,10 +5,12 @@
 //! request meanwhile; a price Stripe cannot give in time is left out (and
 //! asked again after a minute), so the list still shows every plan.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::Billing;
+use super::checkout::Billing;
+use super::price_cache::PlanPrice;
+use super::settings::PlanChoice;
 use crate::accounts::{BillingFrequency, Plan};
 
 /// How long prices read from Stripe are kept.
@@ -17,36 +19,6 @@ const KEPT: Duration = Duration::from_secs(600);
 const KEPT_INCOMPLETE: Duration = Duration::from_secs(60);
 /// How long one price is waited for.
 const ASK_FOR: Duration = Duration::from_secs(5);
-
-/// The price of a paid plan at one billing frequency.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanPrice {
-    pub plan: Plan,
-    pub frequency: BillingFrequency,
-    /// In the currency's smallest unit (cents for `usd`).
-    pub amount: i64,
-    /// ISO 4217, lower case as Stripe writes it.
-    pub currency: String,
-}
-
-/// The prices last read and when.
-#[derive(Debug, Default)]
-pub(super) struct PriceCache {
-    kept: Mutex<Option<(Instant, Duration, Arc<Vec<PlanPrice>>)>>,
-}
-
-impl PriceCache {
-    fn fresh(&self) -> Option<Arc<Vec<PlanPrice>>> {
-        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.as_ref()
-            .filter(|(at, ttl, _)| at.elapsed() < *ttl)
-            .map(|(_, _, prices)| prices.clone())
-    }
-
-    fn keep(&self, prices: Arc<Vec<PlanPrice>>, ttl: Duration) {
-        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), ttl, prices));
-    }
-}
 
 impl Billing {
     /// The paid plans' prices (see the module documentation).
@@ -57,10 +29,7 @@ impl Billing {
         // The four at once, each given a few seconds: a slow Stripe delays
         // the list by one timeout, not four.
         let read = |plan, frequency| async move {
-            let id = self
-                .settings
-                .prices
-                .price(super::PlanChoice { plan, frequency });
+            let id = self.settings.prices.price(PlanChoice { plan, frequency });
             let read = tokio::time::timeout(ASK_FOR, self.stripe.retrieve_price(id)).await;
             (plan, frequency, id, read)
         };

@@ -11,7 +11,9 @@
 
 use serde_json::Value;
 
-use super::{Billing, BillingError, PlanChoice};
+use super::checkout::{apply, blocking, Billing};
+use super::error::BillingError;
+use super::settings::PlanChoice;
 use crate::accounts::actor::BillingChange;
 use crate::accounts::registry::AccountDesk;
 use crate::accounts::{Activation, Applied, SubscriptionUpdate};
@@ -95,7 +97,7 @@ impl Billing {
         };
         let accounts = desk.accounts.clone();
         let event_id = id.to_string();
-        if super::blocking(move || accounts.event_applied(&event_id)).await? {
+        if blocking(move || accounts.event_applied(&event_id)).await? {
             return Ok(outcome("duplicate"));
         }
         let applied = match kind {
@@ -135,7 +137,7 @@ impl Billing {
             .or_else(|| str_at(object, &["metadata", "user_id"]))
             .map(str::to_string);
         let accounts = desk.accounts.clone();
-        super::blocking(move || {
+        blocking(move || {
             if let Some(user) = customer
                 .as_deref()
                 .map(|c| accounts.user_for_customer(c))
@@ -159,7 +161,7 @@ impl Billing {
         tracing::info!(event_id, why, "stripe event ignored");
         let accounts = desk.accounts.clone();
         let id = event_id.to_string();
-        super::blocking(move || accounts.ignore_event(&id)).await?;
+        blocking(move || accounts.ignore_event(&id)).await?;
         Ok(None)
     }
 
@@ -204,7 +206,7 @@ impl Billing {
             frequency: choice.frequency,
         };
         let change = BillingChange::Activate(activation);
-        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
+        let applied = apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -242,7 +244,7 @@ impl Billing {
             current_period_end: period_end,
         };
         let change = BillingChange::Update(update);
-        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
+        let applied = apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -261,7 +263,7 @@ impl Billing {
         let change = BillingChange::End {
             subscription_id: sub_id,
         };
-        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
+        let applied = apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -292,7 +294,7 @@ impl Billing {
             period_start: start,
             period_end: end,
         };
-        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
+        let applied = apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -307,7 +309,7 @@ impl Billing {
         };
         let retry = int_at(invoice, &["next_payment_attempt"]).map(secs_to_ms);
         let change = BillingChange::PaymentFailed { retry_at: retry };
-        let applied = super::apply(desk, &user, change, Some(event_id)).await?;
+        let applied = apply(desk, &user, change, Some(event_id)).await?;
         Ok(Some(applied))
     }
 
@@ -321,7 +323,7 @@ impl Billing {
     ) -> Result<Option<PlanChoice>, BillingError> {
         let accounts = desk.accounts.clone();
         let id = session_id.to_string();
-        if let Some(record) = super::blocking(move || accounts.checkout_record(&id)).await? {
+        if let Some(record) = blocking(move || accounts.checkout_record(&id)).await? {
             return Ok(Some(PlanChoice {
                 plan: record.plan,
                 frequency: record.frequency,

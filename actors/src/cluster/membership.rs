@@ -14,8 +14,8 @@ use ractor_cluster::RactorClusterMessage;
 
 use super::dialer::{DialerMsg, DIALER};
 use super::heartbeat::{now_ms, Heartbeat, Load};
+use super::settings::ClusterSettings;
 use super::view::View;
-use super::ClusterSettings;
 
 /// The process group every node's membership actor joins.
 pub const GROUP: &str = "clipforge.membership";

@@ -23,6 +23,8 @@ use ractor_cluster::RactorClusterMessage;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+use super::replies::Pending;
+pub use super::replies::{Replies, WireHead};
 use super::wire::Wire;
 use super::Cluster;
 use crate::tasks::AbortOnDrop;
@@ -61,12 +63,6 @@ pub struct WireRequest {
     pub headers: Vec<(String, String)>,
     /// The node the request came in on.
     pub from: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct WireHead {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
 }
 
 #[derive(RactorClusterMessage)]
@@ -350,28 +346,6 @@ async fn find_router(node: &str) -> Option<ActorRef<ReplyMsg>> {
 }
 
 // ------------------------------------------------------------- calling side
-
-/// A forwarded request waiting for (the rest of) its response.
-struct Pending {
-    owner: String,
-    /// The owner's relay the request went to: if it is not in the relay
-    /// group any more (it failed and was restarted) the request is lost.
-    relay: ractor::ActorId,
-    head: Option<oneshot::Sender<WireHead>>,
-    body: mpsc::UnboundedSender<Vec<u8>>,
-    started: Instant,
-}
-
-/// This node's forwarded requests by id, shared by [`Cluster::forward`]
-/// (which adds them) and the [`ReplyRouter`] (which answers them).
-#[derive(Default)]
-pub struct Replies(Mutex<HashMap<String, Pending>>);
-
-impl Replies {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Asks `owner`'s relay to stop streaming request `id` of this node.
 fn cancel_at(owner: &str, node: &str, id: &str) {

@@ -108,6 +108,9 @@ pub struct Decode<'a> {
     pub no_repeat: usize,
 }
 
+/// One window's probability for every language the model knows (ISO codes).
+pub(crate) type WindowLanguages = Vec<(String, f32)>;
+
 /// The language a batch was decoded in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Detected {
@@ -333,7 +336,7 @@ impl WhisperModel {
         batch: usize,
         joined: &'b mut Vec<f32>,
         detect: bool,
-    ) -> Result<(StorageView<'b>, Vec<language::WindowLanguages>)> {
+    ) -> Result<(StorageView<'b>, Vec<WindowLanguages>)> {
         let per_window = self.n_mels * WINDOW_FRAMES;
         let mut languages = Vec::new();
         if batch <= ENCODE_CHUNK {

@@ -11,13 +11,14 @@ use ractor::ActorRef;
 use tokio::sync::Semaphore;
 
 use super::crypto::TokenCipher;
+use super::error::{PublishError, Result};
 use super::host::PostHost;
 use super::post::{self, PostRecord, PostStatus, Progress};
+use super::provider::Provider;
 use super::schedule_actor::ScheduleMsg;
 use super::schedules::Live;
-use super::{Provider, PublishError, PublishSettings, Result};
+use super::settings::PublishSettings;
 use crate::accounts::now_ms;
-use crate::housekeeping::Periodic;
 use crate::projects::records::{self as records, ClipRecord};
 use crate::storage::kv;
 use crate::webhooks::Subject;
@@ -68,10 +69,9 @@ pub struct BulkRequest<'a> {
 }
 
 impl Publishing {
-    /// Creates the engine, starts the `scheduler` branch and re-arms every
-    /// unfinished post: one `ScheduleActor` each, holding its timer (posts
-    /// whose time passed while the node was down fire at once).
-    pub async fn start(
+    /// The engine, before its `scheduler` branch runs
+    /// ([`Publishing::start`] in `supervision.rs` starts it).
+    pub(super) fn new(
         host: PostHost,
         settings: PublishSettings,
         cipher: TokenCipher,
@@ -93,26 +93,7 @@ impl Publishing {
             token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             fences: Mutex::default(),
         });
-        super::supervision::start(&this).await?;
-        this.rearm_all().await?;
         Ok(this)
-    }
-
-    /// The periodic token work, for the node's `housekeeping` branch:
-    /// every `refresh_every`, the tokens expiring within the margin are
-    /// refreshed and expired OAuth states removed.
-    pub fn token_refresh(self: &Arc<Self>) -> Periodic {
-        let p = self.clone();
-        Periodic::new_async(TOKEN_REFRESH, self.settings.refresh_every, move || {
-            let p = p.clone();
-            async move {
-                p.refresh_expiring().await;
-                let _ = p
-                    .host
-                    .blocking(|kv| kv.apply(super::integrations::expired_state_ops(kv)?))
-                    .await;
-            }
-        })
     }
 
     /// Arms the post's timer for `at` (ms): re-arms its actor, or starts
@@ -551,6 +532,28 @@ impl Publishing {
                 self.live.stop(&p.id);
             })
         }))
+    }
+
+    /// Cancels every pending post of the user's project `project_id` (the
+    /// project is being deleted); returns how many. Posts already
+    /// publishing or finished are left as they are.
+    pub async fn cancel_project_posts(
+        self: &Arc<Self>,
+        user_id: &str,
+        project_id: &str,
+    ) -> Result<usize> {
+        let uid = user_id.to_string();
+        let all = self
+            .host
+            .blocking(move |kv| post::all_of_user(kv, &uid))
+            .await?;
+        let mut cancelled = 0;
+        for post in all.iter().filter(|p| p.project_id == project_id) {
+            if let Some(Ok(())) = self.remove_if_pending(&post.id).await? {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
     }
 
     /// Fails a pending post with `reason` (e.g. its account was disconnected).

@@ -4,7 +4,9 @@
 
 use super::{Publishing, MAX_AHEAD_MS};
 use crate::accounts::now_ms;
-use crate::posts::{parse_utc, Provider, PublishError, Result};
+use crate::accounts::parse_utc;
+use crate::posts::error::{PublishError, Result};
+use crate::posts::provider::Provider;
 
 impl Publishing {
     pub(super) fn parse_time(&self, field: &str, s: Option<&str>) -> Result<i64> {

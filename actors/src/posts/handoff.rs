@@ -8,7 +8,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{post, Publishing, Result};
+use super::engine::Publishing;
+use super::error::Result;
+use super::post;
 use crate::cluster::Role;
 
 impl Publishing {

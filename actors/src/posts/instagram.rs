@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::engine::Publishing;
 use super::http::{send_json, PubError, PubResult};
 use super::post::{PostRecord, Progress};
-use super::Publishing;
 use crate::projects::records::ClipRecord;
 
 fn url(p: &Publishing, path: &str) -> String {

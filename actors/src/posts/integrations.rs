@@ -5,14 +5,19 @@
 //! | `integrations` | `user/provider` | [`IntegrationRecord`], tokens AES-GCM encrypted |
 //! | `oauth_states` | state | [`OAuthState`]: who started the flow (account and session), PKCE verifier; single use, 10 min |
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::engine::Publishing;
+use super::error::{PublishError, Result};
 use super::http::PubError;
 use super::oauth::{self, TokenSet};
 use super::post::{self, PostStatus};
-use super::{Provider, PublishError, Publishing, Result};
+use super::provider::Provider;
 use crate::accounts::{iso8601, now_ms};
+use crate::housekeeping::Periodic;
 use crate::storage::kv::{self, KvOp};
 
 pub const INTEGRATIONS: &str = "integrations";
@@ -90,6 +95,24 @@ fn session_digest(token: &str) -> String {
 }
 
 impl Publishing {
+    /// The periodic token work, for the node's `housekeeping` branch:
+    /// every `refresh_every`, the tokens expiring within the margin are
+    /// refreshed and expired OAuth states removed.
+    pub fn token_refresh(self: &Arc<Self>) -> Periodic {
+        let p = self.clone();
+        Periodic::new_async(
+            super::engine::TOKEN_REFRESH,
+            self.settings.refresh_every,
+            move || {
+                let p = p.clone();
+                async move {
+                    p.refresh_expiring().await;
+                    let _ = p.host.blocking(|kv| kv.apply(expired_state_ops(kv)?)).await;
+                }
+            },
+        )
+    }
+
     fn ensure_configured(&self, p: Provider) -> Result<()> {
         if self.settings.provider(p).configured() {
             Ok(())

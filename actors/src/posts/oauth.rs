@@ -14,7 +14,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use super::http::{send_json, PubError, PubResult};
-use super::{Provider, ProviderSettings, PublishSettings};
+use super::provider::Provider;
+use super::settings::{ProviderSettings, PublishSettings};
 
 /// Tokens as a platform returns them.
 #[derive(Debug, Clone, Default)]

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::Provider;
+use super::provider::Provider;
 use crate::accounts::{iso8601, NotificationKind, Said};
 use crate::storage::kv::{self, KvOp, KvStore};
 
@@ -305,26 +305,5 @@ pub(crate) fn outcome_notification(
             ))
         }
         _ => None,
-    }
-}
-
-impl super::Publishing {
-    /// Cancels every pending post of the user's project `project_id` (the
-    /// project is being deleted); returns how many. Posts already
-    /// publishing or finished are left as they are.
-    pub async fn cancel_project_posts(
-        self: &std::sync::Arc<Self>,
-        user_id: &str,
-        project_id: &str,
-    ) -> super::Result<usize> {
-        let uid = user_id.to_string();
-        let all = self.host.blocking(move |kv| all_of_user(kv, &uid)).await?;
-        let mut cancelled = 0;
-        for post in all.iter().filter(|p| p.project_id == project_id) {
-            if let Some(Ok(())) = self.remove_if_pending(&post.id).await? {
-                cancelled += 1;
-            }
-        }
-        Ok(cancelled)
     }
 }

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::engine::Publishing;
 use super::http::{backoff, PubError, PubResult};
 use super::post::{PostRecord, PostStatus};
+use super::provider::Provider;
 use super::schedule_actor::{Step, Steps};
-use super::{instagram, tiktok, youtube, Provider, Publishing};
+use super::{instagram, tiktok, youtube};
 use crate::accounts::now_ms;
 use crate::projects::records::ClipRecord;
 use crate::tasks::AbortOnDrop;

@@ -1,16 +1,36 @@
-//! How the `scheduler` branch of the supervision tree (`crate::supervisor`)
-//! restarts schedule actors.
+//! How publishing starts: the `scheduler` branch of the supervision tree
+//! (`crate::supervisor`) first, then the schedule actors it restarts.
 
 use std::sync::{Arc, Weak};
 
 use ractor::ActorCell;
 
+use super::crypto::TokenCipher;
 use super::engine::Publishing;
+use super::error::Result;
+use super::host::PostHost;
+use super::settings::PublishSettings;
 use crate::supervisor::{policy, Children, SupervisionError};
+
+impl Publishing {
+    /// Creates the engine, starts the `scheduler` branch and re-arms every
+    /// unfinished post: one `ScheduleActor` each, holding its timer (posts
+    /// whose time passed while the node was down fire at once).
+    pub async fn start(
+        host: PostHost,
+        settings: PublishSettings,
+        cipher: TokenCipher,
+    ) -> Result<Arc<Self>> {
+        let this = Self::new(host, settings, cipher)?;
+        start(&this).await?;
+        this.rearm_all().await?;
+        Ok(this)
+    }
+}
 
 /// Starts the `scheduler` branch under the node supervisor (which must
 /// run: a schedule actor is never spawned unsupervised).
-pub(crate) async fn start(publishing: &Arc<Publishing>) -> Result<(), SupervisionError> {
+async fn start(publishing: &Arc<Publishing>) -> std::result::Result<(), SupervisionError> {
     let tree = publishing.host.tree.clone();
     let children = Arc::new(ScheduleChildren(Arc::downgrade(publishing)));
     tree.start_branch(&tree.scheduler, policy::POST, policy::SCHEDULER, children)

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::engine::Publishing;
 use super::http::{send_json, send_ok, PubError, PubResult};
 use super::post::{PostRecord, Progress};
-use super::Publishing;
 use crate::projects::records::ClipRecord;
 
 fn api(p: &Publishing, path: &str) -> String {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::engine::Publishing;
 use super::http::{classify, send, send_ok, PubError, PubResult};
 use super::post::{PostRecord, Progress};
-use super::Publishing;
 use crate::projects::records::ClipRecord;
 
 enum Session {

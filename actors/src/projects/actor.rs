@@ -9,37 +9,47 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
 use super::clustered::StageParent;
 use super::domain::Projects;
 use super::events::ProjectEventBody;
+pub use super::messages::ProjectMsg;
 use super::records::{now_ms, ProjectRecord, ProjectState};
 use super::stages::{Progress, Stage, StageError};
 use super::work::{self, CaptionResult};
 use crate::mailbox::{ActorMeta, Tracked};
 
-pub enum ProjectMsg {
-    /// Take the project's lease (clustered), then start.
-    Acquire,
-    /// Renew the lease; stop when it is lost.
-    Renew,
-    /// Start (or resume) processing.
-    Start,
-    /// A worker slot was granted.
-    SlotGranted(tokio::sync::OwnedSemaphorePermit),
-    Progress(Stage, u8),
-    /// The stage actor finished.
-    StageDone(Stage, Result<Option<CaptionResult>, StageError>),
-    /// Run `stage` again (after a backoff).
-    Retry(Stage),
-    /// Cancel processing; replies once everything is stopped and released.
-    Cancel(RpcReplyPort<()>),
+impl Projects {
+    /// Starts (or resumes) processing of a stored project, supervised by
+    /// the tree's `projects` branch.
+    /// Starting a project that already runs here (a hand-off racing its
+    /// creation) does nothing.
+    pub async fn start_project(
+        self: &Arc<Self>,
+        project: ProjectRecord,
+    ) -> Result<(), crate::supervisor::SupervisionError> {
+        let id = project.id.clone();
+        if self.project_actor(&id).is_some() {
+            return Ok(());
+        }
+        let meta = ActorMeta::new();
+        let name = Some(format!("project:{id}"));
+        let args = (self.clone(), project, meta.clone());
+        let sup = self.tree.projects.supervisor().await?;
+        let (actor, _) = match Actor::spawn_linked(name, ProjectActor, args, sup).await {
+            Ok(spawned) => spawned,
+            Err(ractor::SpawnErr::ActorAlreadyRegistered(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        self.projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Tracked::new(actor, meta));
+        Ok(())
+    }
 }
-
-// Local only: with ractor's `cluster` feature, messages opt in explicitly.
-impl ractor::Message for ProjectMsg {}
 
 pub struct ProjectActor;
 

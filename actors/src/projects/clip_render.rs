@@ -10,20 +10,20 @@
 //! version: a failed, panicked or interrupted render leaves the previous
 //! one current and says why on the clip.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::domain::Projects;
+use super::renders::Batch;
+pub use super::renders::RenderJob;
 use crate::accounts::AccountError;
 use crate::projects::clip_history::{ClipEdits, ClipRender, ClipVersion};
 use crate::projects::edit;
 use crate::projects::edit_kit::{self, KitError};
 use crate::projects::events::{ProjectEventBody, RenderEvent};
 use crate::projects::records::{now_ms, ClipRecord, ProjectRecord};
-use crate::projects::reframe::manual::ManualSpan;
 use crate::projects::stages::caption::{self, CaptionOptions};
 use crate::projects::stages::cut::ClipPlan;
 use crate::projects::stages::{Progress, StageCtx, StageError};
@@ -69,39 +69,9 @@ pub enum RenderError {
     Restarted,
 }
 
-/// What a new version is made of.
-#[derive(Clone, Debug)]
-pub struct RenderJob {
-    pub version: u32,
-    pub title: String,
-    pub start: f64,
-    pub end: f64,
-    pub edits: ClipEdits,
-    /// Spans framed by hand (source seconds); `None`: the current
-    /// version's.
-    pub reframe: Option<Vec<ManualSpan>>,
-}
-
 /// True when a `rendering` render is too old to be running.
 pub fn stale(r: &ClipRender) -> bool {
     now_ms() - r.started_at > STALE_MS
-}
-
-/// Renders running or waiting on this node: per account, and the
-/// renders each live batch actor has not finished, by actor name.
-#[derive(Default)]
-pub struct Renders {
-    counts: Mutex<HashMap<String, usize>>,
-    batches: Mutex<HashMap<String, Batch>>,
-    named: AtomicU64,
-}
-
-/// A batch's project and the renders it has not finished (the first is
-/// the one running).
-#[derive(Clone)]
-struct Batch {
-    project: ProjectRecord,
-    pending: Arc<Mutex<VecDeque<(ClipRecord, RenderJob)>>>,
 }
 
 /// One of an account's `renders_per_account` render slots, given back

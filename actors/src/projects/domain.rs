@@ -10,22 +10,20 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use ractor::Actor;
 use tokio::sync::Semaphore;
 
 use super::accounting::Accounting;
-use super::actor::{ProjectActor, ProjectMsg};
-use super::clip_render;
 use super::clustered::Clustered;
 use super::error::RunResult;
 use super::events::{event_op, EventHub, ProjectEvent, ProjectEventBody};
 use super::export::stored::{ExportError, ExportFile, ExportFrom, ExportRequest};
-use super::listings;
+use super::messages::ProjectMsg;
 use super::records::{self, ClipRecord, ProjectRecord, ProjectState};
+use super::renders::Renders;
 use super::work::{StageHost, StageKnobs};
 use crate::accounts::actor::Notice;
 use crate::accounts::{NotificationKind, Said};
-use crate::mailbox::{ActorMeta, Tracked};
+use crate::mailbox::Tracked;
 use crate::media::whisper::ModelOptions;
 use crate::metrics::Metrics;
 use crate::storage::kv::{self, KvOp, KvStore};
@@ -86,13 +84,19 @@ pub struct Projects {
     /// The node's supervision tree (its `projects` branch).
     pub(super) tree: Arc<Tree>,
     /// Clip renders per account on this node (`clip_render`).
-    pub(super) renders: clip_render::Renders,
-    projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
+    pub(super) renders: Renders,
+    pub(super) projects: Mutex<HashMap<String, Tracked<ProjectMsg>>>,
     /// Per user: the project count (counting keys is O(n)) and rendered
     /// listing pages; dropped whenever one of the user's projects changes.
-    pub(super) listings: Mutex<HashMap<String, listings::Listing>>,
+    pub(super) listings: Mutex<HashMap<String, Listing>>,
     /// Bumped on every change, so nothing read meanwhile is cached.
     pub(super) listings_gen: std::sync::atomic::AtomicU64,
+}
+
+/// A user's cached listing: total and rendered pages by (skip, take).
+pub(super) struct Listing {
+    pub(super) total: usize,
+    pub(super) pages: HashMap<(usize, usize), bytes::Bytes>,
 }
 
 impl Projects {
@@ -167,34 +171,6 @@ impl Projects {
         f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
     ) -> kv::Result<T> {
         kv::blocking(&self.kv, f).await
-    }
-
-    /// Starts (or resumes) processing of a stored project, supervised by
-    /// the tree's `projects` branch.
-    /// Starting a project that already runs here (a hand-off racing its
-    /// creation) does nothing.
-    pub async fn start_project(
-        self: &Arc<Self>,
-        project: ProjectRecord,
-    ) -> Result<(), crate::supervisor::SupervisionError> {
-        let id = project.id.clone();
-        if self.project_actor(&id).is_some() {
-            return Ok(());
-        }
-        let meta = ActorMeta::new();
-        let name = Some(format!("project:{id}"));
-        let args = (self.clone(), project, meta.clone());
-        let sup = self.tree.projects.supervisor().await?;
-        let (actor, _) = match Actor::spawn_linked(name, ProjectActor, args, sup).await {
-            Ok(spawned) => spawned,
-            Err(ractor::SpawnErr::ActorAlreadyRegistered(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        self.projects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, Tracked::new(actor, meta));
-        Ok(())
     }
 
     /// Forgets the project's actor if it is still `actor` (a failed one).

@@ -4,15 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::domain::Projects;
+use super::domain::{Listing, Projects};
 use crate::projects::records::{self, ProjectRecord};
 use crate::storage::kv;
-
-/// A user's cached listing: total and rendered pages by (skip, take).
-pub(super) struct Listing {
-    total: usize,
-    pages: HashMap<(usize, usize), bytes::Bytes>,
-}
 
 impl Projects {
     /// A rendered page of the user's listing (`skip`, `take`), cached until

@@ -6,7 +6,7 @@
 //! [`get_value`], which encode with bincode 2 in its serde mode behind a
 //! schema-version header ([`Record`], `storage/record.rs`).
 //!
-//! [`kv_conformance`] is the behaviour every implementation must show; the
+//! [`kv_conformance`](super::kv_conformance) is the behaviour every implementation must show; the
 //! unit tests run it against both stores and other crates may run it against
 //! their own.
 
@@ -16,42 +16,10 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+pub use super::batch::KvOp;
 pub use super::error::{Result, StorageError};
 pub use super::record::{decode, decode_payload, encode, Record};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
-
-/// One write of a batch given to [`KvStore::apply`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KvOp {
-    Put {
-        tree: String,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        tree: String,
-        key: Vec<u8>,
-    },
-    /// A precondition, not a write: the batch is applied only if `key`
-    /// holds `value` (`None`: is absent) when it commits, checked before
-    /// any of the batch's writes; otherwise nothing is written and
-    /// [`KvStore::apply`] fails with [`StorageError::Conflict`]. This is
-    /// how a writer makes a change conditional on a version it read
-    /// (optimistic concurrency) or on a key being still free.
-    Expect {
-        tree: String,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    },
-}
-
-impl KvOp {
-    pub(crate) fn tree(&self) -> &str {
-        match self {
-            KvOp::Put { tree, .. } | KvOp::Delete { tree, .. } | KvOp::Expect { tree, .. } => tree,
-        }
-    }
-}
 
 /// The message of a failed [`KvOp::Expect`].
 pub(crate) fn unmet(tree: &str, key: &[u8], expected: Option<&[u8]>) -> String {
@@ -524,8 +492,6 @@ pub fn get_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8]) -> Result<
         Err(other) => Err(other),
     }
 }
-
-pub use super::kv_conformance::kv_conformance;
 
 #[cfg(test)]
 #[path = "kv_tests.rs"]

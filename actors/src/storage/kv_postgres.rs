@@ -42,6 +42,20 @@ mod leases;
 mod pool;
 use pool::{describe, Conn, Failure, Inner};
 
+/// The leases table (`kv_postgres_leases.rs`).
+const LEASES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS clipforge_leases (\
+     ns text COLLATE \"C\" NOT NULL, \
+     key text COLLATE \"C\" NOT NULL, \
+     holder text NOT NULL, \
+     token bigint NOT NULL, \
+     expires_at timestamptz NOT NULL, \
+     PRIMARY KEY (ns, key))";
+
+/// The lease is still current: same holder and token, not expired.
+const LEASE_CHECK: &str = "SELECT token FROM clipforge_leases \
+     WHERE ns = $1 AND key = $2 AND holder = $3 AND token = $4 \
+     AND expires_at > clock_timestamp() FOR SHARE";
+
 /// The table every namespace shares.
 pub const TABLE: &str = "clipforge_kv";
 
@@ -180,7 +194,7 @@ impl PostgresStore {
             |conn| async move {
                 let sql = format!(
                     "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA}; {}; COMMIT",
-                    leases::SCHEMA
+                    LEASES_SCHEMA
                 );
                 let r = conn
                     .client
@@ -357,7 +371,7 @@ async fn apply_batch(
     let delete = conn.statement(DELETE).await?;
     let lock = conn.statement(LOCK).await?;
     let check = match fence {
-        Some(_) => Some(conn.statement(leases::CHECK).await?),
+        Some(_) => Some(conn.statement(LEASE_CHECK).await?),
         None => None,
     };
     let tx = conn.client.transaction().await.map_err(Failure::Query)?;

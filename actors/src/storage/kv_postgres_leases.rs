@@ -8,7 +8,8 @@
 //!                   expires_at timestamptz, primary key (ns, key))
 //! ```
 //!
-//! A released lease keeps its row (expired), so the next acquisition
+//! The table's schema and the fence check are in `kv_postgres.rs`, which
+//! runs them. A released lease keeps its row (expired), so the next acquisition
 //! continues its token sequence.
 
 use std::sync::Arc;
@@ -18,14 +19,6 @@ use super::{apply_batch, fetch, write_one, PostgresStore};
 use crate::storage::error::Result;
 use crate::storage::kv::KvOp;
 use crate::storage::leases::{Fence, Leases};
-
-pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS clipforge_leases (\
-     ns text COLLATE \"C\" NOT NULL, \
-     key text COLLATE \"C\" NOT NULL, \
-     holder text NOT NULL, \
-     token bigint NOT NULL, \
-     expires_at timestamptz NOT NULL, \
-     PRIMARY KEY (ns, key))";
 
 /// Free (never taken, released, expired) or already the holder's: take it
 /// with the next token.
@@ -41,11 +34,6 @@ const RENEW: &str = "UPDATE clipforge_leases \
      AND expires_at > clock_timestamp() RETURNING token";
 const RELEASE: &str = "UPDATE clipforge_leases SET expires_at = '-infinity' \
      WHERE ns = $1 AND key = $2 AND holder = $3 AND token = $4";
-/// The lease is still current: same holder and token, not expired.
-pub(super) const CHECK: &str = "SELECT token FROM clipforge_leases \
-     WHERE ns = $1 AND key = $2 AND holder = $3 AND token = $4 \
-     AND expires_at > clock_timestamp() FOR SHARE";
-
 fn millis(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
 }

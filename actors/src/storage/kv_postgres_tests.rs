@@ -1,7 +1,7 @@
 //! Tests of `kv_postgres` against a real PostgreSQL started for each test.
 
 use super::*;
-use crate::storage::kv::kv_conformance;
+use crate::storage::kv_conformance::kv_conformance;
 
 use clipforge_test_support::postgres::TestPostgres;
 

@@ -1,6 +1,7 @@
 //! Tests of `kv`.
 
 use super::*;
+use crate::storage::kv_conformance::kv_conformance;
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 

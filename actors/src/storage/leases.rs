@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
+use super::batch::KvOp;
 use super::error::Result;
-use super::kv::KvOp;
 
 /// A lease as held: the proof a fenced write presents.
 #[derive(Clone, Debug, PartialEq, Eq)]

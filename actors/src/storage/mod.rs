@@ -7,9 +7,10 @@
 //! and a conformance suite that every backend must pass. Both report
 //! [`kv::StorageError`].
 
+pub mod batch;
 pub mod error;
 pub mod kv;
-mod kv_conformance;
+pub mod kv_conformance;
 pub mod kv_postgres;
 pub mod leases;
 pub mod links;

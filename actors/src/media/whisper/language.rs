@@ -12,12 +12,9 @@
 use anyhow::{anyhow, Result};
 use ct2rs::sys::{Device, StorageView, WhisperOptions};
 
-use super::{Detected, WhisperModel, WINDOW_FRAMES};
+use super::{Detected, WhisperModel, WindowLanguages, WINDOW_FRAMES};
 use crate::media::ct2_backend::copy_f32;
 use crate::media::whisper_guards::avg_logprob;
-
-/// One window's probability for every language the model knows (ISO codes).
-pub(super) type WindowLanguages = Vec<(String, f32)>;
 
 /// Weight of the declared language: the share of the vote it gets before
 /// the windows' votes (which share the rest).

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{one_line, Timeline};
+use super::timeline::{one_line, Timeline};
 
 /// One hour: where the record side starts, as editors expect.
 const RECORD_START_SECS: u64 = 3600;

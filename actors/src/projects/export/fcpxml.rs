@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{one_line, FrameRate, Timeline};
+use super::timeline::{one_line, FrameRate, Timeline};
 
 /// A frame count as FCPXML's rational seconds (`"3003/30000s"`, `"0s"`).
 fn time(rate: FrameRate, frames: u64) -> String {

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::{FrameRate, Timeline};
+use super::timeline::{one_line, FrameRate, Timeline};
 
 fn rt(rate: FrameRate, frames: u64) -> Value {
     json!({
@@ -74,7 +74,7 @@ pub fn to_otio(t: &Timeline) -> String {
         .iter()
         .map(|(c, p)| {
             let mut v = clip(
-                &format!("{}. {}", c.index, super::one_line(&c.title)),
+                &format!("{}. {}", c.index, one_line(&c.title)),
                 range(rate, p.source_in, p.len()),
                 reference.clone(),
             );

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub mod graph;
 pub mod keepout;
 pub mod manual;
+pub mod seen;
 pub mod speaker;
 pub mod tracks;
 
@@ -246,7 +247,7 @@ pub struct Framing {
     /// What the face analysis saw (framings made before it was kept:
     /// `None`), for listing the faces and reframing by hand.
     #[serde(default)]
-    pub seen: Option<manual::SeenFaces>,
+    pub seen: Option<seen::SeenFaces>,
 }
 
 /// The two most present faces when the second is a peer of the first.
@@ -316,7 +317,7 @@ pub async fn frame_clip(
 /// for every layout but those that need to know who talks — `speaker`, and
 /// `auto` with two people of similar size (`None` then).
 pub fn frame_from_seen(
-    seen: &manual::SeenFaces,
+    seen: &seen::SeenFaces,
     offset: f64,
     duration: f64,
     out: (u32, u32),
@@ -434,7 +435,7 @@ fn compose(
         Layout::Single | Layout::Auto => single(decision.reason),
     };
     framing.faces = keepout::face_boxes(analysis, &framing.composition, src, out);
-    framing.seen = Some(manual::SeenFaces::of(analysis));
+    framing.seen = Some(seen::SeenFaces::of(analysis));
     framing
 }
 

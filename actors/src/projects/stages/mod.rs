@@ -11,12 +11,14 @@ pub use crate::stage::{Progress, StageCtx, StageError};
 
 pub mod ahead;
 pub mod boundaries;
+pub mod breakdown;
 pub mod caption;
 pub mod cut;
 pub mod download;
 pub mod fillers;
 pub mod lexicon;
 pub mod phrase;
+pub mod plan;
 pub mod probe;
 pub mod quiet;
 pub mod reasons;

@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use super::cut::ClipPlan;
+use super::plan::ClipPlan;
 use super::StageError;
 use crate::media::audio::PcmStream;
 use crate::media::whisper::SAMPLE_RATE;

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::score::ScoreBreakdown;
+use super::breakdown::ScoreBreakdown;
 
 /// A sub-score counts as a reason to pick a clip from this value up.
 const STRONG: u8 = 60;
