@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 mod cluster;
 pub mod env;
+mod error;
 mod publish;
 mod secret;
 mod security;
@@ -22,6 +23,7 @@ mod storage;
 mod webhooks;
 pub use cluster::ClusterConfig;
 pub use env::EnvVars;
+pub use error::ConfigError;
 pub use publish::PublishConfig;
 pub use secret::Secret;
 pub use security::{IpNet, LimitsConfig, SecurityConfig};
@@ -333,7 +335,7 @@ impl Config {
     /// Defaults, then `file` (when it exists), then the process's
     /// environment, then `flags` (key path → value, e.g.
     /// `("node.data_dir", "/srv/data")`).
-    pub fn load(file: Option<&Path>, flags: &[(&str, Value)]) -> Result<Self, String> {
+    pub fn load(file: Option<&Path>, flags: &[(&str, Value)]) -> Result<Self, ConfigError> {
         Self::layered(file, EnvVars::from_process(), flags)
     }
 
@@ -342,7 +344,7 @@ impl Config {
         file: Option<&Path>,
         env: EnvVars,
         flags: &[(&str, Value)],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfigError> {
         Self::extract(Self::figment(file, env, flags))
     }
 
@@ -361,19 +363,20 @@ impl Config {
 
     /// The typed config from merged layers: numbers and booleans are also
     /// read from strings (environment values), then checked.
-    pub fn extract(f: Figment) -> Result<Self, String> {
-        let cfg: Config = f.extract_lossy().map_err(|e| e.to_string())?;
+    pub fn extract(f: Figment) -> Result<Self, ConfigError> {
+        let cfg: Config = f.extract_lossy().map_err(Box::new)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.storage.validate()?;
         if !["auto", "text", "json"].contains(&self.node.log_format.as_str()) {
             return Err(format!(
                 "node.log_format {:?}: use \"auto\", \"text\" or \"json\"",
                 self.node.log_format
-            ));
+            )
+            .into());
         }
         if self.pipeline.workers == 0 {
             return Err("pipeline.workers must be at least 1".into());
@@ -419,7 +422,7 @@ mod tests {
         for (k, v) in flags {
             f = f.merge((*k, v.clone()));
         }
-        Config::extract(f)
+        Config::extract(f).map_err(|e| e.to_string())
     }
 
     #[test]

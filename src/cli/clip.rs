@@ -97,20 +97,38 @@ fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn load_style(spec: &str) -> Result<CaptionStyle, String> {
+/// Why `--template` names no usable caption style.
+#[derive(Debug, thiserror::Error)]
+enum StyleError {
+    #[error("cannot read template {spec}: {source}")]
+    Read {
+        spec: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("template {spec} is not valid JSON: {source}")]
+    Json {
+        spec: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("unknown template {0:?}: use one of {presets} or a .json file", presets = PRESETS.join(", "))]
+    Unknown(String),
+}
+
+fn load_style(spec: &str) -> Result<CaptionStyle, StyleError> {
     let path = std::path::Path::new(spec);
     if spec.ends_with(".json") || path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read template {spec}: {e}"))?;
-        return CaptionStyle::from_json(&text)
-            .map_err(|e| format!("template {spec} is not valid JSON: {e}"));
+        let text = std::fs::read_to_string(path).map_err(|source| StyleError::Read {
+            spec: spec.to_string(),
+            source,
+        })?;
+        return CaptionStyle::from_json(&text).map_err(|source| StyleError::Json {
+            spec: spec.to_string(),
+            source,
+        });
     }
-    CaptionStyle::preset(spec).ok_or_else(|| {
-        format!(
-            "unknown template {spec:?}: use one of {} or a .json file",
-            PRESETS.join(", ")
-        )
-    })
+    CaptionStyle::preset(spec).ok_or_else(|| StyleError::Unknown(spec.to_string()))
 }
 
 fn parse_size(s: &str) -> Option<(u32, u32)> {

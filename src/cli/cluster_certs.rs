@@ -15,6 +15,44 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
+/// Why `cluster init-certs` wrote no (or not every) file.
+#[derive(Debug, thiserror::Error)]
+enum CertsError {
+    #[error("{0:?}: expected NAME or NAME=HOST[,HOST...] (letters, digits, '-', '_', '.')")]
+    Node(String),
+    /// A file or the directory could not be read or written.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The CA's key is there but its certificate is not.
+    #[error("{} is missing", .0.display())]
+    Missing(PathBuf),
+    #[error("{} exists: remove it to make a new certificate for {name}", path.display())]
+    Exists { path: PathBuf, name: String },
+    /// rcgen refused a key, a host name or a signature (`what` says which).
+    #[error("{what}: {source}")]
+    Certificate {
+        what: String,
+        #[source]
+        source: rcgen::Error,
+    },
+}
+
+fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> CertsError + '_ {
+    move |source| CertsError::File {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn certificate_error(what: impl Into<String>) -> impl FnOnce(rcgen::Error) -> CertsError {
+    let what = what.into();
+    move |source| CertsError::Certificate { what, source }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct InitCertsArgs {
     /// Directory for the files (created when missing).
@@ -30,7 +68,7 @@ pub struct InitCertsArgs {
 }
 
 /// One node of the command line: its name and the hosts its certificate names.
-fn parse_node(arg: &str) -> Result<(String, Vec<String>), String> {
+fn parse_node(arg: &str) -> Result<(String, Vec<String>), CertsError> {
     let (name, hosts) = match arg.split_once('=') {
         Some((n, h)) => (
             n.trim(),
@@ -44,16 +82,14 @@ fn parse_node(arg: &str) -> Result<(String, Vec<String>), String> {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
     };
     if !valid(name) || name.contains(':') || hosts.iter().any(|h| !valid(h)) {
-        return Err(format!(
-            "{arg:?}: expected NAME or NAME=HOST[,HOST...] (letters, digits, '-', '_', '.')"
-        ));
+        return Err(CertsError::Node(arg.to_string()));
     }
     Ok((name.to_string(), hosts))
 }
 
 /// Writes `contents` to a new file (never over an existing one); `secret`
 /// files are readable by their owner only.
-fn write_new(path: &Path, contents: &str, secret: bool) -> Result<(), String> {
+fn write_new(path: &Path, contents: &str, secret: bool) -> Result<(), CertsError> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -61,11 +97,9 @@ fn write_new(path: &Path, contents: &str, secret: bool) -> Result<(), String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(if secret { 0o600 } else { 0o644 });
     }
-    let mut file = options
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = options.open(path).map_err(file_error(path))?;
     file.write_all(contents.as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(file_error(path))
 }
 
 fn validity(params: &mut CertificateParams, days: u32) {
@@ -98,23 +132,23 @@ fn ca_params(days: u32) -> CertificateParams {
 
 /// The CA in `dir`: the one there (its key signs), else a new one
 /// written there.
-fn certificate_authority(dir: &Path, days: u32) -> Result<Issuer<'static, KeyPair>, String> {
+fn certificate_authority(dir: &Path, days: u32) -> Result<Issuer<'static, KeyPair>, CertsError> {
     let (cert_path, key_path) = (dir.join("ca.pem"), dir.join("ca.key"));
     if cert_path.exists() || key_path.exists() {
         if !cert_path.exists() {
-            return Err(format!("{} is missing", cert_path.display()));
+            return Err(CertsError::Missing(cert_path));
         }
-        let pem = std::fs::read_to_string(&key_path)
-            .map_err(|e| format!("{}: {e}", key_path.display()))?;
-        let key = KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", key_path.display()))?;
+        let pem = std::fs::read_to_string(&key_path).map_err(file_error(&key_path))?;
+        let key =
+            KeyPair::from_pem(&pem).map_err(certificate_error(key_path.display().to_string()))?;
         println!("using the CA in {}", cert_path.display());
         return Ok(Issuer::new(ca_params(days), key));
     }
-    let key = KeyPair::generate().map_err(|e| format!("generating the CA key: {e}"))?;
+    let key = KeyPair::generate().map_err(certificate_error("generating the CA key"))?;
     let params = ca_params(days);
     let cert = params
         .self_signed(&key)
-        .map_err(|e| format!("signing the CA: {e}"))?;
+        .map_err(certificate_error("signing the CA"))?;
     write_new(&key_path, &key.serialize_pem(), true)?;
     write_new(&cert_path, &cert.pem(), false)?;
     println!("wrote {} and {}", cert_path.display(), key_path.display());
@@ -127,20 +161,20 @@ fn node_certificate(
     name: &str,
     hosts: Vec<String>,
     days: u32,
-) -> Result<(), String> {
+) -> Result<(), CertsError> {
     let (cert_path, key_path) = (
         dir.join(format!("{name}.pem")),
         dir.join(format!("{name}.key")),
     );
     if cert_path.exists() || key_path.exists() {
-        return Err(format!(
-            "{} exists: remove it to make a new certificate for {name}",
-            cert_path.display()
-        ));
+        return Err(CertsError::Exists {
+            path: cert_path,
+            name: name.to_string(),
+        });
     }
-    let key = KeyPair::generate().map_err(|e| format!("generating {name}'s key: {e}"))?;
-    let mut params =
-        CertificateParams::new(hosts.clone()).map_err(|e| format!("{name}: {hosts:?}: {e}"))?;
+    let key = KeyPair::generate().map_err(certificate_error(format!("generating {name}'s key")))?;
+    let mut params = CertificateParams::new(hosts.clone())
+        .map_err(certificate_error(format!("{name}: {hosts:?}")))?;
     params.distinguished_name.push(DnType::CommonName, name);
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![
@@ -151,7 +185,7 @@ fn node_certificate(
     validity(&mut params, days);
     let cert = params
         .signed_by(&key, ca)
-        .map_err(|e| format!("signing {name}'s certificate: {e}"))?;
+        .map_err(certificate_error(format!("signing {name}'s certificate")))?;
     write_new(&key_path, &key.serialize_pem(), true)?;
     write_new(&cert_path, &cert.pem(), false)?;
     println!(
@@ -163,13 +197,13 @@ fn node_certificate(
     Ok(())
 }
 
-fn init_certs(args: &InitCertsArgs) -> Result<(), String> {
+fn init_certs(args: &InitCertsArgs) -> Result<(), CertsError> {
     let nodes = args
         .nodes
         .iter()
         .map(|n| parse_node(n))
         .collect::<Result<Vec<_>, _>>()?;
-    std::fs::create_dir_all(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    std::fs::create_dir_all(&args.dir).map_err(file_error(&args.dir))?;
     let ca = certificate_authority(&args.dir, args.days)?;
     for (name, hosts) in nodes {
         node_certificate(&args.dir, &ca, &name, hosts, args.days)?;
@@ -211,7 +245,12 @@ mod tests {
             )
         );
         for bad in ["", "a b", "n=", "../x", "n=h/1"] {
-            assert!(parse_node(bad).is_err(), "{bad:?}");
+            let err = parse_node(bad).unwrap_err();
+            assert!(matches!(&err, CertsError::Node(a) if a == bad), "{bad:?}");
+            assert!(
+                err.to_string().contains("expected NAME or NAME=HOST"),
+                "{err}"
+            );
         }
     }
 
@@ -231,9 +270,16 @@ mod tests {
             ..first
         };
         init_certs(&later).unwrap();
+        let again = init_certs(&later).unwrap_err();
         assert!(
-            init_certs(&later).is_err(),
-            "never overwrites a node's files"
+            matches!(&again, CertsError::Exists { name, .. } if name == "b"),
+            "never overwrites a node's files: {again}"
+        );
+        assert!(
+            again
+                .to_string()
+                .ends_with("b.pem exists: remove it to make a new certificate for b"),
+            "{again}"
         );
         let p = |f: &str| dir.path().join(f);
         let tls = |node: &str| {

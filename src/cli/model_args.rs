@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use figment::value::Value;
 
-use crate::config::{Config, PipelineConfig};
+use crate::config::{Config, ConfigError, PipelineConfig};
 
 /// Where the Whisper model lives and how it runs: the `[pipeline]`
 /// settings, layered like the server's (defaults → the config file →
@@ -40,7 +40,7 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     /// The `[pipeline]` settings with these flags on top.
-    pub fn pipeline(&self) -> Result<PipelineConfig, String> {
+    pub fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
         let mut flags: Vec<(&str, Value)> = Vec::new();
         if let Some(d) = &self.model_dir {
             flags.push(("pipeline.model_dir", d.display().to_string().into()));

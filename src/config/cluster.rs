@@ -2,6 +2,7 @@
 //! heartbeats. Off (one node, nothing to set) while `listen_addr` is empty.
 //! Environment: `CLIPFORGE_CLUSTER_<FIELD>`; lists are comma separated.
 
+use super::error::ConfigError;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -87,7 +88,7 @@ impl ClusterConfig {
 
     /// Checks the section; `storage_kv` is `storage.kv` and
     /// `storage_backend` is `storage.backend`.
-    pub fn validate(&self, storage_kv: &str, storage_backend: &str) -> Result<(), String> {
+    pub fn validate(&self, storage_kv: &str, storage_backend: &str) -> Result<(), ConfigError> {
         self.roles()?;
         if !self.enabled() {
             if !self.seeds.is_empty() {
@@ -109,7 +110,8 @@ impl ClusterConfig {
             return Err(format!(
                 "cluster.cookie (CLIPFORGE_CLUSTER_COOKIE) is {length} characters; a cluster \
                  needs a secret of at least {MIN_COOKIE_CHARS} (e.g. `openssl rand -hex 32`)"
-            ));
+            )
+            .into());
         }
         if self.tls
             && [&self.tls_cert, &self.tls_key, &self.tls_ca]
@@ -152,7 +154,7 @@ impl ClusterConfig {
         Ok(())
     }
 
-    fn roles(&self) -> Result<Vec<Role>, String> {
+    fn roles(&self) -> Result<Vec<Role>, ConfigError> {
         if self.roles.is_empty() {
             return Err("cluster.roles: give at least one of api, worker, scheduler".into());
         }
@@ -163,17 +165,17 @@ impl ClusterConfig {
                 None if r.trim() == "data" => Err(
                     "cluster.roles: the \"data\" role is gone: every node reads and writes \
                      the records shared in PostgreSQL; use api, worker, scheduler"
-                        .to_string(),
+                        .into(),
                 ),
-                None => Err(format!(
-                    "cluster.roles: {r:?} is not one of api, worker, scheduler"
-                )),
+                None => {
+                    Err(format!("cluster.roles: {r:?} is not one of api, worker, scheduler").into())
+                }
             })
             .collect()
     }
 
     /// The engine's settings; `None` when clustering is off.
-    pub fn settings(&self, node_name: &str) -> Result<Option<ClusterSettings>, String> {
+    pub fn settings(&self, node_name: &str) -> Result<Option<ClusterSettings>, ConfigError> {
         if !self.enabled() {
             return Ok(None);
         }
@@ -195,14 +197,11 @@ impl ClusterConfig {
             lease: Duration::from_millis(self.lease_ms),
             max_inline: self.max_inline_bytes,
             tls: if self.tls {
-                Some(
-                    clipforge_actors::cluster::ClusterTls::from_pem(
-                        std::path::Path::new(self.tls_cert.trim()),
-                        std::path::Path::new(self.tls_key.trim()),
-                        std::path::Path::new(self.tls_ca.trim()),
-                    )
-                    .map_err(|e| e.to_string())?,
-                )
+                Some(clipforge_actors::cluster::ClusterTls::from_pem(
+                    std::path::Path::new(self.tls_cert.trim()),
+                    std::path::Path::new(self.tls_key.trim()),
+                    std::path::Path::new(self.tls_ca.trim()),
+                )?)
             } else {
                 None
             },
@@ -252,9 +251,9 @@ mod tests {
             ("CLIPFORGE_CLUSTER_TLS", "false"),
         ]);
         assert!(!format!("{c:?}").contains(COOKIE));
-        let err = c.validate("postgres", "local").unwrap_err();
+        let err = c.validate("postgres", "local").unwrap_err().to_string();
         assert!(err.contains("storage.backend = \"s3\""), "{err}");
-        let err = c.validate("sled", "s3").unwrap_err();
+        let err = c.validate("sled", "s3").unwrap_err().to_string();
         assert!(err.contains("storage.kv = \"postgres\""), "{err}");
         c.validate("postgres", "s3").unwrap();
         let s = c.settings("a").unwrap().unwrap();
@@ -292,7 +291,8 @@ mod tests {
         }
         let err = with_env(&[("CLIPFORGE_CLUSTER_ROLES", "api,data")])
             .validate("postgres", "s3")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"data\" role is gone"), "{err}");
         let all = with_env(&[
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
@@ -306,7 +306,8 @@ mod tests {
             ("CLIPFORGE_CLUSTER_COOKIE", COOKIE),
         ])
         .validate("postgres", "s3")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("init-certs") && err.contains("tls = false"),
             "{err}"
@@ -315,7 +316,7 @@ mod tests {
             ("CLIPFORGE_CLUSTER_LISTEN_ADDR", "127.0.0.1:7070"),
             ("CLIPFORGE_CLUSTER_COOKIE", &COOKIE[1..]),
         ]);
-        let err = short.validate("postgres", "s3").unwrap_err();
+        let err = short.validate("postgres", "s3").unwrap_err().to_string();
         assert!(
             err.contains("31 characters") && err.contains("at least 32"),
             "{err}"

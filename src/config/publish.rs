@@ -2,6 +2,7 @@
 //! and base URLs. Environment: `CLIPFORGE_PUBLISH_<FIELD>` and
 //! `CLIPFORGE_PUBLISH_<PLATFORM>_<FIELD>`, e.g. `CLIPFORGE_PUBLISH_TIKTOK_CLIENT_ID`.
 
+use super::error::ConfigError;
 use std::time::Duration;
 
 use clipforge_actors::posts::{ProviderSettings, PublishSettings};
@@ -115,7 +116,7 @@ impl PublishConfig {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !["public", "unlisted", "private"].contains(&self.youtube_privacy.as_str()) {
             return Err("publish.youtube_privacy: use public, unlisted or private".into());
         }

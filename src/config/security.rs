@@ -3,6 +3,7 @@
 //! `CLIPFORGE_SECURITY_<FIELD>` and `CLIPFORGE_LIMITS_<FIELD>`; lists are
 //! comma separated, e.g. `CLIPFORGE_SECURITY_TRUSTED_PROXIES=10.0.0.0/8`.
 
+use super::error::ConfigError;
 use std::net::IpAddr;
 
 use serde::Deserialize;
@@ -111,7 +112,7 @@ pub struct IpNet {
 }
 
 impl IpNet {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, ConfigError> {
         let s = s.trim();
         let (a, p) = s.split_once('/').unwrap_or((s, ""));
         let addr: IpAddr = a
@@ -149,14 +150,17 @@ impl IpNet {
 }
 
 impl SecurityConfig {
-    pub fn proxies(&self) -> Result<Vec<IpNet>, String> {
+    pub fn proxies(&self) -> Result<Vec<IpNet>, ConfigError> {
         self.trusted_proxies
             .iter()
-            .map(|s| IpNet::parse(s).map_err(|e| format!("security.trusted_proxies: {e}")))
+            .map(|s| {
+                IpNet::parse(s)
+                    .map_err(|e| ConfigError::from(format!("security.trusted_proxies: {e}")))
+            })
             .collect()
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.proxies()?;
         for o in &self.cors_origins {
             let ok = (o.starts_with("https://") || o.starts_with("http://"))
@@ -165,7 +169,7 @@ impl SecurityConfig {
             if !ok {
                 return Err(format!(
                     "security.cors_origins: {o:?} must be an exact origin such as https://app.example.com (no wildcard, no path)"
-                ));
+                ).into());
             }
         }
         Ok(())
@@ -221,7 +225,9 @@ mod tests {
         assert_eq!(cfg.limits.sign_in_per_ip, 7);
         assert_eq!(cfg.security.proxies().unwrap().len(), 2);
         let bad = vec![("CLIPFORGE_LIMITS_JSON_BODY_KB", "lots")];
-        let err = Config::layered(Some(file), bad.into(), &[]).unwrap_err();
+        let err = Config::layered(Some(file), bad.into(), &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("CLIPFORGE_LIMITS_JSON_BODY_KB"), "{err}");
     }
 

@@ -2,6 +2,7 @@
 //! media (object storage: local files or S3) are kept.
 //! Environment: `CLIPFORGE_STORAGE_<FIELD>`.
 
+use super::error::ConfigError;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -61,7 +62,7 @@ impl Default for StorageConfig {
 }
 
 impl StorageConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match self.kv.as_str() {
             "sled" => {}
             "postgres" if self.postgres_url.expose().trim().is_empty() => {
@@ -77,18 +78,14 @@ impl StorageConfig {
             }
             "postgres" => {}
             other => {
-                return Err(format!(
-                    "storage.kv {other:?}: use \"sled\" or \"postgres\""
-                ))
+                return Err(format!("storage.kv {other:?}: use \"sled\" or \"postgres\"").into())
             }
         }
         match self.backend.as_str() {
             "local" => Ok(()),
             "s3" if !self.s3_bucket.is_empty() => Ok(()),
             "s3" => Err("storage.s3_bucket is required with the s3 backend".into()),
-            other => Err(format!(
-                "storage.backend {other:?}: use \"local\" or \"s3\""
-            )),
+            other => Err(format!("storage.backend {other:?}: use \"local\" or \"s3\"").into()),
         }
     }
 }
@@ -109,7 +106,8 @@ mod tests {
 
         let err = with_env(&[("CLIPFORGE_STORAGE_KV", "postgres")])
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("CLIPFORGE_STORAGE_POSTGRES_URL"), "{err}");
         let s = with_env(&[
             ("CLIPFORGE_STORAGE_KV", "postgres"),
@@ -125,7 +123,8 @@ mod tests {
 
         let err = with_env(&[("CLIPFORGE_STORAGE_KV", "mysql")])
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"sled\" or \"postgres\""), "{err}");
         let from_file: crate::config::Config =
             toml::from_str("[storage]\nkv = \"postgres\"\npostgres_url = \"postgres://u:p@h/d\"\n")

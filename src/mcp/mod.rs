@@ -37,6 +37,28 @@ pub enum Backend {
     },
 }
 
+/// Why a tool call reached no answer from the API.
+#[derive(Debug, thiserror::Error)]
+enum SendError {
+    #[error("no HTTP request behind this call")]
+    NoRequest,
+    #[error("the server is starting")]
+    Starting,
+    #[error("{0}")]
+    Body(serde_json::Error),
+    /// This node's answer could not be read.
+    #[error("{0}")]
+    Answer(poem::error::ReadBodyError),
+    #[error("cannot reach {base}: {source}")]
+    Unreachable {
+        base: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{0}")]
+    Read(reqwest::Error),
+}
+
 /// The MCP handler.
 #[derive(Clone)]
 pub struct Clipforge {
@@ -57,14 +79,14 @@ impl Clipforge {
         method: ::http::Method,
         path: &str,
         body: Option<Value>,
-    ) -> Result<(u16, Value), String> {
+    ) -> Result<(u16, Value), SendError> {
         match &*self.backend {
             Backend::Local => {
                 let parts = ctx
                     .extensions
                     .get::<::http::request::Parts>()
-                    .ok_or("no HTTP request behind this call")?;
-                let ep = crate::cluster::local_endpoint().ok_or("the server is starting")?;
+                    .ok_or(SendError::NoRequest)?;
+                let ep = crate::cluster::local_endpoint().ok_or(SendError::Starting)?;
                 let mut req = poem::Request::builder().method(method).uri_str(path);
                 for name in [::http::header::AUTHORIZATION.as_str(), CLIENT_IP] {
                     if let Some(v) = parts.headers.get(name) {
@@ -74,7 +96,7 @@ impl Clipforge {
                 let req = match body {
                     Some(b) => req
                         .content_type("application/json")
-                        .body(poem::Body::from_json(b).map_err(|e| e.to_string())?),
+                        .body(poem::Body::from_json(b).map_err(SendError::Body)?),
                     None => req.finish(),
                 };
                 let resp = match ep.call(req).await {
@@ -86,7 +108,7 @@ impl Clipforge {
                     .into_body()
                     .into_bytes()
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(SendError::Answer)?;
                 Ok((
                     status,
                     serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -99,12 +121,12 @@ impl Clipforge {
                 if let Some(b) = body {
                     req = req.json(&b);
                 }
-                let resp = req
-                    .send()
-                    .await
-                    .map_err(|e| format!("cannot reach {base}: {e}"))?;
+                let resp = req.send().await.map_err(|source| SendError::Unreachable {
+                    base: base.clone(),
+                    source,
+                })?;
                 let status = resp.status().as_u16();
-                let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+                let bytes = resp.bytes().await.map_err(SendError::Read)?;
                 Ok((
                     status,
                     serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -159,7 +181,7 @@ impl ServerHandler for Clipforge {
         let args = request.arguments.unwrap_or_default();
         let (method, path, body) = match tools::request(tool, &args) {
             Ok(r) => r,
-            Err(e) => return Err(ErrorData::invalid_params(e, None)),
+            Err(e) => return Err(ErrorData::invalid_params(e.to_string(), None)),
         };
         let result = match self.send(&context, method, &path, body).await {
             Ok((status, value)) if (200..300).contains(&status) => {
@@ -172,7 +194,7 @@ impl ServerHandler for Clipforge {
                 value["error"].as_str().unwrap_or("error"),
                 value["message"].as_str().unwrap_or("the request failed")
             )),
-            Err(e) => failed(e),
+            Err(e) => failed(e.to_string()),
         };
         Ok(result.into())
     }

@@ -200,19 +200,28 @@ fn inline(doc: &Value, schema: &Value, depth: usize) -> Value {
     }
 }
 
+/// Why a tool's arguments make no request.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentError {
+    #[error("`{0}` is required")]
+    Missing(String),
+    #[error("unknown argument `{0}`")]
+    Unknown(String),
+}
+
 /// The request a call of `tool` with `args` makes: method, path and query
 /// under `/api`, and the JSON body. An error names a missing argument.
 pub fn request(
     tool: &ToolSpec,
     args: &Map<String, Value>,
-) -> Result<(http::Method, String, Option<Value>), String> {
+) -> Result<(http::Method, String, Option<Value>), ArgumentError> {
     let mut path = format!("/api{}", tool.path);
     for p in &tool.path_params {
         let arg = alias(p);
         let v = match args.get(arg) {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
-            _ => return Err(format!("`{arg}` is required")),
+            _ => return Err(ArgumentError::Missing(arg.to_string())),
         };
         let enc = percent_encoding::utf8_percent_encode(&v, percent_encoding::NON_ALPHANUMERIC);
         path = path.replace(&format!("{{{p}}}"), &enc.to_string());
@@ -247,7 +256,7 @@ pub fn request(
             || tool.body_fields.as_ref().is_some_and(|f| f.contains(k))
     };
     if let Some(k) = args.keys().find(|k| !known(k)) {
-        return Err(format!("unknown argument `{k}`"));
+        return Err(ArgumentError::Unknown(k.clone()));
     }
     Ok((tool.method.clone(), path, body))
 }
@@ -277,7 +286,9 @@ mod tests {
             (http::Method::PATCH, "/api/projects/p%201/clips/c")
         );
         assert_eq!(body, Some(json!({"title": "New"})));
-        let err = request(edit, json!({"clipId": "c"}).as_object().unwrap()).unwrap_err();
+        let err = request(edit, json!({"clipId": "c"}).as_object().unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("projectId"), "{err}");
         let list = tools.iter().find(|t| t.name == "list_projects").unwrap();
         let (_, path, body) = request(list, json!({"limit": 5}).as_object().unwrap()).unwrap();
