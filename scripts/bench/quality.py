@@ -11,12 +11,14 @@ landscape file, timing each run, then measures every clip it wrote:
   each instant k/2, ffmpeg select) and the same instants of the source
   (the same selection on `-ss start -t dur` of the source, as the clip's
   own encode seeks; filler cuts, when a clip has them, are skipped the way
-  the engine's to_source_offset does). Faces by OpenCV's frontal Haar
-  cascades on frames scaled to a 600-pixel short side, at least 4 % of the
-  short side (24 px): a haarcascade_frontalface_default box (scale 1.1, 3
+  the engine's to_source_offset does). Faces by OpenCV's Haar cascades
+  on frames scaled to a 600-pixel short side, at least 4 % of the short
+  side (24 px): a haarcascade_frontalface_default box (scale 1.1, 3
   neighbours) that haarcascade_frontalface_alt2 (3 neighbours) confirms
-  (IoU >= 0.4) and whose middle is at least 30 % skin-coloured (YCrCb;
-  drops hits on dark shirts and jeans). A face "shows" in a sample when the majority of that sample
+  (IoU >= 0.4), or, for turned faces the frontal cascades miss, a
+  haarcascade_profileface box (3 neighbours; on the frame and its mirror
+  image) clear of the frontal ones; each with a middle at least 30 %
+  skin-coloured (YCrCb; drops hits on dark shirts and jeans). A face "shows" in a sample when the majority of that sample
   and its two neighbours have one (one-sample detector misses and false
   positives on shirts or walls do not count; a loss of >= 1 s does). Share
   of the samples where the source shows a face in which the clip shows one
