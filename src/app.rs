@@ -294,7 +294,7 @@ fn metrics(state: Data<&State>) -> Response {
         .count();
     let actors = "clipforge_actors";
     let actors_help = "Live actors by kind.";
-    let gauges: [(&'static str, &[(&'static str, &str)], &'static str, f64); 8] = [
+    let gauges: [clipforge_actors::metrics::Gauge<'_>; 8] = [
         (
             "clipforge_queue_depth",
             &[],

@@ -263,7 +263,7 @@ async fn webhook_account(state: &State, req: &mut Request) -> Option<String> {
     let bytes = req.take_body().into_bytes().await.ok()?;
     req.set_body(bytes.clone());
     billing
-        .account_of_delivery(&state.engine.desk(), &bytes)
+        .account_of_delivery(state.engine.desk(), &bytes)
         .await
 }
 

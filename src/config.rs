@@ -30,7 +30,7 @@ pub use security::{IpNet, LimitsConfig, SecurityConfig};
 pub use storage::StorageConfig;
 pub use webhooks::WebhooksConfig;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub node: NodeConfig,
@@ -109,7 +109,7 @@ impl PipelineConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// Token for `/admin/*`; admin routes are off when empty.
@@ -247,25 +247,6 @@ impl BillingConfig {
     }
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            node: NodeConfig::default(),
-            storage: StorageConfig::default(),
-            pipeline: PipelineConfig::default(),
-            auth: AuthConfig::default(),
-            sources: SourcesConfig::default(),
-            plans: PlansConfig::default(),
-            billing: BillingConfig::default(),
-            publish: PublishConfig::default(),
-            cluster: ClusterConfig::default(),
-            security: SecurityConfig::default(),
-            limits: LimitsConfig::default(),
-            webhooks: WebhooksConfig::default(),
-        }
-    }
-}
-
 impl Default for NodeConfig {
     fn default() -> Self {
         Self {
@@ -295,15 +276,6 @@ impl Default for PipelineConfig {
             rerank_model: "gpt-4o-mini".into(),
             rerank_api_key: Secret::default(),
             rerank_timeout_secs: 60,
-        }
-    }
-}
-
-impl Default for AuthConfig {
-    fn default() -> Self {
-        Self {
-            admin_token: Secret::default(),
-            media_secret: Secret::default(),
         }
     }
 }

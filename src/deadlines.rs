@@ -131,13 +131,14 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
             }
             return read;
         }
-        if read.is_pending() && this.phase != Phase::Request {
-            if this.timer.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Err(timed_out(match this.phase {
-                    Phase::Header => "request header not received in time",
-                    _ => "idle connection",
-                })));
-            }
+        if read.is_pending()
+            && this.phase != Phase::Request
+            && this.timer.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(timed_out(match this.phase {
+                Phase::Header => "request header not received in time",
+                _ => "idle connection",
+            })));
         }
         read
     }

@@ -7,11 +7,8 @@
 //! them.
 #![recursion_limit = "256"]
 
-#[allow(dead_code)]
 mod common;
-#[allow(dead_code)]
 mod fake_stripe;
-#[allow(dead_code)]
 mod publishing;
 use fake_stripe as stripe;
 use publishing::platforms;

@@ -464,8 +464,8 @@ async fn restart_rearms_timers_and_fires_overdue_posts() {
         .await;
     assert_eq!(s, 200);
     assert_eq!(
-        schedule_actors(&app, &[later.clone()]).await,
-        [later.clone()]
+        schedule_actors(&app, std::slice::from_ref(&later)).await,
+        std::slice::from_ref(&later)
     );
     // A re-armed timer moves with a PATCH.
     let (s, v) = app

@@ -11,7 +11,6 @@
 use std::process::Command;
 
 mod common;
-#[allow(dead_code)]
 mod fake_stripe;
 use common::spawn_app_with;
 use serde_json::json;

@@ -94,6 +94,14 @@ pub fn route_label(path: &str) -> String {
     out
 }
 
+/// A gauge the caller measured: name, labels, help text, value.
+pub type Gauge<'a> = (
+    &'static str,
+    &'a [(&'static str, &'a str)],
+    &'static str,
+    f64,
+);
+
 impl Metrics {
     pub fn observe_request(&self, method: &str, route: &str, status: u16, secs: f64) {
         metrics::counter!(
@@ -116,10 +124,7 @@ impl Metrics {
 
     /// Prometheus text; `gauges` are (name, labels, help, value) measured
     /// by the caller at scrape time.
-    pub fn render(
-        &self,
-        gauges: &[(&'static str, &[(&'static str, &str)], &'static str, f64)],
-    ) -> String {
+    pub fn render(&self, gauges: &[Gauge<'_>]) -> String {
         for (name, labels, help, value) in gauges {
             metrics::describe_gauge!(*name, *help);
             let labels: Vec<metrics::Label> = labels

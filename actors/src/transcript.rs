@@ -182,7 +182,7 @@ mod tests {
             .collect();
         let s = sentences_from_words(&words);
         assert_eq!(s[0].end_word, 56, "{s:?}");
-        assert_eq!(s.iter().map(|s| s.end_word).last(), Some(100));
+        assert_eq!(s.iter().map(|s| s.end_word).next_back(), Some(100));
         // Every sentence but the last is at least 40 pieces long.
         assert!(s[..s.len() - 1]
             .iter()

@@ -466,9 +466,17 @@ async fn every_aspect_ratio_through_every_layout_has_its_size() {
             opts.layout = layout;
             opts.x264_preset = "ultrafast".into();
             let ctx = StageCtx::new(CancellationToken::new(), Progress::silent());
-            let clips = run_stage(&input, &media, &t, &[plan.clone()], None, &opts, &ctx)
-                .await
-                .expect("caption stage");
+            let clips = run_stage(
+                &input,
+                &media,
+                &t,
+                std::slice::from_ref(&plan),
+                None,
+                &opts,
+                &ctx,
+            )
+            .await
+            .expect("caption stage");
             assert_eq!(clips[0].layout, layout, "{aspect} {layout}");
             let probe = common::probe_json(&clips[0].video);
             let v = probe["streams"]

@@ -149,7 +149,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user = &auth.user().account;
         let url = billing
-            .checkout(&state.engine.desk(), user, &body.0.plan, &body.0.frequency)
+            .checkout(state.engine.desk(), user, &body.0.plan, &body.0.frequency)
             .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
@@ -171,7 +171,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let status = billing
-            .checkout_status(&state.engine.desk(), &user_id, &session_id.0)
+            .checkout_status(state.engine.desk(), &user_id, &session_id.0)
             .await?;
         Ok(Json(CheckoutState {
             session_id: status.session_id.into(),
@@ -197,7 +197,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let user_id = auth.user().account.id.clone();
         let url = billing
-            .customer_portal(&state.engine.desk(), &user_id)
+            .customer_portal(state.engine.desk(), &user_id)
             .await?;
         Ok(Json(UrlResponse { url: url.into() }))
     }
@@ -215,7 +215,7 @@ impl BillingApi {
         let billing = billing(&state)?;
         let outcome = billing
             .handle_webhook(
-                &state.engine.desk(),
+                state.engine.desk(),
                 &body.0,
                 signature.0.as_deref(),
                 unix_now(),

@@ -288,7 +288,7 @@ impl CreditsApi {
         let id = auth.user().account.id.clone();
         if let Some(billing) = state.billing.as_ref().filter(|_| paid(plan)) {
             // The paid plan of a subscription set to end: keep it.
-            if billing.keep_plan(&state.engine.desk(), &id, plan).await? {
+            if billing.keep_plan(state.engine.desk(), &id, plan).await? {
                 return Ok(Json(PlanSelected {
                     status: OkStatus::ok(),
                     plan: plan.as_str().into(),
@@ -297,7 +297,7 @@ impl CreditsApi {
             }
         }
         if let (clipforge_actors::accounts::Plan::Free, Some(billing)) = (plan, &state.billing) {
-            let chosen = billing.select_free(&state.engine.desk(), &id).await?;
+            let chosen = billing.select_free(state.engine.desk(), &id).await?;
             return Ok(Json(PlanSelected {
                 status: OkStatus::ok(),
                 plan: chosen.plan.as_str().into(),

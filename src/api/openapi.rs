@@ -7,7 +7,16 @@ use serde_json::{json, Map, Value};
 
 /// `(operation, status, link name, target operation, parameters)`: the
 /// target's parameters are runtime expressions on the source's response.
-const LINKS: &[(&str, &str, &str, &str, &[(&str, &str)])] = &[
+type Link = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// The response links the document declares.
+const LINKS: &[Link] = &[
     (
         "createProject",
         "201",

@@ -26,6 +26,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
     /// Cut a video file or URL into captioned vertical clips.
     Clip(clip::ClipArgs),

@@ -233,8 +233,10 @@ mod tests {
 
     #[test]
     fn wildcard_origins_are_refused() {
-        let mut s = SecurityConfig::default();
-        s.cors_origins = vec!["*".into()];
+        let mut s = SecurityConfig {
+            cors_origins: vec!["*".into()],
+            ..SecurityConfig::default()
+        };
         assert!(s.validate().is_err());
         s.cors_origins = vec!["https://app.example.com".into()];
         assert!(s.validate().is_ok());

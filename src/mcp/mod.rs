@@ -159,11 +159,13 @@ impl ServerHandler for Clipforge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = ListToolsResult::default();
-        result.tools = tools::all()
-            .iter()
-            .map(|t| Tool::new(t.name, t.description, t.schema.clone()))
-            .collect();
+        let result = ListToolsResult {
+            tools: tools::all()
+                .iter()
+                .map(|t| Tool::new(t.name, t.description, t.schema.clone()))
+                .collect(),
+            ..ListToolsResult::default()
+        };
         Ok(result)
     }
 

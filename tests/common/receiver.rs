@@ -122,5 +122,5 @@ pub fn verify(secret: &str, header: &str, body: &[u8]) -> bool {
     mac.update(format!("{t}.").as_bytes());
     mac.update(body);
     let expected = hex::encode(mac.finalize().into_bytes());
-    sigs.iter().any(|s| *s == expected)
+    sigs.contains(&expected)
 }

@@ -144,6 +144,7 @@ pub fn stripe_json(v: &Value) -> Response {
 }
 
 /// Records the request; `Err` with Stripe's 401 when the key is wrong.
+#[expect(clippy::result_large_err, reason = "the error is the response to send")]
 pub fn record(
     fake: &FakeStripe,
     req: &Request,
@@ -220,7 +221,7 @@ pub fn create_session(
         Ok(f) => f,
         Err(r) => return r,
     };
-    if form.get("line_items[0][price]").is_none() {
+    if !form.contains_key("line_items[0][price]") {
         return stripe_error(
             400,
             "invalid_request_error",

@@ -224,10 +224,10 @@ impl UserRegistry {
         failed: ActorId,
         sup: ActorCell,
     ) -> std::result::Result<(), SupervisionError> {
-        if !self
+        if self
             .live()
             .get(user_id)
-            .is_some_and(|l| l.actor.get_id() == failed)
+            .is_none_or(|l| l.actor.get_id() != failed)
         {
             return Ok(());
         }

@@ -17,10 +17,13 @@ pub struct PlanPrice {
     pub currency: String,
 }
 
+/// Prices read, when, and for how long they are kept.
+type Kept = (Instant, Duration, Arc<Vec<PlanPrice>>);
+
 /// The prices last read and when.
 #[derive(Debug, Default)]
 pub(super) struct PriceCache {
-    kept: Mutex<Option<(Instant, Duration, Arc<Vec<PlanPrice>>)>>,
+    kept: Mutex<Option<Kept>>,
 }
 
 impl PriceCache {

@@ -189,7 +189,7 @@ impl Cluster {
 
     /// The membership actor now (it may have been restarted).
     fn membership(&self) -> Option<ActorRef<MembershipMsg>> {
-        ractor::registry::where_is(MEMBERSHIP.to_string()).map(Into::into)
+        ractor::registry::where_is(MEMBERSHIP).map(Into::into)
     }
 
     pub fn has_role(&self, role: Role) -> bool {
@@ -271,7 +271,7 @@ impl Cluster {
                             && if node == own {
                                 at.elapsed() < LOCAL_SENT_FRESH
                             } else {
-                                heard.get(&node).map_or(true, |h| at > h)
+                                heard.get(&node).is_none_or(|h| at > h)
                             }
                     })
                     .count();

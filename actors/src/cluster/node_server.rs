@@ -103,7 +103,7 @@ fn subscribe(
 
 /// The node server now (a restarted one has a new reference).
 pub fn current() -> Option<ActorRef<NodeServerMessage>> {
-    ractor::registry::where_is(NODE_SERVER.to_string()).map(Into::into)
+    ractor::registry::where_is(NODE_SERVER).map(Into::into)
 }
 
 /// Counts sessions that closed without authenticating (wrong cookie,

@@ -53,6 +53,10 @@ impl StageReport {
 }
 
 #[derive(RactorClusterMessage)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one message per stage run; boxing would not change the wire format"
+)]
 pub enum WorkerMsg {
     Run(Wire<Carried<StageJob>>),
     /// Cancel a job by id.

@@ -461,7 +461,7 @@ mod tests {
 
     #[test]
     fn no_faces_means_centre() {
-        assert_eq!(smooth_path(&vec![None; 3]), vec![0.5; 3]);
+        assert_eq!(smooth_path(&[None; 3]), vec![0.5; 3]);
         assert_eq!(face_ratio(&vec![None, face(0.1)]), 0.5);
     }
 

@@ -234,7 +234,7 @@ impl Detector {
     /// Every face of sample number `n`, largest first.
     fn sample(&mut self, frame: &[u8], n: usize, previous: Option<&Vec<Face>>) -> Vec<Face> {
         let mut faces = match previous {
-            Some(prev) if n % FULL_EVERY != 0 && !prev.is_empty() => {
+            Some(prev) if !n.is_multiple_of(FULL_EVERY) && !prev.is_empty() => {
                 let mut found: Vec<Face> = Vec::new();
                 for p in prev {
                     for f in self.around(frame, p) {

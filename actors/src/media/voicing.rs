@@ -84,6 +84,10 @@ pub fn analyse(samples: &[f32], frame_db: &[f32], threshold: f32) -> Voicing {
     let secs = |f: usize| (f * FRAME) as f64 / SAMPLE_RATE as f64;
     let mut silences = Vec::new();
     let mut start = None;
+    #[expect(
+        clippy::needless_range_loop,
+        reason = "one step past the end closes a trailing silence"
+    )]
     for i in 0..=n {
         let voice = i < n && near[i] && frame_db.get(i).is_some_and(|&db| db > threshold);
         match (voice, start) {

@@ -357,7 +357,7 @@ impl WhisperModel {
             if joined.is_empty() {
                 // [n, frames, d_model] with frames = WINDOW_FRAMES / 2.
                 let frames = WINDOW_FRAMES / 2;
-                if out.rank() != 3 || size % (n * frames) != 0 {
+                if out.rank() != 3 || !size.is_multiple_of(n * frames) {
                     bail!("unexpected encoder output ({size} values for {n} windows)");
                 }
                 shape = [batch, frames, size / (n * frames)];

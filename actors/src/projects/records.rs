@@ -423,28 +423,6 @@ pub fn duration_display(secs: f64) -> String {
     display_duration(secs)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_dates() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(1_795_391_406_123), "2026-11-22T23:50:06.123Z");
-        assert_eq!(date_of(951_782_400_000), "2000-02-29");
-    }
-
-    #[test]
-    fn state_names_and_overall() {
-        for st in ["queued", "cutting", "completed", "cancelled"] {
-            assert_eq!(ProjectState::parse(st).map(ProjectState::as_str), Some(st));
-        }
-        assert_eq!(ProjectState::parse("Concluído"), None);
-        assert_eq!(overall_percent(&[100, 100, 100, 100]), 100);
-        assert_eq!(overall_percent(&[100, 50, 0, 0]), 30);
-    }
-}
-
 /// A clip of one of the user's projects.
 pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
     for p in list_projects(kv, user_id)? {
@@ -485,5 +463,27 @@ pub(crate) fn test_project(state: ProjectState) -> ProjectRecord {
         remove_fillers: false,
         language_given: false,
         language_probability: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_795_391_406_123), "2026-11-22T23:50:06.123Z");
+        assert_eq!(date_of(951_782_400_000), "2000-02-29");
+    }
+
+    #[test]
+    fn state_names_and_overall() {
+        for st in ["queued", "cutting", "completed", "cancelled"] {
+            assert_eq!(ProjectState::parse(st).map(ProjectState::as_str), Some(st));
+        }
+        assert_eq!(ProjectState::parse("Concluído"), None);
+        assert_eq!(overall_percent(&[100, 100, 100, 100]), 100);
+        assert_eq!(overall_percent(&[100, 50, 0, 0]), 30);
     }
 }

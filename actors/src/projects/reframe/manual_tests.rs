@@ -49,7 +49,10 @@ fn follow(x: f64, fit: Vec<(f64, f64)>) -> Framing {
     }
 }
 
-fn path_of(f: &Framing) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+/// The followed path and the fitted spans of a framing.
+type Paths = (Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+fn path_of(f: &Framing) -> Paths {
     match &f.composition {
         Composition::Follow { path, fit, .. } => (path.clone(), fit.clone()),
         other => panic!("not a crop: {other:?}"),

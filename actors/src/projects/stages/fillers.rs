@@ -142,7 +142,7 @@ pub fn kept_words(words: &[Word], marks: &[bool]) -> (Vec<Word>, Vec<usize>) {
         let mark = words[i..run_end]
             .iter()
             .filter_map(|w| sentence_mark(w.text.trim()))
-            .last();
+            .next_back();
         if let (Some(prev), Some(mark)) = (out.last_mut(), mark) {
             if !ends_sentence(&prev.text) {
                 let t = prev.text.trim_end_matches([',', ';', ':']).to_string();

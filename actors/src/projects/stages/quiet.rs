@@ -94,6 +94,10 @@ fn quietest_or_keep(input: &Path, range: (f64, f64), near: f64) -> Option<f64> {
 /// nearest `near` among places about as quiet; `None` without room.
 fn quietest(input: &Path, range: (f64, f64), near: f64) -> Result<Option<f64>, StageError> {
     let (lo, hi) = range;
+    #[expect(
+        clippy::neg_cmp_op_on_partial_ord,
+        reason = "a NaN range has no room either"
+    )]
     if !(hi - lo >= MIN_ROOM_SECS) {
         return Ok(None);
     }

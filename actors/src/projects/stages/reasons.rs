@@ -77,7 +77,7 @@ pub fn reason(scores: &ClipScores, matched: &[String]) -> String {
     .filter(|(v, _, _)| *v >= STRONG)
     .collect();
     // Highest first; the listed order breaks ties (the sort is stable).
-    strong.sort_by(|a, b| b.0.cmp(&a.0));
+    strong.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (v, what, name) in strong.iter().take(2) {
         parts.push(format!("{what} ({name} {v})"));
     }

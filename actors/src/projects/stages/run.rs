@@ -67,6 +67,7 @@ pub trait StageEnv: Sync {
 }
 
 /// What a stage hands back besides its work files.
+#[expect(clippy::large_enum_variant, reason = "one value per stage run")]
 pub enum Outcome {
     Downloaded,
     Transcribed {

@@ -95,8 +95,11 @@ fn strength(words: &[&str]) -> f64 {
     hook_strength(&text) + 0.1 * emphasis as f64
 }
 
+/// How a candidate title ranks (higher first).
+type TitleRank = (bool, i64, Reverse<usize>);
+
 fn title_of(lang: Lang, sentences: &[Vec<&str>]) -> String {
-    let mut best: Option<((bool, i64, Reverse<usize>), String)> = None;
+    let mut best: Option<(TitleRank, String)> = None;
     for (i, words) in sentences.iter().enumerate() {
         let Some((headline, title)) = sentence_headline(words, lang) else {
             continue;
@@ -265,8 +268,8 @@ fn cut_at_word(words: &[&str], lang: Lang) -> String {
         .rev()
         .map(|b| &words[..b])
         .find(|run| {
-            !bad_end(run, lang, whole && run.len() == fit, false)
-                && !(lang == Lang::En && open_subordinate(run))
+            !(bad_end(run, lang, whole && run.len() == fit, false)
+                || lang == Lang::En && open_subordinate(run))
         })
         .map_or_else(|| finish(&words[..fit]), finish)
 }
