@@ -34,6 +34,15 @@ async fn records_in_postgres_survive_a_restart() {
         .await;
     assert_eq!(s, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_string();
+    let (s, made) = app
+        .post(
+            "/api/keys",
+            &token,
+            json!({"name": "ci", "scopes": ["read"]}),
+        )
+        .await;
+    assert_eq!(s, 201, "{made}");
+    let key = made["key"].as_str().unwrap().to_string();
     assert!(
         !app.dir.path().join("data").join("db").exists(),
         "no sled database is opened"
@@ -47,9 +56,19 @@ async fn records_in_postgres_survive_a_restart() {
 
     // Restarted on an empty data directory: everything comes from PostgreSQL.
     let app = start(&pg, tempfile::tempdir().unwrap());
+    // The credential lookups of a request read PostgreSQL (no actor is
+    // active yet): the session, and the API key with its last use noted.
     let (s, v) = app.get("/api/auth/get-session", &token).await;
     assert_eq!(s, 200, "the session is still valid: {v}");
     assert_eq!(v["user"]["email"], "pg@example.com");
+    let (s, v) = app.get("/api/projects/no-such-project", &key).await;
+    assert_error(s, &v, 404);
+    let (s, v) = app.get("/api/keys", &token).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["keys"][0]["lastUsedAt"].is_string(),
+        "the key's use is noted: {v}"
+    );
     let (s, v) = app.get("/api/caption-templates", &token).await;
     assert_eq!(s, 200, "{v}");
     let names: Vec<&str> = v["templates"]

@@ -316,7 +316,12 @@ async fn sessions_asked_for_are_held_and_sign_out_drops_them_from_memory() {
         .accounts
         .held_session(&node.held(&id), &token)
         .is_none());
-    assert!(node.accounts.session(&token).expect("store").is_none());
+    assert!(node
+        .accounts
+        .session(&token)
+        .await
+        .expect("store")
+        .is_none());
 
     // Dropped from outside the actor (a write elsewhere): loaded again.
     node.users.unload(&id);

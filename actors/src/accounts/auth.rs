@@ -295,19 +295,27 @@ impl Accounts {
     }
 
     /// The account and session of `token`; `None` for unknown or expired
-    /// tokens (an expired session is deleted).
-    pub fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
+    /// tokens (an expired session is deleted). Async: it is the lookup of
+    /// every request that misses the actors' memory
+    /// ([`KvStore::get_async`](crate::storage::kv::KvStore::get_async)).
+    pub async fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
         let hash = token_hash(token);
-        let Some(session) = self.read::<StoredSession>(SESSIONS, hash.as_bytes())? else {
+        let Some(session) = self
+            .read_async::<StoredSession>(SESSIONS, hash.as_bytes())
+            .await?
+        else {
             return Ok(None);
         };
-        let account: Option<StoredAccount> = self.read(USERS, session.user_id.as_bytes())?;
+        let account: Option<StoredAccount> =
+            self.read_async(USERS, session.user_id.as_bytes()).await?;
         match account {
             Some(account) if session.expires_at > self.now() => {
                 Ok(Some((Account::from(&account), SessionInfo::from(&session))))
             }
             _ => {
-                self.delete_session(&session.user_id, &hash)?;
+                let mut batch = Batch::new();
+                delete_session_ops(&mut batch, &session.user_id, &hash);
+                self.commit_async(batch).await?;
                 Ok(None)
             }
         }

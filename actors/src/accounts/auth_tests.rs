@@ -4,8 +4,8 @@ use super::*;
 use crate::accounts::testutil::{Fixture, TREES};
 use crate::storage::kv::KvStore;
 
-#[test]
-fn sign_up_creates_account_template_credits_and_session() {
+#[tokio::test]
+async fn sign_up_creates_account_template_credits_and_session() {
     let fx = Fixture::new();
     let (account, token) = fx
         .accounts
@@ -25,7 +25,12 @@ fn sign_up_creates_account_template_credits_and_session() {
     assert_eq!(super::account_of_token(&token), Some(id));
     assert_eq!(secret.len(), 43, "32 bytes in unpadded base64url");
 
-    let (session_account, info) = fx.accounts.session(&token).expect("read").expect("session");
+    let (session_account, info) = fx
+        .accounts
+        .session(&token)
+        .await
+        .expect("read")
+        .expect("session");
     assert_eq!(session_account, account);
     assert_eq!(info.user_id, account.id);
     assert_eq!(info.expires_at, "2026-12-21T23:50:06.123Z");
@@ -92,8 +97,8 @@ fn sign_up_validates_and_refuses_taken_emails() {
     assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
 }
 
-#[test]
-fn sign_in_checks_the_password_and_sign_out_ends_the_session() {
+#[tokio::test]
+async fn sign_in_checks_the_password_and_sign_out_ends_the_session() {
     let fx = Fixture::new();
     let (account, first) = fx.user("ana");
     let err = fx
@@ -114,15 +119,18 @@ fn sign_in_checks_the_password_and_sign_out_ends_the_session() {
     assert_eq!(signed_in.id, account.id);
     assert_ne!(first, second);
     fx.accounts.sign_out(&second).expect("sign out");
-    assert_eq!(fx.accounts.session(&second).expect("read"), None);
+    assert_eq!(fx.accounts.session(&second).await.expect("read"), None);
     fx.accounts
         .sign_out(&second)
         .expect("signing out twice is fine");
     assert!(
-        fx.accounts.session(&first).expect("read").is_some(),
+        fx.accounts.session(&first).await.expect("read").is_some(),
         "other session kept"
     );
-    assert_eq!(fx.accounts.session("not a token").expect("read"), None);
+    assert_eq!(
+        fx.accounts.session("not a token").await.expect("read"),
+        None
+    );
 }
 
 #[test]
@@ -186,14 +194,14 @@ fn tokens_are_stored_only_as_hashes() {
     assert!(TREES.contains(&SESSIONS));
 }
 
-#[test]
-fn sessions_expire_after_30_days() {
+#[tokio::test]
+async fn sessions_expire_after_30_days() {
     let fx = Fixture::new();
     let (_, token) = fx.user("ana");
     fx.advance(SESSION_TTL_MS - 1);
-    assert!(fx.accounts.session(&token).expect("read").is_some());
+    assert!(fx.accounts.session(&token).await.expect("read").is_some());
     fx.advance(1);
-    assert_eq!(fx.accounts.session(&token).expect("read"), None);
+    assert_eq!(fx.accounts.session(&token).await.expect("read"), None);
     assert!(fx.kv.scan_prefix(SESSIONS, b"").expect("scan").is_empty());
     assert!(fx
         .kv
@@ -202,8 +210,8 @@ fn sessions_expire_after_30_days() {
         .is_empty());
 }
 
-#[test]
-fn change_password_revokes_other_sessions_only_when_asked() {
+#[tokio::test]
+async fn change_password_revokes_other_sessions_only_when_asked() {
     let fx = Fixture::new();
     let (account, current) = fx.user("ana");
     let sign_in = |password: &str| fx.accounts.sign_in("ana@example.com", password, "");
@@ -225,7 +233,7 @@ fn change_password_revokes_other_sessions_only_when_asked() {
     fx.accounts
         .change_password(id, &current, "correct horse", "new horse 1", false)
         .expect("change, keep sessions");
-    assert!(fx.accounts.session(&other).expect("read").is_some());
+    assert!(fx.accounts.session(&other).await.expect("read").is_some());
     assert!(matches!(
         sign_in("correct horse"),
         Err(AccountError::InvalidCredentials)
@@ -236,13 +244,17 @@ fn change_password_revokes_other_sessions_only_when_asked() {
         .change_password(id, &current, "new horse 1", "new horse 2", true)
         .expect("change, revoke others");
     assert!(
-        fx.accounts.session(&current).expect("read").is_some(),
+        fx.accounts.session(&current).await.expect("read").is_some(),
         "current kept"
     );
-    assert_eq!(fx.accounts.session(&other).expect("read"), None);
-    assert_eq!(fx.accounts.session(&third).expect("read"), None);
+    assert_eq!(fx.accounts.session(&other).await.expect("read"), None);
+    assert_eq!(fx.accounts.session(&third).await.expect("read"), None);
     assert!(
-        fx.accounts.session(&bob_token).expect("read").is_some(),
+        fx.accounts
+            .session(&bob_token)
+            .await
+            .expect("read")
+            .is_some(),
         "bob untouched"
     );
     assert_eq!(fx.accounts.get_account(&bob.id).expect("bob").name, "bob");
@@ -317,8 +329,8 @@ fn failed_writes_leave_nothing_behind() {
     fx.user("bob");
 }
 
-#[test]
-fn data_survives_a_sled_reopen() {
+#[tokio::test]
+async fn data_survives_a_sled_reopen() {
     use crate::storage::kv::SledStore;
     use std::sync::Arc;
 
@@ -353,7 +365,11 @@ fn data_survives_a_sled_reopen() {
         .expect("reopen"),
     );
     let accounts = Accounts::new(kv, Default::default());
-    let (account, _) = accounts.session(&token).expect("read").expect("session");
+    let (account, _) = accounts
+        .session(&token)
+        .await
+        .expect("read")
+        .expect("session");
     assert_eq!(account.id, user_id);
     let balance = accounts.balance(&user_id).expect("balance");
     assert_eq!((balance.credits, balance.reserved), (35, 25));

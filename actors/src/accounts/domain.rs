@@ -12,7 +12,7 @@ use super::held::HeldAccount;
 use super::model::{Plan, PlanLimits, PlanTable};
 use super::ratelimit::{SignInLimiter, SignInLimits};
 use super::store::Batch;
-use crate::storage::kv::{decode, get_value, KvStore, Record, StorageError};
+use crate::storage::kv::{decode, get_value, get_value_async, KvStore, Record, StorageError};
 
 /// Number of lock stripes; users whose ids hash alike share one.
 const LOCK_STRIPES: usize = 64;
@@ -38,12 +38,6 @@ impl fmt::Debug for Accounts {
 }
 
 impl Accounts {
-    /// Whether the store answers reads inside this process
-    /// ([`KvStore::in_process`]).
-    pub fn reads_in_process(&self) -> bool {
-        self.kv.in_process()
-    }
-
     /// Accounts over `kv` with the given plans, the system clock and the
     /// default sign-in limits.
     pub fn new(kv: Arc<dyn KvStore>, plans: PlanTable) -> Self {
@@ -115,6 +109,18 @@ impl Accounts {
     /// A typed value, if stored.
     pub(crate) fn read<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
         Ok(get_value(&*self.kv, tree, key)?)
+    }
+
+    /// [`Self::read`] for async code ([`get_value_async`]).
+    pub(crate) async fn read_async<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
+        Ok(get_value_async(&*self.kv, tree, key).await?)
+    }
+
+    /// Applies `batch` from async code, outside any account's actor (the
+    /// request path's lookups): [`KvStore::apply_async`].
+    pub(crate) async fn commit_async(&self, batch: Batch) -> Result<()> {
+        debug_assert!(self.held.is_none(), "an actor commits through commit_batch");
+        Ok(self.kv.apply_async(batch.into_ops()).await?)
     }
 
     /// The decoded values under `prefix`, in key order.

@@ -47,8 +47,8 @@ fn wipe(fx: &Fixture, tree: &str, user_id: &str) {
     }
 }
 
-#[test]
-fn parts_are_loaded_on_first_need_and_then_answered_from_memory() {
+#[tokio::test]
+async fn parts_are_loaded_on_first_need_and_then_answered_from_memory() {
     let fx = Fixture::new();
     let (account, token) = fx.user("ana");
     let user = account.id.as_str();
@@ -94,7 +94,12 @@ fn parts_are_loaded_on_first_need_and_then_answered_from_memory() {
     assert_eq!(who.id, user);
     assert_eq!(a.storage_used(user).expect("used"), 0);
     // The shared accounts read the store.
-    assert!(fx.accounts.session(&token).expect("session").is_none());
+    assert!(fx
+        .accounts
+        .session(&token)
+        .await
+        .expect("session")
+        .is_none());
     assert_eq!(fx.accounts.list_templates(user).expect("list").len(), 0);
     assert_eq!(fx.accounts.storage_used(user).expect("used"), 7);
     assert!(fx

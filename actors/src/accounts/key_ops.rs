@@ -86,24 +86,26 @@ impl Accounts {
 
     /// The account and key of `token`; `None` for an unknown or revoked
     /// key. Notes the time of use (see [`Self::api_key_info`]).
-    pub fn api_key(&self, token: &str) -> Result<Option<(Account, ApiKeyInfo)>> {
-        let Some(info) = self.api_key_info(token)? else {
+    pub async fn api_key(&self, token: &str) -> Result<Option<(Account, ApiKeyInfo)>> {
+        let Some(info) = self.api_key_info(token).await? else {
             return Ok(None);
         };
-        let account = self.read::<StoredAccount>(USERS, info.user_id.as_bytes())?;
+        let account = self
+            .read_async::<StoredAccount>(USERS, info.user_id.as_bytes())
+            .await?;
         Ok(account.map(|a| (Account::from(&a), info)))
     }
 
     /// The key `token` is, without its account (which the caller may have
     /// in memory); `None` for an unknown or revoked key. Notes the time of
     /// use, at most once a minute and never bringing back a key revoked
-    /// meanwhile.
-    pub fn api_key_info(&self, token: &str) -> Result<Option<ApiKeyInfo>> {
+    /// meanwhile. Async, as [`Self::session`] is.
+    pub async fn api_key_info(&self, token: &str) -> Result<Option<ApiKeyInfo>> {
         if !is_api_key(token) {
             return Ok(None);
         }
         let hash = token_hash(token);
-        let Some(bytes) = self.kv.get(API_KEYS, hash.as_bytes())? else {
+        let Some(bytes) = self.kv.get_async(API_KEYS, hash.as_bytes()).await? else {
             return Ok(None);
         };
         let key: StoredKey = crate::storage::kv::decode(&bytes)?;
@@ -112,14 +114,14 @@ impl Accounts {
             .last_used_at
             .is_none_or(|t| now.saturating_sub(t) >= LAST_USED_EVERY_MS)
         {
-            self.note_use(&hash, bytes, &key, now)?;
+            self.note_use(&hash, bytes, &key, now).await?;
         }
         Ok(Some(key.info()))
     }
 
     /// Writes `now` as the last use of `key` (stored as `bytes` under
     /// `hash`), unless the record changed meanwhile.
-    fn note_use(&self, hash: &str, bytes: Vec<u8>, key: &StoredKey, now: i64) -> Result<()> {
+    async fn note_use(&self, hash: &str, bytes: Vec<u8>, key: &StoredKey, now: i64) -> Result<()> {
         let mut used = key.clone();
         used.last_used_at = Some(now);
         let ops = vec![
@@ -136,7 +138,7 @@ impl Accounts {
         ];
         // Another request of the same minute, or a revocation, won:
         // either way there is nothing to note.
-        if let Err(e) = self.kv.apply(ops) {
+        if let Err(e) = self.kv.apply_async(ops).await {
             tracing::debug!(error = %e, "last use of an API key not noted");
         }
         Ok(())
@@ -160,7 +162,7 @@ impl Accounts {
     /// `None` when the keys are not held or `token` is not among them (the
     /// store has the last word then: [`Self::api_key_info`]). Notes the
     /// time of use in the store at most once a minute per node.
-    pub fn held_api_key(&self, held: &Held, token: &str) -> Option<ApiKeyInfo> {
+    pub async fn held_api_key(&self, held: &Held, token: &str) -> Option<ApiKeyInfo> {
         let hash = token_hash(token);
         let key = held.keys.as_ref()?.get(&hash)?;
         let account = held.account.as_ref()?;
@@ -175,14 +177,14 @@ impl Accounts {
                 .compare_exchange(noted, now, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         {
-            let note = || -> Result<()> {
-                if let Some(bytes) = self.kv.get(API_KEYS, hash.as_bytes())? {
+            let note = async {
+                if let Some(bytes) = self.kv.get_async(API_KEYS, hash.as_bytes()).await? {
                     let stored: StoredKey = crate::storage::kv::decode(&bytes)?;
-                    self.note_use(&hash, bytes, &stored, now)?;
+                    self.note_use(&hash, bytes, &stored, now).await?;
                 }
-                Ok(())
+                Result::Ok(())
             };
-            if let Err(e) = note() {
+            if let Err(e) = note.await {
                 tracing::debug!(error = %e, "last use of an API key not noted");
             }
         }

@@ -3,8 +3,8 @@
 use super::*;
 use crate::accounts::testutil::Fixture;
 
-#[test]
-fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
+#[tokio::test]
+async fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
     let fx = Fixture::new();
     let (account, _) = fx.user("ana");
     let (view, key) = fx
@@ -36,7 +36,12 @@ fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
         }
     }
 
-    let (found, info) = fx.accounts.api_key(&key).expect("read").expect("known key");
+    let (found, info) = fx
+        .accounts
+        .api_key(&key)
+        .await
+        .expect("read")
+        .expect("known key");
     assert_eq!(found.id, account.id);
     assert_eq!(
         (info.id.as_str(), info.allows(Scope::Publish)),
@@ -45,14 +50,14 @@ fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
     assert!(info.allows(Scope::Read) && info.allows(Scope::Write));
     // A session token is not a key, and a key is not a session.
     let (_, token) = fx.user("bea");
-    assert!(fx.accounts.api_key(&token).expect("read").is_none());
-    assert!(fx.accounts.session(&key).expect("read").is_none());
+    assert!(fx.accounts.api_key(&token).await.expect("read").is_none());
+    assert!(fx.accounts.session(&key).await.expect("read").is_none());
     let forged = format!("cf_{}_{}", "A".repeat(43), account.id);
-    assert!(fx.accounts.api_key(&forged).expect("read").is_none());
+    assert!(fx.accounts.api_key(&forged).await.expect("read").is_none());
 }
 
-#[test]
-fn listing_shows_the_last_use_and_revoking_ends_the_key() {
+#[tokio::test]
+async fn listing_shows_the_last_use_and_revoking_ends_the_key() {
     let fx = Fixture::new();
     let (account, _) = fx.user("ana");
     let (a, key_a) = fx
@@ -71,7 +76,11 @@ fn listing_shows_the_last_use_and_revoking_ends_the_key() {
     );
     assert_eq!(listed[0].last_used_at, None);
 
-    fx.accounts.api_key(&key_a).expect("use").expect("known");
+    fx.accounts
+        .api_key(&key_a)
+        .await
+        .expect("use")
+        .expect("known");
     let used = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
     assert_eq!(
         used.last_used_at.as_deref(),
@@ -79,7 +88,11 @@ fn listing_shows_the_last_use_and_revoking_ends_the_key() {
     );
     // Within the minute the time is not written again.
     fx.advance(30_000);
-    fx.accounts.api_key(&key_a).expect("use").expect("known");
+    fx.accounts
+        .api_key(&key_a)
+        .await
+        .expect("use")
+        .expect("known");
     let again = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
     assert_eq!(again.last_used_at, used.last_used_at);
 
@@ -92,7 +105,7 @@ fn listing_shows_the_last_use_and_revoking_ends_the_key() {
     fx.accounts
         .revoke_api_key(&account.id, &a.id)
         .expect("revoke");
-    assert!(fx.accounts.api_key(&key_a).expect("read").is_none());
+    assert!(fx.accounts.api_key(&key_a).await.expect("read").is_none());
     assert!(matches!(
         fx.accounts.revoke_api_key(&account.id, &a.id),
         Err(AccountError::NotFound(_))
@@ -149,8 +162,8 @@ fn bad_names_scopes_and_too_many_keys_change_nothing() {
 /// change the actor commits reaches them: a revoked key is gone from
 /// memory at once, a new one is there. The time of use is still noted in
 /// the store, at most once a minute.
-#[test]
-fn held_keys_follow_the_actors_commits() {
+#[tokio::test]
+async fn held_keys_follow_the_actors_commits() {
     use crate::accounts::HeldAccount;
     use std::sync::Arc;
     let fx = Fixture::new();
@@ -174,16 +187,16 @@ fn held_keys_follow_the_actors_commits() {
     a.load_held_keys().expect("load");
     let held = slot.loaded().expect("loaded");
     assert!(held.holds_keys());
-    let info = a.held_api_key(&held, &key).expect("held");
+    let info = a.held_api_key(&held, &key).await.expect("held");
     assert_eq!(
         (info.id.as_str(), info.scopes.as_slice()),
         (first.id.as_str(), &[Scope::Read][..])
     );
     assert!(
-        a.held_api_key(&held, &foreign).is_none(),
+        a.held_api_key(&held, &foreign).await.is_none(),
         "another account's key"
     );
-    assert!(a.held_api_key(&held, "cf_unknown").is_none());
+    assert!(a.held_api_key(&held, "cf_unknown").await.is_none());
 
     // Noted once a minute: the first check wrote it, the next within the
     // minute does not, one after it does.
@@ -197,13 +210,13 @@ fn held_keys_follow_the_actors_commits() {
     };
     let noted = stored(&first.id).last_used_at.expect("noted");
     fx.advance(30_000);
-    a.held_api_key(&held, &key).expect("held");
+    a.held_api_key(&held, &key).await.expect("held");
     assert_eq!(
         stored(&first.id).last_used_at.as_deref(),
         Some(noted.as_str())
     );
     fx.advance(31_000);
-    a.held_api_key(&held, &key).expect("held");
+    a.held_api_key(&held, &key).await.expect("held");
     assert_ne!(
         stored(&first.id).last_used_at.as_deref(),
         Some(noted.as_str())
@@ -216,12 +229,17 @@ fn held_keys_follow_the_actors_commits() {
         .expect("create");
     let held = slot.loaded().expect("loaded");
     assert_eq!(
-        a.held_api_key(&held, &key2).expect("new key held").id,
+        a.held_api_key(&held, &key2).await.expect("new key held").id,
         second.id
     );
     a.revoke_api_key(user, &first.id).expect("revoke");
     let held = slot.loaded().expect("loaded");
-    assert!(a.held_api_key(&held, &key).is_none(), "revoked");
-    assert!(fx.accounts.api_key_info(&key).expect("read").is_none());
-    assert!(a.held_api_key(&held, &key2).is_some());
+    assert!(a.held_api_key(&held, &key).await.is_none(), "revoked");
+    assert!(fx
+        .accounts
+        .api_key_info(&key)
+        .await
+        .expect("read")
+        .is_none());
+    assert!(a.held_api_key(&held, &key2).await.is_some());
 }

@@ -3,6 +3,9 @@
 //!
 //! Everything here is synchronous and blocking (each acknowledged write is a
 //! durable [`KvStore::apply`]); call it from `spawn_blocking` in async code.
+//! The exceptions are the lookups of a request's credential
+//! ([`Accounts::session`], [`Accounts::api_key_info`]), which are async
+//! ([`KvStore::get_async`]).
 //! Every user action is written with one `apply`, so a failure leaves no
 //! partial record.
 //!

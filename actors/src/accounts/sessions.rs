@@ -8,10 +8,11 @@
 //! actor, so memory and store drop a revoked session in the same commit
 //! (`accounts::held`).
 //!
-//! A lookup that misses memory reads the store inline when it answers in
-//! this process (sled: two reads from its cache, cheaper than a hand-off to
-//! another thread), else on the blocking pool (`tasks::blocking`), so it
-//! never holds an async worker thread for a round-trip to PostgreSQL.
+//! A lookup that misses memory reads the store with its async side
+//! ([`KvStore::get_async`](crate::storage::kv::KvStore::get_async)): inline
+//! on sled (two reads from its cache, cheaper than a hand-off to another
+//! thread), and on PostgreSQL as queries awaited on the request's own task,
+//! so it never holds a thread for the round-trip.
 //!
 //! An active actor that does not hold the sessions yet is asked once to
 //! load them, without waiting: the check that asked is answered from the
@@ -19,11 +20,11 @@
 
 use super::actor::Part;
 use super::auth::account_of_token;
-use super::domain::Accounts;
-use super::error::{AccountError, Result};
+use super::error::Result;
 use super::keys::{is_api_key, ApiKeyInfo};
-use super::model::{Account, SessionInfo};
+use super::model::{Account, SessionInfo, StoredAccount};
 use super::registry::AccountDesk;
+use super::store::USERS;
 
 /// What a request is authenticated with.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,22 +42,7 @@ impl AccountDesk {
         if let Some(found) = self.held_session(token) {
             return Ok(Some(found));
         }
-        let token = token.to_string();
-        self.read(move |accounts| accounts.session(&token)).await
-    }
-
-    /// Runs a read of the accounts' store: inline when the store answers in
-    /// this process (cheaper than a hand-off, see the module documentation),
-    /// else on the blocking pool.
-    async fn read<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Accounts) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        if self.accounts.reads_in_process() {
-            return f(&self.accounts);
-        }
-        let accounts = self.accounts.clone();
-        crate::tasks::blocking(move || f(&accounts)).await
+        self.accounts.session(token).await
     }
 
     /// The account `token` acts for: a session (see [`Self::session`]) or
@@ -67,11 +53,10 @@ impl AccountDesk {
             let found = self.session(token).await?;
             return Ok(found.map(|(a, s)| (a, Credential::Session(s))));
         }
-        if let Some(found) = self.held_key(token) {
+        if let Some(found) = self.held_key(token).await {
             return Ok(Some(found));
         }
-        let t = token.to_string();
-        let Some(key) = self.read(move |accounts| accounts.api_key_info(&t)).await? else {
+        let Some(key) = self.accounts.api_key_info(token).await? else {
             return Ok(None);
         };
         // The account from its actor's memory when that may answer (as
@@ -82,14 +67,14 @@ impl AccountDesk {
             .and_then(|h| h.account());
         let account = match held {
             Some(a) => a,
-            None => {
-                let user = key.user_id.clone();
-                match self.read(move |accounts| accounts.get_account(&user)).await {
-                    Ok(a) => a,
-                    Err(AccountError::NotFound(_)) => return Ok(None),
-                    Err(e) => return Err(e),
-                }
-            }
+            None => match self
+                .accounts
+                .read_async::<StoredAccount>(USERS, key.user_id.as_bytes())
+                .await?
+            {
+                Some(a) => Account::from(&a),
+                None => return Ok(None),
+            },
         };
         Ok(Some((account, Credential::Key(key))))
     }
@@ -97,14 +82,14 @@ impl AccountDesk {
     /// The key `token` is, with its account, as the memory of the
     /// account's actor holds them, when that memory may answer (as for
     /// sessions: the actor is asked once to load its keys).
-    fn held_key(&self, token: &str) -> Option<(Account, Credential)> {
+    async fn held_key(&self, token: &str) -> Option<(Account, Credential)> {
         let user_id = account_of_token(token)?;
         let memory = self.users.memory(user_id)?;
         if !self.owns(user_id) {
             return None;
         }
         if let Some(held) = self.users.held(user_id).filter(|h| h.holds_keys()) {
-            let key = self.accounts.held_api_key(&held, token)?;
+            let key = self.accounts.held_api_key(&held, token).await?;
             return Some((held.account()?, Credential::Key(key)));
         }
         if memory.should_ask_keys() && !self.users.load(user_id, Part::Keys) {

@@ -79,6 +79,10 @@ impl Batch {
         &self.ops
     }
 
+    pub(crate) fn into_ops(self) -> Vec<KvOp> {
+        self.ops
+    }
+
     /// Adds writes prepared elsewhere, to be applied with the others.
     pub(crate) fn extend(&mut self, ops: Vec<KvOp>) {
         self.ops.extend(ops);

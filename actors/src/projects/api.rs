@@ -180,11 +180,10 @@ impl Projects {
                 language,
             } => (Source::Url(url), duration_sec, title, thumbnail, language),
             NewSource::Upload(key) => {
-                let k = key.clone();
-                let rec: Option<UploadRecord> = self
-                    .blocking(move |kv| kv::get_value(kv, UPLOADS, k.as_bytes()))
-                    .await
-                    .map_err(|e| ProjectError::internal("loading an upload", e))?;
+                let rec: Option<UploadRecord> =
+                    kv::get_value_async(&*self.kv, UPLOADS, key.as_bytes())
+                        .await
+                        .map_err(|e| ProjectError::internal("loading an upload", e))?;
                 match rec {
                     Some(r) if r.user_id == new.user_id => {
                         let name = key.rsplit('/').next().unwrap_or("upload").to_string();
@@ -275,8 +274,7 @@ impl Projects {
 
     /// The user's project, or `NotFound` (also for another user's project).
     pub async fn project(&self, user_id: &str, id: &str) -> Result<ProjectRecord, ProjectError> {
-        let (uid, pid) = (user_id.to_string(), id.to_string());
-        self.blocking(move |kv| records::load_project(kv, &uid, &pid))
+        records::load_project_async(&*self.kv, user_id, id)
             .await
             .map_err(|e| ProjectError::internal("loading a project", e))?
             .ok_or(ProjectError::NotFound("project"))
@@ -289,9 +287,7 @@ impl Projects {
         id: &str,
     ) -> Result<(ProjectRecord, Vec<ClipRecord>), ProjectError> {
         let p = self.project(user_id, id).await?;
-        let pid = p.id.clone();
-        let clips = self
-            .blocking(move |kv| records::load_clips(kv, &pid))
+        let clips = records::load_clips_async(&*self.kv, &p.id)
             .await
             .map_err(|e| ProjectError::internal("loading clips", e))?;
         Ok((p, clips))
@@ -343,9 +339,7 @@ impl Projects {
     ) -> Result<Subscription, ProjectError> {
         let p = self.project(user_id, id).await?;
         let rx = self.hub.subscribe(&p.id);
-        let pid = p.id.clone();
-        let stored = self
-            .blocking(move |kv| events_after(kv, &pid, after))
+        let stored = events_after(&*self.kv, &p.id, after)
             .await
             .map_err(|e| ProjectError::internal("reading events", e))?;
         let mut last = after;

@@ -317,12 +317,27 @@ impl EventHub {
     }
 }
 
-/// Stored events of a project with an id greater than `after`, in order.
-pub fn events_after(kv: &dyn KvStore, project_id: &str, after: u64) -> Result<Vec<ProjectEvent>> {
+/// The stored events of `project_id` with an id above `after`, in order
+/// (a subscriber's replay; async: [`KvStore::scan_prefix_async`]).
+pub async fn events_after(
+    kv: &dyn KvStore,
+    project_id: &str,
+    after: u64,
+) -> Result<Vec<ProjectEvent>> {
     let prefix = format!("{project_id}/");
+    later(
+        prefix.len(),
+        kv.scan_prefix_async(EVENTS, prefix.as_bytes()).await?,
+        after,
+    )
+}
+
+/// The events of `rows` (keys: a prefix of `skip` bytes, then the id)
+/// with an id above `after`.
+fn later(skip: usize, rows: kv::Rows, after: u64) -> Result<Vec<ProjectEvent>> {
     let mut out = Vec::new();
-    for (k, v) in kv.scan_prefix(EVENTS, prefix.as_bytes())? {
-        let id_bytes: [u8; 8] = k[prefix.len()..].try_into().unwrap_or([0; 8]);
+    for (k, v) in rows {
+        let id_bytes: [u8; 8] = k[skip..].try_into().unwrap_or([0; 8]);
         if u64::from_be_bytes(id_bytes) > after {
             out.push(kv::decode(&v)?);
         }
@@ -387,8 +402,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn events_replay_after_an_id() {
+    #[tokio::test]
+    async fn events_replay_after_an_id() {
         let kv = MemoryStore::new();
         for id in 1..=5 {
             kv.apply(vec![event_op("p1", &progress(id)).unwrap()])
@@ -396,7 +411,7 @@ mod tests {
         }
         kv.apply(vec![event_op("p10", &progress(9)).unwrap()])
             .unwrap();
-        let got = events_after(&kv, "p1", 2).unwrap();
+        let got = events_after(&kv, "p1", 2).await.unwrap();
         let ids: Vec<u64> = got.iter().map(|e| e.id).collect();
         assert_eq!(ids, [3, 4, 5]);
         assert_eq!(got[0], progress(3), "a stored event reads back the same");

@@ -379,6 +379,20 @@ pub fn load_project(
         .transpose()
 }
 
+/// [`load_project`] for async code (a request's read:
+/// [`KvStore::get_async`]).
+pub async fn load_project_async(
+    kv: &dyn KvStore,
+    user_id: &str,
+    project_id: &str,
+) -> Result<Option<ProjectRecord>> {
+    let key = project_key(user_id, project_id);
+    kv.get_async(PROJECTS, &key)
+        .await?
+        .map(|v| decode_project(&v))
+        .transpose()
+}
+
 /// A user's projects, newest first.
 pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecord>> {
     let mut out: Vec<ProjectRecord> = kv
@@ -391,10 +405,17 @@ pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecor
 }
 
 pub fn load_clips(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>> {
-    kv.scan_prefix(CLIPS, format!("{project_id}/").as_bytes())?
-        .into_iter()
-        .map(|(_, v)| kv::decode(&v))
-        .collect()
+    decode_values(kv.scan_prefix(CLIPS, format!("{project_id}/").as_bytes())?)
+}
+
+/// [`load_clips`] for async code ([`KvStore::scan_prefix_async`]).
+pub async fn load_clips_async(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>> {
+    let prefix = format!("{project_id}/");
+    decode_values(kv.scan_prefix_async(CLIPS, prefix.as_bytes()).await?)
+}
+
+fn decode_values<T: kv::Record>(rows: kv::Rows) -> Result<Vec<T>> {
+    rows.into_iter().map(|(_, v)| kv::decode(&v)).collect()
 }
 
 /// Every project not in a terminal state (to resume after a restart).

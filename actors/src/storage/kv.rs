@@ -47,7 +47,8 @@ pub(crate) fn unmet(tree: &str, key: &[u8], expected: Option<&[u8]>) -> String {
 /// Trees are created on first use and are independent key spaces. Keys and
 /// values may be empty. Scans return entries in ascending byte order of the
 /// key. The methods block; call them from `spawn_blocking` in async code
-/// that must not stall its executor thread.
+/// that must not stall its executor thread, or use the async side
+/// ([`get_async`](Self::get_async) and the two after it).
 pub trait KvStore: Send + Sync + 'static {
     /// The value stored under `key`, if any.
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -95,15 +96,35 @@ pub trait KvStore: Send + Sync + 'static {
         None
     }
 
-    /// Whether a read is answered inside this process (memory, or sled's
-    /// cache and local disk) rather than over the network. A hot path may
-    /// read such a store inline on an async thread, where handing the read
-    /// to the blocking pool would cost more than the read (the session
-    /// lookup: `make bench-api`); a networked store is read off them.
-    fn in_process(&self) -> bool {
-        false
+    /// [`get`](Self::get) for async code. The default runs the blocking
+    /// method inline, which is right for a store that answers in this
+    /// process (memory; sled from its cache and local disk), where handing
+    /// the call to another thread would cost more than the call (the
+    /// session lookup: `make bench-api`). A networked store overrides the
+    /// async methods so that no thread waits on the network.
+    fn get_async<'a>(&'a self, tree: &'a str, key: &'a [u8]) -> KvFuture<'a, Option<Vec<u8>>> {
+        Box::pin(std::future::ready(self.get(tree, key)))
+    }
+
+    /// [`scan_prefix`](Self::scan_prefix) for async code (see
+    /// [`get_async`](Self::get_async)).
+    fn scan_prefix_async<'a>(&'a self, tree: &'a str, prefix: &'a [u8]) -> KvFuture<'a, Rows> {
+        Box::pin(std::future::ready(self.scan_prefix(tree, prefix)))
+    }
+
+    /// [`apply`](Self::apply) for async code (see
+    /// [`get_async`](Self::get_async)): durable when it resolves to `Ok`.
+    fn apply_async(&self, batch: Vec<KvOp>) -> KvFuture<'_, ()> {
+        Box::pin(std::future::ready(self.apply(batch)))
     }
 }
+
+/// Entries of a scan: keys with their values, in key order.
+pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// What the async methods of [`KvStore`] return.
+pub type KvFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
 
 /// Shows a binary key readably in error messages.
 struct KeyDisplay<'a>(&'a [u8]);
@@ -230,10 +251,6 @@ impl SledStore {
 }
 
 impl KvStore for SledStore {
-    fn in_process(&self) -> bool {
-        true
-    }
-
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let value = self
             .tree(tree)?
@@ -407,10 +424,6 @@ fn prefixed<'a>(
 }
 
 impl KvStore for MemoryStore {
-    fn in_process(&self) -> bool {
-        true
-    }
-
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.lock().get(tree).and_then(|t| t.get(key)).cloned())
     }
@@ -480,7 +493,21 @@ pub fn put_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8], value: &T)
 
 /// Reads a value stored by [`put_value`].
 pub fn get_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8]) -> Result<Option<T>> {
-    let Some(bytes) = kv.get(tree, key)? else {
+    decode_at(tree, key, kv.get(tree, key)?)
+}
+
+/// [`get_value`] for async code ([`KvStore::get_async`]).
+pub async fn get_value_async<T: Record>(
+    kv: &dyn KvStore,
+    tree: &str,
+    key: &[u8],
+) -> Result<Option<T>> {
+    decode_at(tree, key, kv.get_async(tree, key).await?)
+}
+
+/// Decodes the value read under `key`, naming the key when it is corrupt.
+fn decode_at<T: Record>(tree: &str, key: &[u8], bytes: Option<Vec<u8>>) -> Result<Option<T>> {
+    let Some(bytes) = bytes else {
         return Ok(None);
     };
     match decode(&bytes) {

@@ -204,3 +204,78 @@ pub fn kv_conformance(kv: &dyn KvStore) {
     clear(kv, A);
     clear(kv, B);
 }
+
+/// The async side of a [`KvStore`] ([`KvStore::get_async`],
+/// [`KvStore::scan_prefix_async`], [`KvStore::apply_async`]) must answer as
+/// the blocking methods do; panics on the first deviation. It uses the tree
+/// `conformance.async`, empties it first and leaves it empty.
+#[doc(hidden)]
+pub async fn kv_conformance_async(kv: &dyn KvStore) {
+    const T: &str = "conformance.async";
+    let put = |key: &[u8], value: &[u8]| KvOp::Put {
+        tree: T.into(),
+        key: key.to_vec(),
+        value: value.to_vec(),
+    };
+    let clear = || {
+        let keys = kv.scan_prefix(T, b"").expect("scan for cleanup");
+        keys.into_iter()
+            .map(|(key, _)| KvOp::Delete {
+                tree: T.into(),
+                key,
+            })
+            .collect::<Vec<_>>()
+    };
+    kv.apply_async(clear()).await.expect("clear");
+
+    assert_eq!(kv.get_async(T, b"k").await.expect("get missing"), None);
+    kv.apply_async(vec![put(b"k", b"v"), put(b"k/2", b"two"), put(b"j", b"")])
+        .await
+        .expect("apply");
+    assert_eq!(
+        kv.get_async(T, b"k").await.expect("get"),
+        Some(b"v".to_vec())
+    );
+    assert_eq!(
+        kv.get(T, b"k/2").expect("seen by the blocking side"),
+        Some(b"two".to_vec())
+    );
+    kv.put(T, b"k/1", b"one").expect("put");
+    assert_eq!(
+        kv.scan_prefix_async(T, b"k").await.expect("scan"),
+        kv.scan_prefix(T, b"k").expect("scan"),
+    );
+    assert_eq!(
+        kv.scan_prefix_async(T, b"k/").await.expect("scan"),
+        [
+            (b"k/1".to_vec(), b"one".to_vec()),
+            (b"k/2".to_vec(), b"two".to_vec())
+        ]
+    );
+    kv.apply_async(Vec::new())
+        .await
+        .expect("an empty batch is a no-op");
+
+    // A stale precondition refuses the whole batch.
+    let err = kv
+        .apply_async(vec![
+            KvOp::Expect {
+                tree: T.into(),
+                key: b"k".to_vec(),
+                value: Some(b"old".to_vec()),
+            },
+            put(b"k", b"new"),
+            put(b"side", b"effect"),
+        ])
+        .await
+        .expect_err("a stale expectation refuses the batch");
+    assert!(matches!(err, StorageError::Conflict(_)), "{err:?}");
+    assert_eq!(
+        kv.get_async(T, b"k").await.expect("get"),
+        Some(b"v".to_vec())
+    );
+    assert_eq!(kv.get_async(T, b"side").await.expect("get"), None);
+
+    kv.apply_async(clear()).await.expect("clear");
+    assert_eq!(kv.count_prefix(T, b"").expect("count"), 0);
+}

@@ -9,12 +9,19 @@
 //! database; a node opens its own. `bytea` compares byte by byte, so the
 //! primary key index gives prefix scans in the trait's key order.
 //!
-//! The trait blocks and is called from every context: `spawn_blocking`,
-//! `block_in_place`, and inline on async worker threads. So the store owns
-//! a small private tokio runtime that runs `tokio-postgres` and a pool of
-//! connections; a call spawns its work there and waits on a plain channel.
-//! No runtime is entered or nested on the caller's thread, which would
-//! panic inside another runtime.
+//! Two ways in, one pool of connections (`kv_postgres_pool.rs`):
+//!
+//! - the async side of the trait ([`KvStore::get_async`],
+//!   [`KvStore::scan_prefix_async`], [`KvStore::apply_async`]) awaits the
+//!   queries on the caller's own task: no thread waits for the server;
+//! - the blocking methods are called from `spawn_blocking`,
+//!   `block_in_place` and other threads that may wait. They spawn the same
+//!   work on a small private tokio runtime and wait for its answer on a
+//!   channel: no runtime is entered or nested on the caller's thread,
+//!   which would panic inside another runtime.
+//!
+//! Every connection's I/O task runs on the private runtime, so a pooled
+//! connection outlives the runtime of the caller that opened it.
 //!
 //! Each mutating call is one transaction, committed before it returns
 //! (PostgreSQL's `synchronous_commit` makes a commit durable). A batch
@@ -34,58 +41,19 @@ use std::time::Duration;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::kv::{KvOp, KvStore, Result, StorageError};
+use super::kv::{KvFuture, KvOp, KvStore, Result, Rows, StorageError};
 
 #[path = "kv_postgres_leases.rs"]
 mod leases;
 #[path = "kv_postgres_pool.rs"]
 mod pool;
+#[path = "kv_postgres_sql.rs"]
+mod sql;
 use pool::{describe, Conn, Failure, Inner};
-
-/// The leases table (`kv_postgres_leases.rs`).
-const LEASES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS clipforge_leases (\
-     ns text COLLATE \"C\" NOT NULL, \
-     key text COLLATE \"C\" NOT NULL, \
-     holder text NOT NULL, \
-     token bigint NOT NULL, \
-     expires_at timestamptz NOT NULL, \
-     PRIMARY KEY (ns, key))";
-
-/// The lease is still current: same holder and token, not expired.
-const LEASE_CHECK: &str = "SELECT token FROM clipforge_leases \
-     WHERE ns = $1 AND key = $2 AND holder = $3 AND token = $4 \
-     AND expires_at > clock_timestamp() FOR SHARE";
+use sql::*;
 
 /// The table every namespace shares.
 pub const TABLE: &str = "clipforge_kv";
-
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS clipforge_kv (\
-     ns text COLLATE \"C\" NOT NULL, \
-     tree text COLLATE \"C\" NOT NULL, \
-     key bytea NOT NULL, \
-     value bytea NOT NULL, \
-     PRIMARY KEY (ns, tree, key))";
-/// Serialises concurrent schema creation (two nodes starting at once).
-const SCHEMA_LOCK: i64 = 0x636c_6970_6b76; // "clipkv"
-
-const GET: &str = "SELECT value FROM clipforge_kv WHERE ns = $1 AND tree = $2 AND key = $3";
-const PUT: &str = "INSERT INTO clipforge_kv (ns, tree, key, value) VALUES ($1, $2, $3, $4) \
-     ON CONFLICT (ns, tree, key) DO UPDATE SET value = EXCLUDED.value";
-const DELETE: &str = "DELETE FROM clipforge_kv WHERE ns = $1 AND tree = $2 AND key = $3";
-const SCAN_FROM: &str = "SELECT key, value FROM clipforge_kv \
-     WHERE ns = $1 AND tree = $2 AND key >= $3 ORDER BY key";
-const SCAN_RANGE: &str = "SELECT key, value FROM clipforge_kv \
-     WHERE ns = $1 AND tree = $2 AND key >= $3 AND key < $4 ORDER BY key";
-const PAGE_FROM: &str = "SELECT key, value FROM clipforge_kv \
-     WHERE ns = $1 AND tree = $2 AND key >= $3 ORDER BY key OFFSET $4 LIMIT $5";
-const PAGE_RANGE: &str = "SELECT key, value FROM clipforge_kv \
-     WHERE ns = $1 AND tree = $2 AND key >= $3 AND key < $4 ORDER BY key OFFSET $5 LIMIT $6";
-/// Takes the transaction's advisory locks in the order of the array.
-const LOCK: &str = "SELECT pg_advisory_xact_lock(k) FROM unnest($1::int8[]) AS k";
-const COUNT_FROM: &str =
-    "SELECT count(*) FROM clipforge_kv WHERE ns = $1 AND tree = $2 AND key >= $3";
-const COUNT_RANGE: &str =
-    "SELECT count(*) FROM clipforge_kv WHERE ns = $1 AND tree = $2 AND key >= $3 AND key < $4";
 
 /// How a [`PostgresStore`] connects.
 #[derive(Clone)]
@@ -139,20 +107,10 @@ impl fmt::Debug for PostgresStore {
     }
 }
 
-/// The smallest byte string greater than every key starting with `prefix`,
-/// or `None` when there is none (empty, or only 0xff bytes).
-fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
-type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+/// What an operation on one pooled connection returns: the connection
+/// (back to the pool when the result is `Ok`) and the result.
+type OpFuture<T> =
+    std::pin::Pin<Box<dyn Future<Output = (Conn, std::result::Result<T, Failure>)> + Send>>;
 
 /// One row of a scan: its key and value.
 fn entry(row: &Row) -> std::result::Result<(Vec<u8>, Vec<u8>), Failure> {
@@ -180,14 +138,15 @@ impl PostgresStore {
             .build()
             .map_err(|e| StorageError::io("starting the PostgreSQL client runtime", e))?;
         let store = PostgresStore {
-            runtime: Some(runtime),
             inner: Arc::new(Inner {
+                handle: runtime.handle().clone(),
                 config,
                 namespace: options.namespace,
                 idle: Mutex::new(Vec::new()),
                 slots: tokio::sync::Semaphore::new(options.pool_size.max(1)),
                 op_timeout: options.op_timeout,
             }),
+            runtime: Some(runtime),
         };
         store.run(
             || format!("creating the table {TABLE}"),
@@ -213,7 +172,7 @@ impl PostgresStore {
     }
 
     /// Spawns `op` on the private runtime and blocks this thread (whatever
-    /// it is) until it is done.
+    /// it is) until it is done: the blocking methods.
     fn run<T, F, Fut>(&self, context: impl FnOnce() -> String, op: F) -> Result<T>
     where
         T: Send + 'static,
@@ -224,11 +183,7 @@ impl PostgresStore {
         let inner = self.inner.clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         runtime.spawn(async move {
-            let limit = inner.op_timeout;
-            let result = tokio::time::timeout(limit, inner.attempt(&op))
-                .await
-                .unwrap_or(Err(Failure::Timeout(limit)));
-            let _ = tx.send(result);
+            let _ = tx.send(inner.run(&op).await);
         });
         match rx.recv() {
             Ok(result) => result.map_err(|f| f.into_storage(context())),
@@ -239,13 +194,30 @@ impl PostgresStore {
         }
     }
 
-    fn rows(
+    /// Runs `op` awaited on the caller's task: the async methods.
+    fn run_async<'a, T: Send + 'a, F>(
+        &'a self,
+        context: impl FnOnce() -> String + Send + 'a,
+        op: F,
+    ) -> KvFuture<'a, T>
+    where
+        F: Fn(Conn) -> OpFuture<T> + Send + Sync + 'a,
+    {
+        Box::pin(async move {
+            self.inner
+                .run(&op)
+                .await
+                .map_err(|f| f.into_storage(context()))
+        })
+    }
+
+    /// The scan of `prefix` in `tree` (one page of it with `page`).
+    fn rows_op(
         &self,
-        context: impl FnOnce() -> String,
         tree: &str,
         prefix: &[u8],
         page: Option<(usize, usize)>,
-    ) -> Result<Rows> {
+    ) -> impl Fn(Conn) -> OpFuture<Rows> + Send + Sync + 'static {
         let ns = self.inner.namespace.clone();
         let tree = tree.to_string();
         let from = prefix.to_vec();
@@ -256,9 +228,9 @@ impl PostgresStore {
                 i64::try_from(take).unwrap_or(i64::MAX),
             )
         });
-        self.run(context, move |mut conn| {
+        move |mut conn| {
             let (ns, tree, from, to) = (ns.clone(), tree.clone(), from.clone(), to.clone());
-            async move {
+            Box::pin(async move {
                 let (offset, limit) = page.unwrap_or((0, 0));
                 let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(6);
                 params.push(&ns);
@@ -283,28 +255,40 @@ impl PostgresStore {
                         .collect::<std::result::Result<Rows, Failure>>()
                 });
                 (conn, r)
-            }
-        })
+            })
+        }
     }
-}
 
-/// Runs a prepared query.
-async fn fetch(
-    conn: &mut Conn,
-    sql: &'static str,
-    params: &[&(dyn ToSql + Sync)],
-) -> std::result::Result<Vec<Row>, Failure> {
-    let stmt = conn.statement(sql).await?;
-    conn.client
-        .query(&stmt, params)
-        .await
-        .map_err(Failure::Query)
-}
+    /// The read of `key` in `tree`.
+    fn get_op(
+        &self,
+        tree: &str,
+        key: &[u8],
+    ) -> impl Fn(Conn) -> OpFuture<Option<Vec<u8>>> + Send + Sync + 'static {
+        let (ns, t, k) = (self.inner.namespace.clone(), tree.to_string(), key.to_vec());
+        move |mut conn| {
+            let (ns, t, k) = (ns.clone(), t.clone(), k.clone());
+            Box::pin(async move {
+                let r = fetch(&mut conn, GET, &[&ns, &t, &k])
+                    .await
+                    .and_then(|rows| rows.first().map(|row| bytes(row, 0)).transpose());
+                (conn, r)
+            })
+        }
+    }
 
-/// Column `i` of `row` as bytes.
-fn bytes(row: &Row, i: usize) -> std::result::Result<Vec<u8>, Failure> {
-    row.try_get::<_, Vec<u8>>(i)
-        .map_err(|e| Failure::Corrupt(describe(&e)))
+    /// The transaction of `batch` (not empty).
+    fn apply_op(&self, batch: Vec<KvOp>) -> impl Fn(Conn) -> OpFuture<()> + Send + Sync + 'static {
+        let ns = self.inner.namespace.clone();
+        let batch = Arc::new(batch);
+        move |mut conn| {
+            let (ns, batch) = (ns.clone(), batch.clone());
+            Box::pin(async move {
+                let r = apply_batch(&mut conn, &ns, &batch, None).await;
+                (conn, r)
+            })
+        }
+    }
 }
 
 impl Drop for PostgresStore {
@@ -320,131 +304,11 @@ fn show(key: &[u8]) -> String {
     format!("\"{}\"", key.escape_ascii())
 }
 
-/// Runs one statement that changes rows, in its own implicit transaction.
-async fn write_one(
-    conn: &mut Conn,
-    sql: &'static str,
-    params: &[&(dyn ToSql + Sync)],
-) -> std::result::Result<(), Failure> {
-    let stmt = conn.statement(sql).await?;
-    conn.client
-        .execute(&stmt, params)
-        .await
-        .map(drop)
-        .map_err(Failure::Query)
-}
-
-/// The advisory lock of one key: 64-bit FNV-1a of namespace, tree and key
-/// (stable across builds and nodes; a collision only serialises more).
-fn lock_key(ns: &str, op: &KvOp) -> i64 {
-    let (tree, key) = match op {
-        KvOp::Put { tree, key, .. }
-        | KvOp::Delete { tree, key }
-        | KvOp::Expect { tree, key, .. } => (tree, key),
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in [
-        ns.as_bytes(),
-        &[0u8][..],
-        tree.as_bytes(),
-        &[0u8][..],
-        key.as_slice(),
-    ] {
-        for b in part {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h as i64
-}
-
-/// Writes `batch` in one transaction; with a `fence`, only while that lease
-/// is still current (checked in the same transaction, see
-/// `kv_postgres_leases.rs`).
-async fn apply_batch(
-    conn: &mut Conn,
-    ns: &str,
-    batch: &[KvOp],
-    fence: Option<&crate::storage::leases::Fence>,
-) -> std::result::Result<(), Failure> {
-    let put = conn.statement(PUT).await?;
-    let get = conn.statement(GET).await?;
-    let delete = conn.statement(DELETE).await?;
-    let lock = conn.statement(LOCK).await?;
-    let check = match fence {
-        Some(_) => Some(conn.statement(LEASE_CHECK).await?),
-        None => None,
-    };
-    let tx = conn.client.transaction().await.map_err(Failure::Query)?;
-    if let (Some(f), Some(check)) = (fence, &check) {
-        // FOR SHARE: a node taking the lease over waits for this commit.
-        let held = tx
-            .query(check, &[&ns, &f.key, &f.holder, &f.token])
-            .await
-            .map_err(Failure::Query)?;
-        if held.is_empty() {
-            return Err(Failure::Fenced {
-                key: f.key.clone(),
-                token: f.token,
-            });
-        }
-    }
-    let expects = batch.iter().any(|op| matches!(op, KvOp::Expect { .. }));
-    if batch.len() > 1 || expects {
-        // Batches touching the same keys in different orders would
-        // deadlock on their row locks: take every key's advisory lock
-        // first, in one global order.
-        let mut keys: Vec<i64> = batch.iter().map(|op| lock_key(ns, op)).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        tx.execute(&lock, &[&keys]).await.map_err(Failure::Query)?;
-    }
-    if expects {
-        for op in batch {
-            if let KvOp::Expect { tree, key, value } = op {
-                let rows = tx
-                    .query(&get, &[&ns, tree, key])
-                    .await
-                    .map_err(Failure::Query)?;
-                let found = rows.first().map(|row| bytes(row, 0)).transpose()?;
-                if found.as_deref() != value.as_deref() {
-                    let why = crate::storage::kv::unmet(tree, key, value.as_deref());
-                    return Err(Failure::Conflict(why));
-                }
-            }
-        }
-    }
-    for op in batch {
-        match op {
-            KvOp::Expect { .. } => {}
-            KvOp::Put { tree, key, value } => {
-                tx.execute(&put, &[&ns, tree, key, value])
-                    .await
-                    .map_err(Failure::Query)?;
-            }
-            KvOp::Delete { tree, key } => {
-                tx.execute(&delete, &[&ns, tree, key])
-                    .await
-                    .map_err(Failure::Query)?;
-            }
-        }
-    }
-    tx.commit().await.map_err(Failure::Query)
-}
-
 impl KvStore for PostgresStore {
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let (ns, t, k) = (self.inner.namespace.clone(), tree.to_string(), key.to_vec());
         self.run(
             || format!("reading {} in tree {tree:?}", show(key)),
-            move |mut conn| {
-                let (ns, t, k) = (ns.clone(), t.clone(), k.clone());
-                async move {
-                    let r = fetch(&mut conn, GET, &[&ns, &t, &k])
-                        .await
-                        .and_then(|rows| rows.first().map(|row| bytes(row, 0)).transpose());
-                    (conn, r)
-                }
-            },
+            self.get_op(tree, key),
         )
     }
 
@@ -479,11 +343,9 @@ impl KvStore for PostgresStore {
     }
 
     fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.rows(
+        self.run(
             || format!("scanning prefix {} in tree {tree:?}", show(prefix)),
-            tree,
-            prefix,
-            None,
+            self.rows_op(tree, prefix, None),
         )
     }
 
@@ -497,11 +359,9 @@ impl KvStore for PostgresStore {
         if take == 0 {
             return Ok(Vec::new());
         }
-        self.rows(
+        self.run(
             || format!("scanning prefix {} in tree {tree:?}", show(prefix)),
-            tree,
-            prefix,
-            Some((skip, take)),
+            self.rows_op(tree, prefix, Some((skip, take))),
         )
     }
 
@@ -543,17 +403,34 @@ impl KvStore for PostgresStore {
             return Ok(());
         }
         let n = batch.len();
-        let ns = self.inner.namespace.clone();
-        let batch = Arc::new(batch);
         self.run(
             || format!("applying a batch of {n} writes"),
-            move |mut conn| {
-                let (ns, batch) = (ns.clone(), batch.clone());
-                async move {
-                    let r = apply_batch(&mut conn, &ns, &batch, None).await;
-                    (conn, r)
-                }
-            },
+            self.apply_op(batch),
+        )
+    }
+
+    fn get_async<'a>(&'a self, tree: &'a str, key: &'a [u8]) -> KvFuture<'a, Option<Vec<u8>>> {
+        self.run_async(
+            move || format!("reading {} in tree {tree:?}", show(key)),
+            self.get_op(tree, key),
+        )
+    }
+
+    fn scan_prefix_async<'a>(&'a self, tree: &'a str, prefix: &'a [u8]) -> KvFuture<'a, Rows> {
+        self.run_async(
+            move || format!("scanning prefix {} in tree {tree:?}", show(prefix)),
+            self.rows_op(tree, prefix, None),
+        )
+    }
+
+    fn apply_async(&self, batch: Vec<KvOp>) -> KvFuture<'_, ()> {
+        if batch.is_empty() {
+            return Box::pin(std::future::ready(Ok(())));
+        }
+        let n = batch.len();
+        self.run_async(
+            move || format!("applying a batch of {n} writes"),
+            self.apply_op(batch),
         )
     }
 

@@ -8,14 +8,15 @@
 //!                   expires_at timestamptz, primary key (ns, key))
 //! ```
 //!
-//! The table's schema and the fence check are in `kv_postgres.rs`, which
-//! runs them. A released lease keeps its row (expired), so the next acquisition
+//! The table's schema and the fence check are in `kv_postgres_sql.rs`;
+//! `kv_postgres.rs` runs them. A released lease keeps its row (expired), so the next acquisition
 //! continues its token sequence.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{apply_batch, fetch, write_one, PostgresStore};
+use super::sql::{apply_batch, fetch, write_one};
+use super::PostgresStore;
 use crate::storage::error::Result;
 use crate::storage::kv::KvOp;
 use crate::storage::leases::{Fence, Leases};

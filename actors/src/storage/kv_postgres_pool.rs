@@ -17,6 +17,8 @@ use crate::storage::kv::StorageError;
 const RETRIES: u32 = 3;
 
 pub(super) struct Inner {
+    /// The private runtime, where every connection's I/O task runs.
+    pub(super) handle: tokio::runtime::Handle,
     pub(super) config: tokio_postgres::Config,
     pub(super) namespace: String,
     pub(super) idle: Mutex<Vec<Conn>>,
@@ -56,6 +58,8 @@ pub(super) enum Failure {
     },
     /// A precondition of the batch did not hold (`KvOp::Expect`).
     Conflict(String),
+    /// The store's private runtime is shutting down.
+    Stopped,
 }
 
 impl Failure {
@@ -71,6 +75,7 @@ impl Failure {
                     )
             }
             Failure::Timeout(_)
+            | Failure::Stopped
             | Failure::Corrupt(_)
             | Failure::Fenced { .. }
             | Failure::Conflict(_) => false,
@@ -92,6 +97,9 @@ impl Failure {
             Failure::Corrupt(m) => StorageError::Corrupt(format!("{context}: {m}")),
             Failure::Fenced { key, token } => StorageError::Fenced { key, token },
             Failure::Conflict(why) => StorageError::Conflict(why),
+            Failure::Stopped => {
+                StorageError::Backend(format!("{context}: the PostgreSQL client stopped"))
+            }
         }
     }
 }
@@ -122,12 +130,24 @@ impl Inner {
                 None => break,
             }
         }
-        let (client, connection) = self.config.connect(NoTls).await.map_err(Failure::Connect)?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %describe(&e), "PostgreSQL connection closed");
-            }
+        // Connected on the private runtime, whose reactor then drives the
+        // socket: a caller's runtime may be gone, or its only thread
+        // blocked in a blocking call, while the connection is in use.
+        let config = self.config.clone();
+        let connecting = self.handle.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await.map_err(Failure::Connect)?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %describe(&e), "PostgreSQL connection closed");
+                }
+            });
+            Ok(client)
         });
+        let client = match connecting.await {
+            Ok(client) => client?,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => return Err(Failure::Stopped),
+        };
         Ok(Conn {
             client,
             statements: HashMap::new(),
@@ -141,6 +161,18 @@ impl Inner {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(conn);
         }
+    }
+
+    /// [`Self::attempt`] within the store's time limit for one call.
+    pub(super) async fn run<T, F, Fut>(&self, op: &F) -> std::result::Result<T, Failure>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: Future<Output = (Conn, std::result::Result<T, Failure>)>,
+    {
+        let limit = self.op_timeout;
+        tokio::time::timeout(limit, self.attempt(op))
+            .await
+            .unwrap_or(Err(Failure::Timeout(limit)))
     }
 
     /// Runs `op` on a pooled connection, again on another one after a

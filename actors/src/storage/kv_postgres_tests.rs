@@ -1,7 +1,7 @@
 //! Tests of `kv_postgres` against a real PostgreSQL started for each test.
 
 use super::*;
-use crate::storage::kv_conformance::kv_conformance;
+use crate::storage::kv_conformance::{kv_conformance, kv_conformance_async};
 
 use clipforge_test_support::postgres::TestPostgres;
 
@@ -22,8 +22,6 @@ fn postgres_store_conforms_and_namespaces_are_separate() {
     let pg = TestPostgres::start();
     let kv = open(&pg, "node-a");
     kv_conformance(&kv);
-    // Never read on an async thread (the session lookup hops).
-    assert!(!kv.in_process());
     // Another namespace's records in the same trees are neither seen nor
     // touched by the suite (it empties its trees first and last).
     let other = open(&pg, "node-b");
@@ -141,6 +139,84 @@ fn usable_inline_in_async_code_of_either_runtime_flavour() {
         tokio::task::block_in_place(|| kv.delete("t", b"k").unwrap());
         drop(kv);
     });
+}
+
+/// The async side awaits the server on the caller's task. On a
+/// current-thread runtime, a batch that waits for an advisory lock held by
+/// another task of the same thread commits once that task lets go, and the
+/// thread answers a read meanwhile; a call that blocked would hold the only
+/// thread until the store's time limit. The connections opened by the
+/// async calls stay in the pool after their runtime is gone.
+#[test]
+fn async_calls_wait_for_the_server_without_holding_the_thread() {
+    let pg = TestPostgres::start();
+    let mut options = PostgresOptions::new(pg.url(), "async");
+    options.op_timeout = Duration::from_secs(10);
+    let kv = PostgresStore::open(options).expect("open the store");
+    let put = |key: &[u8]| KvOp::Put {
+        tree: "t".into(),
+        key: key.to_vec(),
+        value: b"v".to_vec(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        kv_conformance_async(&kv).await;
+        let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        let batch = vec![put(b"a"), put(b"b")];
+        let lock = sql::lock_key("async", &batch[0]);
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&lock])
+            .await
+            .expect("lock");
+        let apply = async {
+            kv.apply_async(batch)
+                .await
+                .expect("applied once the lock is free");
+            std::time::Instant::now()
+        };
+        let holder = async {
+            // Until the batch waits for the lock.
+            loop {
+                let waiting: i64 = client
+                    .query_one(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                        &[],
+                    )
+                    .await
+                    .expect("pg_locks")
+                    .get(0);
+                if waiting == 1 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert_eq!(kv.get_async("t", b"a").await.expect("read meanwhile"), None);
+            client
+                .execute("SELECT pg_advisory_unlock($1)", &[&lock])
+                .await
+                .expect("unlock");
+            std::time::Instant::now()
+        };
+        let (applied, released) = tokio::join!(apply, holder);
+        assert!(
+            applied >= released,
+            "the batch committed before the lock was free"
+        );
+    });
+    drop(runtime);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'clipforge'"),
+        "2",
+        "both pooled connections outlive the runtime that used them"
+    );
+    assert_eq!(kv.get("t", b"b").expect("get"), Some(b"v".to_vec()));
 }
 
 /// Batches over the same keys in opposite orders from several threads
