@@ -404,17 +404,11 @@ impl Publishing {
         page: usize,
         limit: usize,
     ) -> Result<(Vec<PostRecord>, usize)> {
-        let uid = user_id.to_string();
-        Ok(self
-            .host
-            .blocking(move |kv| post::list_user(kv, &uid, page, limit))
-            .await?)
+        Ok(post::list_user(self.host.kv(), user_id, page, limit).await?)
     }
 
     pub async fn get(&self, user_id: &str, id: &str) -> Result<PostRecord> {
-        let pid = id.to_string();
-        self.host
-            .blocking(move |kv| post::load(kv, &pid))
+        post::load_async(self.host.kv(), id)
             .await?
             .filter(|p| p.user_id == user_id)
             .ok_or(PublishError::NotFound("scheduled post"))
@@ -542,11 +536,7 @@ impl Publishing {
         user_id: &str,
         project_id: &str,
     ) -> Result<usize> {
-        let uid = user_id.to_string();
-        let all = self
-            .host
-            .blocking(move |kv| post::all_of_user(kv, &uid))
-            .await?;
+        let all = post::all_of_user(self.host.kv(), user_id).await?;
         let mut cancelled = 0;
         for post in all.iter().filter(|p| p.project_id == project_id) {
             if let Some(Ok(())) = self.remove_if_pending(&post.id).await? {

@@ -31,6 +31,11 @@ impl PostHost {
         self.cluster.get()
     }
 
+    /// The store, for reads with its async side ([`KvStore::get_async`]).
+    pub fn kv(&self) -> &dyn KvStore {
+        self.leases.kv()
+    }
+
     /// Runs a blocking storage call off the async threads.
     pub async fn blocking<T: Send + 'static>(
         &self,

@@ -328,11 +328,7 @@ impl Publishing {
         self.host
             .blocking(move |kv| kv.delete(INTEGRATIONS, &k))
             .await?;
-        let uid = user_id.to_string();
-        let all = self
-            .host
-            .blocking(move |kv| post::all_of_user(kv, &uid))
-            .await?;
+        let all = post::all_of_user(self.host.kv(), user_id).await?;
         let reason = format!(
             "the {} account was disconnected before publication",
             p.display()

@@ -223,14 +223,23 @@ pub fn load(kv: &dyn KvStore, id: &str) -> kv::Result<Option<PostRecord>> {
     kv::get_value(kv, POSTS, id.as_bytes())
 }
 
-/// One page of a user's posts by `scheduledAt` (then id), and the total.
-pub fn list_user(
+/// [`load`] for async code ([`KvStore::get_async`]).
+pub async fn load_async(kv: &dyn KvStore, id: &str) -> kv::Result<Option<PostRecord>> {
+    kv::get_value_async(kv, POSTS, id.as_bytes()).await
+}
+
+/// One page of a user's posts by `scheduledAt` (then id), and the total
+/// (a request's read: the store's async side).
+pub async fn list_user(
     kv: &dyn KvStore,
     user_id: &str,
     page: usize,
     limit: usize,
 ) -> kv::Result<(Vec<PostRecord>, usize)> {
-    let keys = kv.scan_prefix(POSTS_BY_USER, format!("{user_id}/").as_bytes())?;
+    let prefix = format!("{user_id}/");
+    let keys = kv
+        .scan_prefix_async(POSTS_BY_USER, prefix.as_bytes())
+        .await?;
     let total = keys.len();
     let mut out = Vec::new();
     for (k, _) in keys
@@ -243,7 +252,7 @@ pub fn list_user(
             .next()
             .unwrap_or("")
             .to_string();
-        if let Some(p) = load(kv, &id)? {
+        if let Some(p) = load_async(kv, &id).await? {
             out.push(p);
         }
     }
@@ -251,8 +260,8 @@ pub fn list_user(
 }
 
 /// Every post of a user (by time).
-pub fn all_of_user(kv: &dyn KvStore, user_id: &str) -> kv::Result<Vec<PostRecord>> {
-    list_user(kv, user_id, 1, usize::MAX).map(|(v, _)| v)
+pub async fn all_of_user(kv: &dyn KvStore, user_id: &str) -> kv::Result<Vec<PostRecord>> {
+    Ok(list_user(kv, user_id, 1, usize::MAX).await?.0)
 }
 
 /// The durable timers: (scheduledAt, post id) of every unfinished post.

@@ -11,7 +11,7 @@ use crate::storage::kv;
 impl Projects {
     /// A rendered page of the user's listing (`skip`, `take`), cached until
     /// one of the user's projects changes; `render` builds it from the page
-    /// and the total on a miss, whose reads run on the blocking pool.
+    /// and the total on a miss, read with the store's async side.
     pub async fn listing_page(
         &self,
         user_id: &str,
@@ -33,16 +33,11 @@ impl Projects {
                 None => None,
             }
         };
-        let user = user_id.to_string();
-        let (page, total) = self
-            .blocking(move |kv| {
-                let total = match total {
-                    Some(t) => t,
-                    None => records::count_projects(kv, &user)?,
-                };
-                Ok((records::list_projects_page(kv, &user, skip, take)?, total))
-            })
-            .await?;
+        let total = match total {
+            Some(t) => t,
+            None => records::count_projects(&*self.kv, user_id).await?,
+        };
+        let page = records::list_projects_page(&*self.kv, user_id, skip, take).await?;
         let body = render(&page, total);
         let mut listings = self.listings.lock().unwrap_or_else(|e| e.into_inner());
         if self.listings_gen.load(Ordering::Acquire) == gen {

@@ -308,22 +308,27 @@ pub fn new_project_ops(p: &ProjectRecord) -> Result<Vec<KvOp>> {
 }
 
 /// How many projects the user has (keys of the listing index).
-pub fn count_projects(kv: &dyn KvStore, user_id: &str) -> Result<usize> {
-    kv.count_prefix(PROJECT_ORDER, format!("{user_id}/").as_bytes())
+pub async fn count_projects(kv: &dyn KvStore, user_id: &str) -> Result<usize> {
+    let prefix = format!("{user_id}/");
+    kv.count_prefix_async(PROJECT_ORDER, prefix.as_bytes())
+        .await
 }
 
-/// One page of a user's projects, newest first.
-pub fn list_projects_page(
+/// One page of a user's projects, newest first (a request's read, async).
+pub async fn list_projects_page(
     kv: &dyn KvStore,
     user_id: &str,
     skip: usize,
     take: usize,
 ) -> Result<Vec<ProjectRecord>> {
     let prefix = format!("{user_id}/");
+    let ids = kv
+        .scan_prefix_page_async(PROJECT_ORDER, prefix.as_bytes(), skip, take)
+        .await?;
     let mut page = Vec::new();
-    for (_, id) in kv.scan_prefix_page(PROJECT_ORDER, prefix.as_bytes(), skip, take)? {
+    for (_, id) in ids {
         let id = String::from_utf8_lossy(&id).into_owned();
-        if let Some(p) = load_project(kv, user_id, &id)? {
+        if let Some(p) = load_project_async(kv, user_id, &id).await? {
             page.push(p);
         }
     }

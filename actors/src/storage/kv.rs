@@ -48,7 +48,7 @@ pub(crate) fn unmet(tree: &str, key: &[u8], expected: Option<&[u8]>) -> String {
 /// values may be empty. Scans return entries in ascending byte order of the
 /// key. The methods block; call them from `spawn_blocking` in async code
 /// that must not stall its executor thread, or use the async side
-/// ([`get_async`](Self::get_async) and the two after it).
+/// ([`get_async`](Self::get_async) and the methods after it).
 pub trait KvStore: Send + Sync + 'static {
     /// The value stored under `key`, if any.
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -110,6 +110,26 @@ pub trait KvStore: Send + Sync + 'static {
     /// [`get_async`](Self::get_async)).
     fn scan_prefix_async<'a>(&'a self, tree: &'a str, prefix: &'a [u8]) -> KvFuture<'a, Rows> {
         Box::pin(std::future::ready(self.scan_prefix(tree, prefix)))
+    }
+
+    /// [`count_prefix`](Self::count_prefix) for async code (see
+    /// [`get_async`](Self::get_async)).
+    fn count_prefix_async<'a>(&'a self, tree: &'a str, prefix: &'a [u8]) -> KvFuture<'a, usize> {
+        Box::pin(std::future::ready(self.count_prefix(tree, prefix)))
+    }
+
+    /// [`scan_prefix_page`](Self::scan_prefix_page) for async code (see
+    /// [`get_async`](Self::get_async)).
+    fn scan_prefix_page_async<'a>(
+        &'a self,
+        tree: &'a str,
+        prefix: &'a [u8],
+        skip: usize,
+        take: usize,
+    ) -> KvFuture<'a, Rows> {
+        Box::pin(std::future::ready(
+            self.scan_prefix_page(tree, prefix, skip, take),
+        ))
     }
 
     /// [`apply`](Self::apply) for async code (see

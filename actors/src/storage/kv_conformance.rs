@@ -252,6 +252,27 @@ pub async fn kv_conformance_async(kv: &dyn KvStore) {
             (b"k/2".to_vec(), b"two".to_vec())
         ]
     );
+    assert_eq!(kv.count_prefix_async(T, b"k").await.expect("count"), 3);
+    assert_eq!(
+        kv.count_prefix_async(T, b"nothing").await.expect("count"),
+        0
+    );
+    assert_eq!(
+        kv.scan_prefix_page_async(T, b"k", 1, 1)
+            .await
+            .expect("page"),
+        [(b"k/1".to_vec(), b"one".to_vec())]
+    );
+    assert!(kv
+        .scan_prefix_page_async(T, b"k", 3, 2)
+        .await
+        .expect("page")
+        .is_empty());
+    assert!(kv
+        .scan_prefix_page_async(T, b"k", 0, 0)
+        .await
+        .expect("page")
+        .is_empty());
     kv.apply_async(Vec::new())
         .await
         .expect("an empty batch is a no-op");

@@ -259,6 +259,41 @@ impl PostgresStore {
         }
     }
 
+    /// The count of the keys starting with `prefix` in `tree`.
+    fn count_op(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+    ) -> impl Fn(Conn) -> OpFuture<usize> + Send + Sync + 'static {
+        let ns = self.inner.namespace.clone();
+        let (t, from, to) = (tree.to_string(), prefix.to_vec(), successor(prefix));
+        move |mut conn| {
+            let (ns, t, from, to) = (ns.clone(), t.clone(), from.clone(), to.clone());
+            Box::pin(async move {
+                let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(4);
+                params.push(&ns);
+                params.push(&t);
+                params.push(&from);
+                let sql = match &to {
+                    Some(to) => {
+                        params.push(to);
+                        COUNT_RANGE
+                    }
+                    None => COUNT_FROM,
+                };
+                let r = fetch(&mut conn, sql, &params).await.and_then(|rows| {
+                    let n: i64 = rows
+                        .first()
+                        .ok_or_else(|| Failure::Corrupt("count(*) gave no row".into()))?
+                        .try_get(0)
+                        .map_err(|e| Failure::Corrupt(describe(&e)))?;
+                    Ok(usize::try_from(n).unwrap_or(0))
+                });
+                (conn, r)
+            })
+        }
+    }
+
     /// The read of `key` in `tree`.
     fn get_op(
         &self,
@@ -366,35 +401,9 @@ impl KvStore for PostgresStore {
     }
 
     fn count_prefix(&self, tree: &str, prefix: &[u8]) -> Result<usize> {
-        let ns = self.inner.namespace.clone();
-        let (t, from, to) = (tree.to_string(), prefix.to_vec(), successor(prefix));
         self.run(
             || format!("counting prefix {} in tree {tree:?}", show(prefix)),
-            move |mut conn| {
-                let (ns, t, from, to) = (ns.clone(), t.clone(), from.clone(), to.clone());
-                async move {
-                    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(4);
-                    params.push(&ns);
-                    params.push(&t);
-                    params.push(&from);
-                    let sql = match &to {
-                        Some(to) => {
-                            params.push(to);
-                            COUNT_RANGE
-                        }
-                        None => COUNT_FROM,
-                    };
-                    let r = fetch(&mut conn, sql, &params).await.and_then(|rows| {
-                        let n: i64 = rows
-                            .first()
-                            .ok_or_else(|| Failure::Corrupt("count(*) gave no row".into()))?
-                            .try_get(0)
-                            .map_err(|e| Failure::Corrupt(describe(&e)))?;
-                        Ok(usize::try_from(n).unwrap_or(0))
-                    });
-                    (conn, r)
-                }
-            },
+            self.count_op(tree, prefix),
         )
     }
 
@@ -420,6 +429,29 @@ impl KvStore for PostgresStore {
         self.run_async(
             move || format!("scanning prefix {} in tree {tree:?}", show(prefix)),
             self.rows_op(tree, prefix, None),
+        )
+    }
+
+    fn count_prefix_async<'a>(&'a self, tree: &'a str, prefix: &'a [u8]) -> KvFuture<'a, usize> {
+        self.run_async(
+            move || format!("counting prefix {} in tree {tree:?}", show(prefix)),
+            self.count_op(tree, prefix),
+        )
+    }
+
+    fn scan_prefix_page_async<'a>(
+        &'a self,
+        tree: &'a str,
+        prefix: &'a [u8],
+        skip: usize,
+        take: usize,
+    ) -> KvFuture<'a, Rows> {
+        if take == 0 {
+            return Box::pin(std::future::ready(Ok(Vec::new())));
+        }
+        self.run_async(
+            move || format!("scanning prefix {} in tree {tree:?}", show(prefix)),
+            self.rows_op(tree, prefix, Some((skip, take))),
         )
     }
 

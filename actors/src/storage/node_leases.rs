@@ -48,6 +48,11 @@ impl NodeLeases {
         kv::blocking(&self.kv, f).await
     }
 
+    /// The store, for reads with its async side ([`KvStore::get_async`]).
+    pub fn kv(&self) -> &dyn KvStore {
+        &*self.kv
+    }
+
     /// `(holder, ttl)` when this node must lease what it runs: clustered,
     /// on a store with leases.
     pub fn leasing(&self) -> Option<(String, Duration)> {
