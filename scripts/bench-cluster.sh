@@ -10,8 +10,11 @@
 #      nodes pinned to one core each: at the account's owner, then through
 #      the other node (forwarded over the cluster); prints the ratio
 #      (target >= 0.5).
+#   3. a request's read of PostgreSQL (`clipforge bench-store`): the
+#      store's async side against the blocking pool (how request reads
+#      went before it), reads/s and p99 with 32 readers, p50 with one.
 # BENCH_PROJECTS, BENCH_SECS, BENCH_CONNS change the sizes; BENCH_ONLY_API=1
-# runs only part 2.
+# runs only part 2, BENCH_ONLY_STORE=1 only part 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$HOME/.cache/clipforge/target}"
@@ -44,6 +47,7 @@ as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 PG_DIR=""
 stop_pg() {
   [ -n "$PG_DIR" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+  [ -n "$PG_DIR" ] && rm -rf "$PG_DIR"
   PG_DIR=""
 }
 # start_pg: a fresh server on a free port; sets PG_URL
@@ -64,6 +68,15 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$WORK"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Part 3, on a fresh PostgreSQL.
+store_part() {
+  echo "== a request's read of PostgreSQL: the async side against the blocking pool"
+  start_pg
+  "$BIN" bench-store --postgres-url "$PG_URL"
+  stop_pg
+}
+if [ "${BENCH_ONLY_STORE:-0}" = 1 ]; then store_part; exit 0; fi
 
 echo "== making a 45-second talking video"
 python3 - > "$WORK/talk.txt" <<'PY'
@@ -245,3 +258,5 @@ print(f"API GET /api/credits, {sys.argv[8]} connections: owner {own:.0f} req/s (
       f"through the other node {fwd:.0f} req/s (p99 {fwd99:.2f} ms)")
 print(f"  ratio (target >= 0.5): {fwd / own:.3f}")
 PY
+
+store_part

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_schedule;
 mod bench_seed;
+mod bench_store;
 mod clip;
 mod cluster_certs;
 mod mcp;
@@ -39,6 +40,9 @@ pub enum Command {
     BenchSeed(bench_seed::BenchSeedArgs),
     /// Measure the scheduler: re-arm after restart, firing lateness.
     BenchSchedule(bench_schedule::BenchArgs),
+    /// Measure a request's read of PostgreSQL: the store's async side
+    /// against the blocking pool.
+    BenchStore(bench_store::BenchStoreArgs),
     /// Cluster tools.
     #[command(subcommand)]
     Cluster(ClusterCommand),
@@ -79,6 +83,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             .await
             .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
+        Command::BenchStore(args) => bench_store::run(args).await,
         Command::Cluster(ClusterCommand::InitCerts(args)) => cluster_certs::run(args),
         Command::Mcp(args) => mcp::run(args).await,
         Command::Openapi { out } => {
