@@ -165,18 +165,6 @@ fn delivery(d: DeliveryView) -> Delivery {
     }
 }
 
-/// Runs a webhook store call off the async threads.
-async fn run<T: Send + 'static>(
-    state: &State,
-    f: impl FnOnce(&dyn clipforge_actors::storage::kv::KvStore) -> hooks::Result<T> + Send + 'static,
-) -> ApiResult<T> {
-    let kv = state.engine.kv().clone();
-    tokio::task::spawn_blocking(move || f(kv.as_ref()))
-        .await
-        .map_err(|e| ApiError::internal("webhooks", e))?
-        .map_err(ApiError::from)
-}
-
 #[OpenApi(prefix_path = "/webhooks", tag = "Tag::Webhooks")]
 impl WebhooksApi {
     /// Register a webhook for the given events (signed-in session only);
@@ -194,10 +182,8 @@ impl WebhooksApi {
         let events = hooks::parse_events(&names)?;
         let url = target::check_url(&url.0, state.config.webhooks.allow_private_targets)?;
         let uid = auth.user().account.id.clone();
-        let created = run(&state, move |kv| {
-            hooks::create(kv, &uid, &url, events, now_ms())
-        })
-        .await?;
+        let created =
+            hooks::create(state.engine.kv().as_ref(), &uid, &url, events, now_ms()).await?;
         let secret = created.secret.clone().unwrap_or_default();
         Ok(Created::Created(Json(CreatedWebhook {
             info: view(created),
@@ -209,7 +195,7 @@ impl WebhooksApi {
     #[oai(path = "/", method = "get", operation_id = "listWebhooks")]
     async fn list(&self, state: Data<&State>, auth: Auth) -> ApiResult<Json<WebhookList>> {
         let uid = auth.user().account.id.clone();
-        let all = run(&state, move |kv| hooks::list(kv, &uid)).await?;
+        let all = hooks::list(state.engine.kv().as_ref(), &uid).await?;
         Ok(Json(WebhookList {
             webhooks: all.into_iter().map(view).collect(),
         }))
@@ -225,7 +211,7 @@ impl WebhooksApi {
         id: Path<String>,
     ) -> ApiResult<Json<WebhookDeleted>> {
         let uid = auth.user().account.id.clone();
-        run(&state, move |kv| hooks::remove(kv, &uid, &id.0)).await?;
+        hooks::remove(state.engine.kv().as_ref(), &uid, &id.0).await?;
         Ok(Json(WebhookDeleted { deleted: true }))
     }
 
@@ -246,10 +232,8 @@ impl WebhooksApi {
     ) -> ApiResult<Json<DeliveryPage>> {
         let (page, limit) = paging(page.0, limit.0);
         let uid = auth.user().account.id.clone();
-        let (items, total) = run(&state, move |kv| {
-            hooks::deliveries(kv, &uid, &id.0, (page - 1) * limit, limit)
-        })
-        .await?;
+        let kv = state.engine.kv().as_ref();
+        let (items, total) = hooks::deliveries(kv, &uid, &id.0, (page - 1) * limit, limit).await?;
         Ok(Json(DeliveryPage {
             deliveries: items.into_iter().map(delivery).collect(),
             total: total as u64,
@@ -273,10 +257,8 @@ impl WebhooksApi {
         delivery_id: Path<String>,
     ) -> ApiResult<Queued> {
         let uid = auth.user().account.id.clone();
-        let d = run(&state, move |kv| {
-            hooks::redeliver(kv, &uid, &id.0, &delivery_id.0, now_ms())
-        })
-        .await?;
+        let kv = state.engine.kv().as_ref();
+        let d = hooks::redeliver(kv, &uid, &id.0, &delivery_id.0, now_ms()).await?;
         Ok(Queued::Accepted(Json(delivery(d))))
     }
 
@@ -286,7 +268,7 @@ impl WebhooksApi {
     #[oai(path = "/:id/test", method = "post", operation_id = "testWebhook")]
     async fn test(&self, state: Data<&State>, auth: Auth, id: Path<String>) -> ApiResult<Queued> {
         let uid = auth.user().account.id.clone();
-        let d = run(&state, move |kv| hooks::test(kv, &uid, &id.0, now_ms())).await?;
+        let d = hooks::test(state.engine.kv().as_ref(), &uid, &id.0, now_ms()).await?;
         Ok(Queued::Accepted(Json(delivery(d))))
     }
 }

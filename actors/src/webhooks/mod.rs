@@ -29,8 +29,9 @@ use std::fmt;
 
 use rand::RngCore as _;
 
+use records::stored_webhooks_async;
 use records::{delete, deliveries_prefix, expect, put, webhook_key};
-pub(crate) use records::{new_id, queue_key, stored_webhooks, StoredDelivery, StoredWebhook};
+pub(crate) use records::{new_id, queue_key, StoredDelivery, StoredWebhook};
 pub use records::{DeliveryStatus, EventType, Subject, MAX_DELIVERIES, MAX_PENDING};
 pub(crate) use records::{DELIVERIES, QUEUE, WEBHOOKS};
 
@@ -135,8 +136,8 @@ impl StoredDelivery {
     }
 }
 
-fn stored_webhook(kv: &dyn KvStore, user_id: &str, id: &str) -> Result<StoredWebhook> {
-    match kv.get(WEBHOOKS, &webhook_key(user_id, id))? {
+async fn stored_webhook(kv: &dyn KvStore, user_id: &str, id: &str) -> Result<StoredWebhook> {
+    match kv.get_async(WEBHOOKS, &webhook_key(user_id, id)).await? {
         Some(v) => Ok(decode(&v)?),
         None => Err(WebhookError::NotFound("webhook")),
     }
@@ -163,14 +164,14 @@ pub fn parse_events<S: AsRef<str>>(names: &[S]) -> Result<Vec<EventType>> {
 
 /// Registers a webhook; the answer carries its signing secret, shown only
 /// here. `url` must already have passed [`target::check_url`].
-pub fn create(
+pub async fn create(
     kv: &dyn KvStore,
     user_id: &str,
     url: &str,
     events: Vec<EventType>,
     now: i64,
 ) -> Result<WebhookView> {
-    let existing = stored_webhooks(kv, user_id)?;
+    let existing = stored_webhooks_async(kv, user_id).await?;
     if existing.len() >= MAX_WEBHOOKS {
         return Err(WebhookError::TooMany);
     }
@@ -187,10 +188,11 @@ pub fn create(
         disabled: false,
     };
     let key = webhook_key(user_id, &stored.id);
-    kv.apply(vec![
+    kv.apply_async(vec![
         expect(WEBHOOKS, key.clone(), None),
         put(WEBHOOKS, key, &stored)?,
-    ])?;
+    ])
+    .await?;
     Ok(WebhookView {
         secret: Some(stored.secret.clone()),
         ..stored.view()
@@ -198,61 +200,65 @@ pub fn create(
 }
 
 /// The user's webhooks, oldest first, without secrets.
-pub fn list(kv: &dyn KvStore, user_id: &str) -> Result<Vec<WebhookView>> {
-    Ok(stored_webhooks(kv, user_id)?
+pub async fn list(kv: &dyn KvStore, user_id: &str) -> Result<Vec<WebhookView>> {
+    Ok(stored_webhooks_async(kv, user_id)
+        .await?
         .iter()
         .map(StoredWebhook::view)
         .collect())
 }
 
 /// Removes a webhook with its deliveries and their pending attempts.
-pub fn remove(kv: &dyn KvStore, user_id: &str, id: &str) -> Result<()> {
+pub async fn remove(kv: &dyn KvStore, user_id: &str, id: &str) -> Result<()> {
     let key = webhook_key(user_id, id);
-    let Some(bytes) = kv.get(WEBHOOKS, &key)? else {
+    let Some(bytes) = kv.get_async(WEBHOOKS, &key).await? else {
         return Err(WebhookError::NotFound("webhook"));
     };
     let mut ops = vec![
         expect(WEBHOOKS, key.clone(), Some(bytes)),
         delete(WEBHOOKS, key),
     ];
-    for (k, v) in kv.scan_prefix(DELIVERIES, &deliveries_prefix(user_id, id))? {
+    let prefix = deliveries_prefix(user_id, id);
+    for (k, v) in kv.scan_prefix_async(DELIVERIES, &prefix).await? {
         let d: StoredDelivery = decode(&v)?;
         if let Some(q) = d.queue_key {
             ops.push(delete(QUEUE, q));
         }
         ops.push(delete(DELIVERIES, k));
     }
-    kv.apply(ops)?;
+    kv.apply_async(ops).await?;
     Ok(())
 }
 
 /// A page of a webhook's deliveries, newest first, and how many it has.
-pub fn deliveries(
+pub async fn deliveries(
     kv: &dyn KvStore,
     user_id: &str,
     id: &str,
     skip: usize,
     take: usize,
 ) -> Result<(Vec<DeliveryView>, usize)> {
-    stored_webhook(kv, user_id, id)?;
+    stored_webhook(kv, user_id, id).await?;
     let prefix = deliveries_prefix(user_id, id);
-    let total = kv.count_prefix(DELIVERIES, &prefix)?;
+    let total = kv.count_prefix_async(DELIVERIES, &prefix).await?;
     let page = kv
-        .scan_prefix_page(DELIVERIES, &prefix, skip, take)?
+        .scan_prefix_page_async(DELIVERIES, &prefix, skip, take)
+        .await?
         .into_iter()
         .map(|(_, v)| decode::<StoredDelivery>(&v).map(|d| d.view()))
         .collect::<kv::Result<Vec<_>>>()?;
     Ok((page, total))
 }
 
-fn find_delivery(
+async fn find_delivery(
     kv: &dyn KvStore,
     user_id: &str,
     webhook_id: &str,
     delivery_id: &str,
 ) -> Result<(Vec<u8>, Vec<u8>, StoredDelivery)> {
     let suffix = format!("/{delivery_id}");
-    for (k, v) in kv.scan_prefix(DELIVERIES, &deliveries_prefix(user_id, webhook_id))? {
+    let prefix = deliveries_prefix(user_id, webhook_id);
+    for (k, v) in kv.scan_prefix_async(DELIVERIES, &prefix).await? {
         if k.ends_with(suffix.as_bytes()) {
             let d = decode(&v)?;
             return Ok((k, v, d));
@@ -263,15 +269,15 @@ fn find_delivery(
 
 /// Sends a delivery again now (a new run of retries), whatever became of
 /// it; the receiver sees the same `Clipforge-Delivery` id.
-pub fn redeliver(
+pub async fn redeliver(
     kv: &dyn KvStore,
     user_id: &str,
     webhook_id: &str,
     delivery_id: &str,
     now: i64,
 ) -> Result<DeliveryView> {
-    stored_webhook(kv, user_id, webhook_id)?;
-    let (key, bytes, old) = find_delivery(kv, user_id, webhook_id, delivery_id)?;
+    stored_webhook(kv, user_id, webhook_id).await?;
+    let (key, bytes, old) = find_delivery(kv, user_id, webhook_id, delivery_id).await?;
     let queue = queue_key(now, &key);
     let new = StoredDelivery {
         status: DeliveryStatus::Pending,
@@ -290,22 +296,28 @@ pub fn redeliver(
         key: queue,
         value: key,
     });
-    kv.apply(ops)?;
+    kv.apply_async(ops).await?;
     outbox::ring();
     Ok(new.view())
 }
 
 /// Queues a `webhook.test` event for this webhook alone (also when it is
 /// disabled: a test that succeeds enables it again).
-pub fn test(kv: &dyn KvStore, user_id: &str, webhook_id: &str, now: i64) -> Result<DeliveryView> {
-    let hook = stored_webhook(kv, user_id, webhook_id)?;
+pub async fn test(
+    kv: &dyn KvStore,
+    user_id: &str,
+    webhook_id: &str,
+    now: i64,
+) -> Result<DeliveryView> {
+    let hook = stored_webhook(kv, user_id, webhook_id).await?;
     let subject = Subject::Test {
         webhook_id: hook.id.clone(),
     };
     let (ops, delivery) =
-        outbox::delivery_ops(kv, &hook, &new_id(), EventType::Test, &subject, now)?
+        outbox::delivery_ops_async(kv, &hook, &new_id(), EventType::Test, &subject, now)
+            .await?
             .ok_or(WebhookError::Backlog)?;
-    kv.apply(ops)?;
+    kv.apply_async(ops).await?;
     outbox::ring();
     Ok(delivery.view())
 }

@@ -73,6 +73,60 @@ pub(crate) fn delivery_ops(
     subject: &Subject,
     now: i64,
 ) -> kv::Result<Option<(Vec<KvOp>, StoredDelivery)>> {
+    let prefix = deliveries_prefix(&hook.user_id, &hook.id);
+    let kept = kv.count_prefix(DELIVERIES, &prefix)?;
+    let oldest = match prune_window(kept) {
+        Some((skip, look)) => kv.scan_prefix_page(DELIVERIES, &prefix, skip, look)?,
+        None => Vec::new(),
+    };
+    build(hook, id, event, subject, now, kept, oldest)
+}
+
+/// [`delivery_ops`] for async code (a request's test event).
+#[allow(clippy::type_complexity)]
+pub(crate) async fn delivery_ops_async(
+    kv: &dyn KvStore,
+    hook: &StoredWebhook,
+    id: &str,
+    event: EventType,
+    subject: &Subject,
+    now: i64,
+) -> kv::Result<Option<(Vec<KvOp>, StoredDelivery)>> {
+    let prefix = deliveries_prefix(&hook.user_id, &hook.id);
+    let kept = kv.count_prefix_async(DELIVERIES, &prefix).await?;
+    let oldest = match prune_window(kept) {
+        Some((skip, look)) => {
+            kv.scan_prefix_page_async(DELIVERIES, &prefix, skip, look)
+                .await?
+        }
+        None => Vec::new(),
+    };
+    build(hook, id, event, subject, now, kept, oldest)
+}
+
+/// Which of a webhook's `kept` deliveries to look at for pruning (`skip`,
+/// `take` of its prefix), when it has too many. Newest first: the oldest
+/// are at the end of the prefix. Looking at a few of them each time keeps
+/// this cheap; finished ones further up go on later events.
+fn prune_window(kept: usize) -> Option<(usize, usize)> {
+    (kept >= MAX_DELIVERIES).then(|| {
+        let look = (kept + 1 - MAX_DELIVERIES).min(PRUNE_LOOK);
+        (kept - look, look)
+    })
+}
+
+/// The writes of one delivery, given how many the webhook keeps and the
+/// oldest of them ([`prune_window`]).
+#[allow(clippy::type_complexity)]
+fn build(
+    hook: &StoredWebhook,
+    id: &str,
+    event: EventType,
+    subject: &Subject,
+    now: i64,
+    mut kept: usize,
+    oldest: kv::Rows,
+) -> kv::Result<Option<(Vec<KvOp>, StoredDelivery)>> {
     let key = delivery_key(&hook.user_id, &hook.id, now, id);
     let queue = queue_key(now, &key);
     let delivery = StoredDelivery {
@@ -92,14 +146,8 @@ pub(crate) fn delivery_ops(
         delivered_at: None,
     };
     let mut ops = Vec::new();
-    let prefix = deliveries_prefix(&hook.user_id, &hook.id);
-    let mut kept = kv.count_prefix(DELIVERIES, &prefix)?;
     if kept >= MAX_DELIVERIES {
-        // Newest first: the oldest are at the end of the prefix. Looking
-        // at a few of them each time keeps this cheap; finished ones
-        // further up go on later events.
-        let look = (kept + 1 - MAX_DELIVERIES).min(PRUNE_LOOK);
-        for (k, v) in kv.scan_prefix_page(DELIVERIES, &prefix, kept - look, look)? {
+        for (k, v) in oldest {
             let old = decode::<StoredDelivery>(&v)?;
             if old.status != DeliveryStatus::Pending {
                 ops.push(delete(DELIVERIES, k));

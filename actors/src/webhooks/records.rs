@@ -189,8 +189,20 @@ pub(crate) fn new_id() -> String {
 
 /// The webhooks of `user_id`, oldest first.
 pub(crate) fn stored_webhooks(kv: &dyn KvStore, user_id: &str) -> kv::Result<Vec<StoredWebhook>> {
-    let mut all = kv
-        .scan_prefix(WEBHOOKS, format!("{user_id}/").as_bytes())?
+    oldest_first(kv.scan_prefix(WEBHOOKS, format!("{user_id}/").as_bytes())?)
+}
+
+/// [`stored_webhooks`] for async code (a request's read).
+pub(crate) async fn stored_webhooks_async(
+    kv: &dyn KvStore,
+    user_id: &str,
+) -> kv::Result<Vec<StoredWebhook>> {
+    let prefix = format!("{user_id}/");
+    oldest_first(kv.scan_prefix_async(WEBHOOKS, prefix.as_bytes()).await?)
+}
+
+fn oldest_first(rows: kv::Rows) -> kv::Result<Vec<StoredWebhook>> {
+    let mut all = rows
         .into_iter()
         .map(|(_, v)| decode::<StoredWebhook>(&v))
         .collect::<kv::Result<Vec<_>>>()?;

@@ -6,8 +6,10 @@ use super::delivery::{self, Deliverer, DeliverySettings, Render, ViewError};
 use super::*;
 use crate::storage::kv::{encode, MemoryStore};
 
-fn hook(kv: &dyn KvStore, user: &str, events: &[EventType]) -> WebhookView {
-    create(kv, user, "https://example.com/hook", events.to_vec(), 1_000).expect("create")
+async fn hook(kv: &dyn KvStore, user: &str, events: &[EventType]) -> WebhookView {
+    create(kv, user, "https://example.com/hook", events.to_vec(), 1_000)
+        .await
+        .expect("create")
 }
 
 fn queue_len(kv: &dyn KvStore) -> usize {
@@ -72,42 +74,43 @@ fn urls_are_checked() {
     assert!(target::check_url(&long, false).is_err());
 }
 
-#[test]
-fn events_go_to_subscribed_enabled_webhooks_only() {
+#[tokio::test]
+async fn events_go_to_subscribed_enabled_webhooks_only() {
     let kv = MemoryStore::new();
-    let completed = hook(&kv, "u1", &[EventType::ProjectCompleted]);
+    let completed = hook(&kv, "u1", &[EventType::ProjectCompleted]).await;
     let posts = hook(
         &kv,
         "u1",
         &[EventType::PostPublished, EventType::PostFailed],
-    );
-    hook(&kv, "u2", &[EventType::ProjectCompleted]);
+    )
+    .await;
+    hook(&kv, "u2", &[EventType::ProjectCompleted]).await;
     let subject = Subject::Credits {
         remaining: 1,
         monthly: 60,
     };
     let ops = outbox::enqueue(&kv, "u1", EventType::ProjectCompleted, &subject, 2_000).unwrap();
     kv.apply(ops).unwrap();
-    let (one, total) = deliveries(&kv, "u1", &completed.id, 0, 10).unwrap();
+    let (one, total) = deliveries(&kv, "u1", &completed.id, 0, 10).await.unwrap();
     assert_eq!((one.len(), total), (1, 1));
     assert_eq!(one[0].status, DeliveryStatus::Pending);
-    assert_eq!(deliveries(&kv, "u1", &posts.id, 0, 10).unwrap().1, 0);
+    assert_eq!(deliveries(&kv, "u1", &posts.id, 0, 10).await.unwrap().1, 0);
     assert_eq!(queue_len(&kv), 1, "only u1's subscribed webhook");
     // Another account's webhook is not found under u1.
     assert!(matches!(
-        deliveries(&kv, "u2", &completed.id, 0, 10),
+        deliveries(&kv, "u2", &completed.id, 0, 10).await,
         Err(WebhookError::NotFound(_))
     ));
     // Removing the webhook takes its deliveries and queue entries.
-    remove(&kv, "u1", &completed.id).unwrap();
+    remove(&kv, "u1", &completed.id).await.unwrap();
     assert_eq!(queue_len(&kv), 0);
-    assert_eq!(list(&kv, "u1").unwrap().len(), 1);
+    assert_eq!(list(&kv, "u1").await.unwrap().len(), 1);
 }
 
-#[test]
-fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
+#[tokio::test]
+async fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
     let kv = MemoryStore::new();
-    let h = hook(&kv, "u1", &[EventType::CreditsLow]);
+    let h = hook(&kv, "u1", &[EventType::CreditsLow]).await;
     let subject = Subject::Credits {
         remaining: 1,
         monthly: 60,
@@ -118,7 +121,7 @@ fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
         kv.apply(ops).unwrap();
     }
     // None is dropped while it waits.
-    let (_, total) = deliveries(&kv, "u1", &h.id, 0, 1).unwrap();
+    let (_, total) = deliveries(&kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(total, MAX_DELIVERIES + extra as usize);
     assert_eq!(queue_len(&kv), total);
     // Once delivered, the oldest go.
@@ -131,16 +134,16 @@ fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
     }
     let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 20_000).unwrap();
     kv.apply(ops).unwrap();
-    let (page, total) = deliveries(&kv, "u1", &h.id, 0, 1).unwrap();
+    let (page, total) = deliveries(&kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(total, MAX_DELIVERIES);
     assert_eq!(page[0].created_at, 20_000, "newest first");
     assert_eq!(queue_len(&kv), 1);
 }
 
-#[test]
-fn a_full_backlog_refuses_more() {
+#[tokio::test]
+async fn a_full_backlog_refuses_more() {
     let kv = MemoryStore::new();
-    let h = hook(&kv, "u1", &[EventType::CreditsLow]);
+    let h = hook(&kv, "u1", &[EventType::CreditsLow]).await;
     let subject = Subject::Credits {
         remaining: 1,
         monthly: 60,
@@ -152,19 +155,19 @@ fn a_full_backlog_refuses_more() {
     let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 5_000).unwrap();
     assert!(ops.is_empty(), "not queued past the backlog");
     assert!(matches!(
-        test(&kv, "u1", &h.id, 5_001),
+        test(&kv, "u1", &h.id, 5_001).await,
         Err(WebhookError::Backlog)
     ));
 }
 
-#[test]
-fn at_most_ten_webhooks_and_known_events() {
+#[tokio::test]
+async fn at_most_ten_webhooks_and_known_events() {
     let kv = MemoryStore::new();
     for _ in 0..MAX_WEBHOOKS {
-        hook(&kv, "u1", &[EventType::CreditsLow]);
+        hook(&kv, "u1", &[EventType::CreditsLow]).await;
     }
     assert!(matches!(
-        create(&kv, "u1", "https://e.com/", vec![EventType::CreditsLow], 1),
+        create(&kv, "u1", "https://e.com/", vec![EventType::CreditsLow], 1).await,
         Err(WebhookError::TooMany)
     ));
     assert!(
@@ -223,7 +226,9 @@ fn settings() -> DeliverySettings {
 async fn failures_are_retried_and_disable_the_webhook() {
     let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
     let (url, seen) = receiver(500).await;
-    let h = create(&*kv, "u1", &url, vec![EventType::CreditsLow], 1).unwrap();
+    let h = create(&*kv, "u1", &url, vec![EventType::CreditsLow], 1)
+        .await
+        .unwrap();
     let disabled = Arc::new(std::sync::Mutex::new(Vec::new()));
     let told = disabled.clone();
     let d = Arc::new(
@@ -245,18 +250,18 @@ async fn failures_are_retried_and_disable_the_webhook() {
     kv.apply(outbox::enqueue(&*kv, "u1", EventType::CreditsLow, &subject, now).unwrap())
         .unwrap();
     assert_eq!(d.sweep().await.unwrap(), 1);
-    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 1).unwrap();
+    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(page[0].attempts, 1);
     assert_eq!(page[0].status, DeliveryStatus::Pending, "retried later");
     assert_eq!(page[0].response_code, Some(500));
     assert!(page[0].next_attempt_at.is_some());
     // disable_after is zero: the first failure disabled the webhook.
     assert_eq!(disabled.lock().unwrap().len(), 1);
-    assert!(!list(&*kv, "u1").unwrap()[0].enabled);
+    assert!(!list(&*kv, "u1").await.unwrap()[0].enabled);
     // A disabled webhook's pending delivery fails without a request.
     tokio::time::sleep(Duration::from_millis(5)).await;
     d.sweep().await.unwrap();
-    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 1).unwrap();
+    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(page[0].status, DeliveryStatus::Failed);
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(queue_len(&*kv), 0);
@@ -266,7 +271,9 @@ async fn failures_are_retried_and_disable_the_webhook() {
 async fn a_success_is_recorded_once() {
     let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
     let (url, seen) = receiver(204).await;
-    let h = create(&*kv, "u1", &url, vec![EventType::CreditsLow], 1).unwrap();
+    let h = create(&*kv, "u1", &url, vec![EventType::CreditsLow], 1)
+        .await
+        .unwrap();
     let d = Arc::new(
         Deliverer::new(
             kv.clone(),
@@ -276,19 +283,21 @@ async fn a_success_is_recorded_once() {
         )
         .unwrap(),
     );
-    let delivery = test(&*kv, "u1", &h.id, delivery::now_ms()).unwrap();
+    let delivery = test(&*kv, "u1", &h.id, delivery::now_ms()).await.unwrap();
     d.sweep().await.unwrap();
     d.sweep().await.unwrap();
-    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 5).unwrap();
+    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 5).await.unwrap();
     assert_eq!(page.len(), 1);
     assert_eq!(page[0].id, delivery.id);
     assert_eq!(page[0].status, DeliveryStatus::Delivered);
     assert_eq!(page[0].response_code, Some(204));
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Redelivery sends it again under the same id.
-    redeliver(&*kv, "u1", &h.id, &delivery.id, delivery::now_ms()).unwrap();
+    redeliver(&*kv, "u1", &h.id, &delivery.id, delivery::now_ms())
+        .await
+        .unwrap();
     d.sweep().await.unwrap();
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
-    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 5).unwrap();
+    let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 5).await.unwrap();
     assert_eq!((page.len(), page[0].attempts), (1, 2));
 }
