@@ -254,8 +254,7 @@ fn healthz() -> &'static str {
 #[handler]
 async fn readyz(state: Data<&State>) -> Response {
     let mut problems = Vec::new();
-    let storage = state.engine.blocking(|kv| kv.get("meta", b"ready"));
-    if storage.await.is_err() {
+    if state.engine.kv().get_async("meta", b"ready").await.is_err() {
         problems.push("storage unavailable".to_string());
     }
     let model = state.engine.settings().model_dir.join("model.bin");

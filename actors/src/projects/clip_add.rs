@@ -111,9 +111,7 @@ impl Projects {
         let (loudness, scenes) = edit_kit::signals(self.objects.as_ref(), &project.id)
             .await
             .map_err(super::clip_edit::kit_error)?;
-        let pid = project.id.clone();
-        let existing: Vec<(f64, f64)> = self
-            .blocking(move |kv| records::load_clips(kv, &pid))
+        let existing: Vec<(f64, f64)> = records::load_clips_async(&*self.kv, &project.id)
             .await
             .map_err(|e| ProjectError::internal("loading clips", e))?
             .iter()

@@ -11,9 +11,11 @@
 //!
 //! Two ways in, one pool of connections (`kv_postgres_pool.rs`):
 //!
-//! - the async side of the trait ([`KvStore::get_async`],
-//!   [`KvStore::scan_prefix_async`], [`KvStore::apply_async`]) awaits the
-//!   queries on the caller's own task: no thread waits for the server;
+//! - the async side of the trait ([`KvStore::get_async`] and the other
+//!   `_async` methods) awaits the queries on the caller's own task: no
+//!   thread waits for the server. A caller that stops waiting drops the
+//!   connection in use (the server rolls back a transaction it was in);
+//!   the pool opens another when needed;
 //! - the blocking methods are called from `spawn_blocking`,
 //!   `block_in_place` and other threads that may wait. They spawn the same
 //!   work on a small private tokio runtime and wait for its answer on a

@@ -217,6 +217,46 @@ fn async_calls_wait_for_the_server_without_holding_the_thread() {
         "both pooled connections outlive the runtime that used them"
     );
     assert_eq!(kv.get("t", b"b").expect("get"), Some(b"v".to_vec()));
+
+    // A caller that stops waiting for a batch: nothing of it is written,
+    // and the store goes on answering.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        let batch = vec![put(b"c"), put(b"d")];
+        let lock = sql::lock_key("async", &batch[0]);
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&lock])
+            .await
+            .expect("lock");
+        let stopped = tokio::time::timeout(Duration::from_millis(300), kv.apply_async(batch)).await;
+        assert!(stopped.is_err(), "the batch waits for the lock");
+        client
+            .execute("SELECT pg_advisory_unlock($1)", &[&lock])
+            .await
+            .expect("unlock");
+        // Queued behind the batch's session, which has the lock first:
+        // this returns once that session's transaction has ended.
+        for sql in [
+            "SELECT pg_advisory_lock($1)",
+            "SELECT pg_advisory_unlock($1)",
+        ] {
+            client.execute(sql, &[&lock]).await.expect("lock again");
+        }
+        assert_eq!(kv.get_async("t", b"c").await.expect("get"), None);
+        assert_eq!(kv.get_async("t", b"d").await.expect("get"), None);
+        kv.apply_async(vec![put(b"e")]).await.expect("apply");
+        assert_eq!(
+            kv.get_async("t", b"e").await.expect("get"),
+            Some(b"v".to_vec())
+        );
+    });
 }
 
 /// Batches over the same keys in opposite orders from several threads

@@ -14,7 +14,7 @@ use super::{CaptionLine, ExportClip, ExportFormat, SourceInfo, Timeline};
 use crate::media::ffprobe::MediaInfo;
 use crate::projects::records::{self, ClipRecord, ProjectRecord, ProjectState, Source};
 use crate::projects::stages::fillers::to_source_offset;
-use crate::storage::kv::{self, KvStore};
+use crate::storage::kv::KvStore;
 use crate::storage::objects::ObjectStore;
 
 /// What the caller asked for.
@@ -192,8 +192,7 @@ impl ExportFrom<'_> {
         if p.state != ProjectState::Completed {
             return Err(ExportError::NotFinished(p.state));
         }
-        let pid = p.id.clone();
-        let clips = kv::blocking(self.kv, move |kv| records::load_clips(kv, &pid))
+        let clips = records::load_clips_async(self.kv.as_ref(), &p.id)
             .await
             .map_err(|e| ExportError::Storage(format!("loading clips: {e}")))?
             .into_iter()
