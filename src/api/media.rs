@@ -176,12 +176,8 @@ impl MediaApi {
         }
         // A read of the shared records: on a cluster this node need not be
         // the account's owner (the owner counts the bytes at the end).
-        let uid = user.id.clone();
-        let accounts = state.engine.accounts().clone();
-        let used = tokio::task::spawn_blocking(move || accounts.storage_used(&uid))
-            .await
-            .map_err(|e| ApiError::internal("storage task", e))?
-            .map_err(ApiError::from)?;
+        let accounts = state.engine.accounts();
+        let used = accounts.stored_storage_used(&user.id).await?;
         if used + size > limits.storage_bytes {
             return Err(ApiError::too_large(
                 "your plan's storage quota is full: delete projects or upgrade",

@@ -142,6 +142,17 @@ impl Accounts {
         self.storage_counter(user_id)
     }
 
+    /// [`Self::storage_used`] as the store has it, for a request outside
+    /// the account's actor (an upload's check on any node); async.
+    pub async fn stored_storage_used(&self, user_id: &str) -> Result<u64> {
+        let account = self.read_async::<StoredAccount>(USERS, user_id.as_bytes());
+        account.await?.ok_or(AccountError::NotFound("account"))?;
+        Ok(self
+            .read_async(STORAGE, user_id.as_bytes())
+            .await?
+            .unwrap_or(0))
+    }
+
     /// Counts `bytes` more against the user's quota, or fails with
     /// [`AccountError::QuotaExceeded`] and counts nothing. Returns the new
     /// total.
