@@ -101,7 +101,8 @@ pub trait KvStore: Send + Sync + 'static {
     /// process (memory; sled from its cache and local disk), where handing
     /// the call to another thread would cost more than the call (the
     /// session lookup: `make bench-api`). A networked store overrides the
-    /// async methods so that no thread waits on the network.
+    /// async methods so that no thread waits on the network; sled hands
+    /// [`apply_async`](Self::apply_async) (a disk sync) to the blocking pool.
     fn get_async<'a>(&'a self, tree: &'a str, key: &'a [u8]) -> KvFuture<'a, Option<Vec<u8>>> {
         Box::pin(std::future::ready(self.get(tree, key)))
     }
@@ -172,7 +173,9 @@ fn sled_error(context: String, err: sled::Error) -> StorageError {
 /// Page cache of [`SledStore::open`]: 128 MiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 128 * 1024 * 1024;
 
-/// A [`KvStore`] in a sled 0.34 database directory.
+/// A [`KvStore`] in a sled 0.34 database directory. A clone is another
+/// handle on the same open database.
+#[derive(Clone)]
 pub struct SledStore {
     db: sled::Db,
     /// Flush every write before returning (off only for bulk imports,
@@ -271,6 +274,13 @@ impl SledStore {
 }
 
 impl KvStore for SledStore {
+    /// On the blocking pool: the write ends with a flush, a disk sync that
+    /// must not hold an async thread (reads stay inline, from the cache).
+    fn apply_async(&self, batch: Vec<KvOp>) -> KvFuture<'_, ()> {
+        let store = self.clone();
+        Box::pin(crate::tasks::blocking(move || store.apply(batch)))
+    }
+
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let value = self
             .tree(tree)?
