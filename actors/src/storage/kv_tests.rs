@@ -35,6 +35,26 @@ async fn sled_store_conforms() {
     kv_conformance_async(&kv).await;
 }
 
+/// Sled's async write leaves the calling thread (its flush is a disk
+/// sync): the first poll finds it handed to the blocking pool, not done.
+#[tokio::test]
+async fn sled_writes_from_async_code_run_on_the_blocking_pool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kv = SledStore::open(&dir.path().join("db")).expect("open");
+    let mut write = kv.apply_async(vec![KvOp::Put {
+        tree: "t".into(),
+        key: b"k".to_vec(),
+        value: b"v".to_vec(),
+    }]);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        write.as_mut().poll(&mut cx).is_pending(),
+        "the write ran inline on the async thread"
+    );
+    write.await.expect("applied");
+    assert_eq!(kv.get("t", b"k").expect("get"), Some(b"v".to_vec()));
+}
+
 #[test]
 fn sled_store_keeps_data_across_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
