@@ -141,7 +141,7 @@ pub fn admin_cluster(state: Data<&State>, req: &Request) -> Response {
 use std::sync::OnceLock;
 
 use clipforge_actors::cluster::relay::{
-    BodyRest, Handler, WireHead, WireRequest, MAX_CHUNK, MAX_FORWARD_BODY,
+    BodyRest, Handler, ReplyBody, WireHead, WireRequest, MAX_CHUNK, MAX_FORWARD_BODY,
 };
 use poem::{Body, Endpoint, EndpointExt};
 
@@ -368,7 +368,7 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
             ))
         }
     };
-    let (head, rx) = match cluster.forward(&owner, wire, body).await {
+    let (head, body) = match cluster.forward(&owner, wire, body).await {
         Ok(r) => r,
         Err(e) => return Some(unavailable(e.to_string())),
     };
@@ -376,17 +376,25 @@ pub async fn route(state: &State, req: &mut Request) -> Option<Response> {
         poem::http::StatusCode::from_u16(head.status)
             .unwrap_or(poem::http::StatusCode::BAD_GATEWAY),
     );
+    let complete = matches!(body, ReplyBody::Complete(_));
     for (k, v) in &head.headers {
-        if !HOP_BY_HOP.contains(&k.as_str()) {
+        // A complete body's length is its own (the server sets it).
+        let length = complete && k == "content-length";
+        if !HOP_BY_HOP.contains(&k.as_str()) && !length {
             resp = resp.header(k.as_str(), v.as_str());
         }
     }
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|c| (Ok::<_, std::io::Error>(bytes::Bytes::from(c)), rx))
-    });
-    let mut resp = resp.body(Body::from_bytes_stream(stream));
+    let mut resp = match body {
+        ReplyBody::Complete(bytes) => resp.body(bytes),
+        ReplyBody::Stream(rx) => {
+            let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+                rx.recv()
+                    .await
+                    .map(|c| (Ok::<_, std::io::Error>(bytes::Bytes::from(c)), rx))
+            });
+            resp.body(Body::from_bytes_stream(stream))
+        }
+    };
     resp.headers_mut().insert(
         "x-clipforge-node",
         owner
@@ -473,12 +481,8 @@ async fn admin_fanout(cluster: &Arc<Cluster>, req: &mut Request) -> Response {
     let mut nodes = vec![mine];
     for n in cluster.snapshot().nodes.into_iter().filter(|n| !n.is_self) {
         let entry = match cluster.forward(&n.name, wire.clone(), Vec::new()).await {
-            Ok((head, mut rx)) if head.status == 200 => {
-                let mut body = Vec::new();
-                while let Some(c) = rx.recv().await {
-                    body.extend_from_slice(&c);
-                }
-                serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)
+            Ok((head, body)) if head.status == 200 => {
+                serde_json::from_slice(&body.collect().await).unwrap_or(serde_json::Value::Null)
             }
             Ok((head, _)) => {
                 serde_json::json!({ "node": n.name, "state": n.state, "status": head.status })

@@ -388,7 +388,13 @@ async fn cookie_only_requests_work_through_the_owner_and_another_node() {
             .expect("a cookie-only request gets an answer");
         assert_eq!(r.status().as_u16(), 200);
         forwarded.push(r.headers().get("x-clipforge-node").is_some());
-        let v: Value = r.json().await.unwrap();
+        // A JSON answer comes whole, forwarded or not: with its length,
+        // not chunked.
+        let length = r.headers().get("content-length").cloned();
+        assert_eq!(r.headers().get("transfer-encoding"), None);
+        let bytes = r.bytes().await.unwrap();
+        assert_eq!(length, Some(bytes.len().to_string().parse().unwrap()));
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["user"]["email"], "browser@example.com", "{v}");
         let r = with_cookie(n, reqwest::Method::GET, "/api/credits", &cookie)
             .send()

@@ -18,6 +18,32 @@ pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'stat
     }
 }
 
+/// Runs `fut` in the caller's task, answering its panic as `Err` (the
+/// payload) instead of unwinding: for work whose failure has an answer
+/// (a forwarded request's 500) without a task of its own.
+pub async fn catch_panic<T>(
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, Box<dyn std::any::Any + Send>> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(out)) => std::task::Poll::Ready(Ok(out)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
+    })
+    .await
+}
+
+/// A panic's message (its payload when that is text).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 /// Short tasks nobody waits for (answering a refused connection, draining
 /// a refused body), at most `max` at once: beyond that [`Self::spawn`]
 /// declines, so a flood cannot pile them up. Each must end by itself (a
@@ -102,6 +128,23 @@ mod tests {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned());
         assert_eq!(message.as_deref(), Some("the disk is on fire"));
+    }
+
+    /// A caught panic is the caller's `Err` with its message; the caller's
+    /// task goes on. Work that yields first is polled to its end.
+    #[tokio::test]
+    async fn caught_panics_are_answered_in_the_same_task() {
+        let ok = catch_panic(async {
+            tokio::task::yield_now().await;
+            7
+        });
+        assert_eq!(ok.await.ok(), Some(7));
+        let failed = catch_panic(async {
+            tokio::task::yield_now().await;
+            panic!("the relay is on fire")
+        });
+        let payload = failed.await.expect_err("the panic is answered");
+        assert_eq!(panic_text(&*payload), "the relay is on fire");
     }
 
     /// Beyond its bound a task is declined; a finished one (also by a

@@ -317,14 +317,11 @@ async fn commit_upload(state: &State, commit: UploadCommit) -> ApiResult<()> {
             "no node can serve this account right now; try again shortly",
         )
     };
-    let (head, mut rx) = cluster
+    let (head, body) = cluster
         .forward(&owner, req, body)
         .await
         .map_err(|e| unavailable(e.to_string()))?;
-    let mut answer = Vec::new();
-    while let Some(c) = rx.recv().await {
-        answer.extend_from_slice(&c);
-    }
+    let answer = body.collect().await;
     if head.status == 200 {
         return Ok(());
     }

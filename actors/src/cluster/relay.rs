@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::replies::Pending;
-pub use super::replies::{Replies, WireHead};
+pub use super::replies::{Replies, ReplyBody, WireHead};
 use super::wire::Wire;
 use super::Cluster;
 use crate::tasks::AbortOnDrop;
@@ -155,17 +155,17 @@ impl HttpRelayState {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             let (id, from) = (req.id.clone(), req.from.clone());
-            // The request in a task of its own (stopped with this one): its
-            // panic is answered 500 at once, not left for the forwarding
-            // node to give up on after `HEAD_TIMEOUT`.
-            let mut run = AbortOnDrop(tokio::spawn(async move {
+            // A panic in the request is answered 500 at once, not left for
+            // the forwarding node to give up on after `HEAD_TIMEOUT`.
+            let run = async move {
                 crate::faults::check(crate::faults::Point::Forwarded);
                 handler(req, body).await
-            }));
-            let (head, first, rest) = match (&mut run.0).await {
+            };
+            let (head, first, rest) = match crate::tasks::catch_panic(run).await {
                 Ok(response) => response,
-                Err(e) => {
-                    tracing::error!(%from, error = %e, "cluster: a forwarded request failed");
+                Err(panic) => {
+                    let error = crate::tasks::panic_text(&*panic);
+                    tracing::error!(%from, %error, "cluster: a forwarded request failed");
                     internal_error()
                 }
             };
@@ -375,7 +375,7 @@ impl RouterState {
 
     fn deliver(&self, id: String, chunk: Vec<u8>) {
         let gone = match self.replies.map().get(&id) {
-            Some(p) => p.body.send(chunk).is_err(),
+            Some(p) => p.body.as_ref().is_none_or(|b| b.send(chunk).is_err()),
             None => false,
         };
         if gone {
@@ -393,8 +393,8 @@ impl RouterState {
                     .iter()
                     .any(|m| m.get_id() == p.relay);
             let no_head = p.head.is_some() && p.started.elapsed() > HEAD_TIMEOUT;
-            let client_gone =
-                p.body.is_closed() || p.head.as_ref().is_some_and(|h| h.is_closed());
+            let client_gone = p.body.as_ref().is_some_and(|b| b.is_closed())
+                || p.head.as_ref().is_some_and(|h| h.is_closed());
             if lost {
                 tracing::warn!(%id, owner = %p.owner, "cluster: owner node or relay lost mid-response");
             } else if client_gone {
@@ -435,12 +435,23 @@ impl Actor for ReplyRouter {
                 let Some(p) = map.get_mut(&id) else {
                     return Ok(());
                 };
-                let waiting = match (p.head.take(), head) {
-                    (Some(tx), Some(h)) => tx.send(h).is_ok(),
+                let gone = match (p.head.take(), head) {
+                    (Some(tx), Some(h)) => {
+                        let body = if complete {
+                            ReplyBody::Complete(first)
+                        } else {
+                            let (chunks, rx) = mpsc::unbounded_channel();
+                            if !first.is_empty() {
+                                let _ = chunks.send(first);
+                            }
+                            p.body = Some(chunks);
+                            ReplyBody::Stream(rx)
+                        };
+                        tx.send((h, body)).is_err()
+                    }
                     // Undecodable head: the request fails as unanswered.
-                    _ => false,
+                    _ => true,
                 };
-                let gone = !waiting || (!first.is_empty() && p.body.send(first).is_err());
                 if complete || gone {
                     let owner = p.owner.clone();
                     map.remove(&id);
@@ -505,7 +516,7 @@ impl Cluster {
         owner: &str,
         mut req: WireRequest,
         body: Vec<u8>,
-    ) -> Result<(WireHead, mpsc::UnboundedReceiver<Vec<u8>>), ForwardError> {
+    ) -> Result<(WireHead, ReplyBody), ForwardError> {
         let node = || owner.to_string();
         let relay: ActorRef<RelayMsg> = ractor::pg::get_members(&relay_group(owner))
             .into_iter()
@@ -518,18 +529,17 @@ impl Cluster {
         if body.len() > MAX_FORWARD_BODY {
             return Err(ForwardError::TooLarge { bytes: body.len() });
         }
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = self.replies.next_id();
         req.id = id.clone();
         req.from = self.settings.node_name.clone();
         let (head_tx, head_rx) = oneshot::channel();
-        let (body_tx, body_rx) = mpsc::unbounded_channel();
         self.replies.map().insert(
             id.clone(),
             Pending {
                 owner: owner.to_string(),
                 relay: relay.get_id(),
                 head: Some(head_tx),
-                body: body_tx,
+                body: None,
                 started: Instant::now(),
             },
         );
@@ -538,7 +548,7 @@ impl Cluster {
             return Err(e);
         }
         match head_rx.await {
-            Ok(head) => Ok((head, body_rx)),
+            Ok(answer) => Ok(answer),
             Err(_) => Err(ForwardError::NoAnswer { node: node() }),
         }
     }
