@@ -35,6 +35,16 @@ pub async fn catch_panic<T>(
     .await
 }
 
+/// [`blocking`] for work whose panic has an answer of its own (an HTTP
+/// 500, a command's failure): the panic's message as `Err`.
+pub async fn blocking_caught<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    catch_panic(blocking(work))
+        .await
+        .map_err(|payload| panic_text(&*payload))
+}
+
 /// A panic's message (its payload when that is text).
 pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -145,6 +155,10 @@ mod tests {
         });
         let payload = failed.await.expect_err("the panic is answered");
         assert_eq!(panic_text(&*payload), "the relay is on fire");
+        // Blocking work's panic likewise, with a formatted message.
+        assert_eq!(blocking_caught(|| 6 * 7).await, Ok(42));
+        let hashed = blocking_caught(|| -> u8 { panic!("no {} left", "entropy") });
+        assert_eq!(hashed.await, Err("no entropy left".to_string()));
     }
 
     /// Beyond its bound a task is declined; a finished one (also by a

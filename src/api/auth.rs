@@ -1,6 +1,7 @@
 //! Accounts: sign-up, sign-in, sign-out, session, password change (the shape
 //! of the auth library the contract's frontend uses), profile and avatar.
 
+use clipforge_actors::tasks::blocking_caught;
 use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::types::multipart::Upload;
@@ -227,10 +228,8 @@ impl AuthApi {
     ) -> ApiResult<SessionResponse> {
         let b = body.0;
         // The password is hashed (slow) before the account's actor writes.
-        let new = tokio::task::spawn_blocking(move || {
-            NewAccount::prepare(&b.email, &b.password, &b.name)
-        })
-        .await;
+        let new =
+            blocking_caught(move || NewAccount::prepare(&b.email, &b.password, &b.name)).await;
         let new = account(new.map_err(|e| ApiError::internal("hashing a password", e))?)?;
         let (acc, token) = account(
             state
@@ -402,11 +401,10 @@ impl AuthApi {
             .acquire()
             .await
             .map_err(|e| ApiError::internal("avatar decodes", e))?;
-        let png =
-            tokio::task::spawn_blocking(move || clipforge_actors::media::avatar::normalize(&bytes))
-                .await
-                .map_err(|e| ApiError::internal("avatar task", e))?
-                .map_err(|e| ApiError::unsupported(e.to_string()))?;
+        let png = blocking_caught(move || clipforge_actors::media::avatar::normalize(&bytes))
+            .await
+            .map_err(|e| ApiError::internal("avatar task", e))?
+            .map_err(|e| ApiError::unsupported(e.to_string()))?;
         let id = auth.user().account.id.clone();
         let key = format!("avatars/{id}/{}.png", uuid::Uuid::new_v4());
         state

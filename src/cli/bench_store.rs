@@ -8,6 +8,7 @@
 //! Reported: reads/s, p50 and p99 per read, and the ratios async ÷ blocking.
 //! `make bench-cluster` runs it on the PostgreSQL it starts.
 
+use clipforge_actors::tasks::blocking_caught;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -85,10 +86,9 @@ where
 async fn bench(args: BenchStoreArgs) -> anyhow::Result<()> {
     let url = args.postgres_url.clone();
     let kv: Arc<dyn KvStore> = Arc::new(
-        tokio::task::spawn_blocking(move || {
-            PostgresStore::open(PostgresOptions::new(url, "bench-store"))
-        })
-        .await??,
+        blocking_caught(move || PostgresStore::open(PostgresOptions::new(url, "bench-store")))
+            .await
+            .map_err(anyhow::Error::msg)??,
     );
     let ops = (0..KEYS)
         .map(|i| KvOp::Put {

@@ -1,6 +1,7 @@
 //! `clipforge clip`: the pipeline as a command, with progress per stage (bars
 //! on a terminal, plain lines otherwise).
 
+use clipforge_actors::tasks::blocking_caught;
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -282,7 +283,7 @@ pub async fn run(args: ClipArgs) -> ExitCode {
     // The model loads while the input is fetched and probed.
     let model = async move {
         let loading = std::time::Instant::now();
-        let model = tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &model_opts))
+        let model = blocking_caught(move || WhisperModel::load(&dir, &model_opts))
             .await
             .map_err(|e| StageError::Model(format!("loading the model stopped: {e}")))?
             .map_err(|e| StageError::Model(format!("{e:#}")))?;

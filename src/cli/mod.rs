@@ -1,5 +1,6 @@
 //! Command-line arguments and dispatch.
 
+use clipforge_actors::tasks::blocking_caught;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -79,7 +80,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             transcribe::run(args).await
         }
         Command::Serve(args) => serve::run(args).await,
-        Command::BenchSeed(args) => tokio::task::spawn_blocking(move || bench_seed::run(args))
+        Command::BenchSeed(args) => blocking_caught(move || bench_seed::run(args))
             .await
             .unwrap_or(ExitCode::FAILURE),
         Command::BenchSchedule(args) => bench_schedule::run(args).await,

@@ -3,6 +3,7 @@
 //! `transcript.json` of `clipforge clip`, with the seconds it took).
 //! `make bench-asr` compares it with faster-whisper.
 
+use clipforge_actors::tasks::blocking_caught;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -51,7 +52,7 @@ pub async fn run(args: TranscribeArgs) -> ExitCode {
         .model_dir
         .clone()
         .unwrap_or_else(crate::config::default_model_dir);
-    let model = match tokio::task::spawn_blocking(move || WhisperModel::load(&dir, &opts)).await {
+    let model = match blocking_caught(move || WhisperModel::load(&dir, &opts)).await {
         Ok(Ok(m)) => Arc::new(m),
         Ok(Err(e)) => {
             eprintln!("error: {e:#}");

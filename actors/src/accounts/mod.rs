@@ -2,7 +2,7 @@
 //! quotas and notifications, kept in a [`KvStore`].
 //!
 //! Everything here is synchronous and blocking (each acknowledged write is a
-//! durable [`KvStore::apply`]); call it from `spawn_blocking` in async code.
+//! durable [`KvStore::apply`]); call it from `tasks::blocking` in async code.
 //! The exceptions are the lookups of a request's credential
 //! ([`Accounts::session`], [`Accounts::api_key_info`]), which are async
 //! ([`KvStore::get_async`]).

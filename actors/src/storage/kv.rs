@@ -46,7 +46,7 @@ pub(crate) fn unmet(tree: &str, key: &[u8], expected: Option<&[u8]>) -> String {
 ///
 /// Trees are created on first use and are independent key spaces. Keys and
 /// values may be empty. Scans return entries in ascending byte order of the
-/// key. The methods block; call them from `spawn_blocking` in async code
+/// key. The methods block; call them from `tasks::blocking` in async code
 /// that must not stall its executor thread, or use the async side
 /// ([`get_async`](Self::get_async) and the methods after it).
 pub trait KvStore: Send + Sync + 'static {
