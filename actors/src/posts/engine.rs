@@ -110,7 +110,7 @@ impl Publishing {
         if self.host.cluster().is_some() {
             return Ok(());
         }
-        let entries = self.host.blocking(post::due_entries).await?;
+        let entries = post::due_entries(self.host.kv()).await?;
         for (at, id) in &entries {
             self.arm(id, *at).await;
         }
@@ -236,9 +236,7 @@ impl Publishing {
 
     /// The caller's clip, or `NotFound` (also for another user's clip).
     pub async fn owned_clip(&self, user_id: &str, clip_id: &str) -> Result<ClipRecord> {
-        let (uid, cid) = (user_id.to_string(), clip_id.to_string());
-        self.host
-            .blocking(move |kv| records::find_clip(kv, &uid, &cid))
+        records::find_clip(self.host.kv(), user_id, clip_id)
             .await?
             .filter(ClipRecord::playable)
             .ok_or(PublishError::NotFound("clip"))
@@ -250,7 +248,7 @@ impl Publishing {
         for r in &records {
             ops.extend(post::insert_ops(r)?);
         }
-        self.host.blocking(move |kv| kv.apply(ops)).await?;
+        self.host.kv().apply_async(ops).await?;
         for r in records.iter().filter(|r| self.owns_posts_of(&r.user_id)) {
             self.arm(&r.id, r.scheduled_at).await;
         }

@@ -30,11 +30,7 @@ impl Publishing {
         }
         let mut stopped = 0;
         for (id, _) in self.live.list() {
-            let lookup = id.clone();
-            let post = self
-                .host
-                .blocking(move |kv| post::load(kv, &lookup))
-                .await?;
+            let post = post::load_async(self.host.kv(), &id).await?;
             if post.is_some_and(|p| !self.owns_posts_of(&p.user_id)) {
                 tracing::info!(post_id = %id, "handing the scheduled post off");
                 self.live.stop(&id);
@@ -42,17 +38,13 @@ impl Publishing {
             }
         }
         let live: HashSet<String> = self.live.list().into_iter().map(|(id, _)| id).collect();
-        let entries = self.host.blocking(post::due_entries).await?;
+        let entries = post::due_entries(self.host.kv()).await?;
         let mut armed = 0;
         for (at, id) in entries {
             if live.contains(&id) {
                 continue;
             }
-            let lookup = id.clone();
-            let post = self
-                .host
-                .blocking(move |kv| post::load(kv, &lookup))
-                .await?;
+            let post = post::load_async(self.host.kv(), &id).await?;
             if post.is_some_and(|p| self.owns_posts_of(&p.user_id)) {
                 self.arm(&id, at).await;
                 armed += 1;

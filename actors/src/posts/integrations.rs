@@ -127,10 +127,7 @@ impl Publishing {
         p: Provider,
     ) -> Result<Option<IntegrationRecord>> {
         let k = key(user_id, p);
-        Ok(self
-            .host
-            .blocking(move |kv| kv::get_value(kv, INTEGRATIONS, &k))
-            .await?)
+        Ok(kv::get_value_async(self.host.kv(), INTEGRATIONS, &k).await?)
     }
 
     /// The platforms this server can connect: those whose OAuth client is
@@ -147,7 +144,8 @@ impl Publishing {
         let prefix = format!("{user_id}/");
         let rows = self
             .host
-            .blocking(move |kv| kv.scan_prefix(INTEGRATIONS, prefix.as_bytes()))
+            .kv()
+            .scan_prefix_async(INTEGRATIONS, prefix.as_bytes())
             .await?;
         let now = now_ms();
         rows.iter()
@@ -170,10 +168,12 @@ impl Publishing {
             created_at: now_ms(),
         };
         let url = oauth::authorize_url(p, &self.settings, &state, verifier.as_deref());
-        let (k, v) = (state.clone().into_bytes(), kv::encode(&rec)?);
-        self.host
-            .blocking(move |kv| kv.put(OAUTH_STATES, &k, &v))
-            .await?;
+        let put = KvOp::Put {
+            tree: OAUTH_STATES.into(),
+            key: state.clone().into_bytes(),
+            value: kv::encode(&rec)?,
+        };
+        self.host.kv().apply_async(vec![put]).await?;
         Ok(json!({
             "provider": p.as_str(),
             "authorizeUrl": url,
@@ -205,40 +205,39 @@ impl Publishing {
         // shown with another session (or none) stays, so whoever else holds
         // it cannot spoil the owner's flow. The delete is conditional on the
         // value read, so two callbacks of the same flow cannot both pass.
-        let taken: Taken = self
-            .host
-            .blocking(move |kv| {
-                let Some(raw) = kv.get(OAUTH_STATES, &k)? else {
-                    return Ok(Taken::Unknown);
-                };
-                let st: OAuthState = kv::decode(&raw)?;
-                if st.provider != p || now_ms() - st.created_at >= STATE_TTL_MS {
-                    return Ok(Taken::Unknown);
-                }
-                let same_session = caller.is_some_and(|(user, digest)| {
-                    !st.session.is_empty() && user == st.user_id && digest == st.session
-                });
-                if !same_session {
-                    return Ok(Taken::WrongSession);
-                }
-                let ops = vec![
-                    KvOp::Expect {
-                        tree: OAUTH_STATES.into(),
-                        key: k.clone(),
-                        value: Some(raw),
-                    },
-                    KvOp::Delete {
-                        tree: OAUTH_STATES.into(),
-                        key: k,
-                    },
-                ];
-                match kv.apply(ops) {
-                    Ok(()) => Ok(Taken::Mine(st)),
-                    Err(kv::StorageError::Conflict(_)) => Ok(Taken::Unknown),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
+        let kv = self.host.kv();
+        let taken = async {
+            let Some(raw) = kv.get_async(OAUTH_STATES, &k).await? else {
+                return Ok(Taken::Unknown);
+            };
+            let st: OAuthState = kv::decode(&raw)?;
+            if st.provider != p || now_ms() - st.created_at >= STATE_TTL_MS {
+                return Ok(Taken::Unknown);
+            }
+            let same_session = caller.is_some_and(|(user, digest)| {
+                !st.session.is_empty() && user == st.user_id && digest == st.session
+            });
+            if !same_session {
+                return Ok(Taken::WrongSession);
+            }
+            let ops = vec![
+                KvOp::Expect {
+                    tree: OAUTH_STATES.into(),
+                    key: k.clone(),
+                    value: Some(raw),
+                },
+                KvOp::Delete {
+                    tree: OAUTH_STATES.into(),
+                    key: k,
+                },
+            ];
+            match kv.apply_async(ops).await {
+                Ok(()) => Ok(Taken::Mine(st)),
+                Err(kv::StorageError::Conflict(_)) => Ok(Taken::Unknown),
+                Err(e) => Err(e),
+            }
+        };
+        let taken: Taken = taken.await?;
         let st = match taken {
             Taken::Mine(st) => st,
             Taken::WrongSession => return Err(PublishError::WrongSession),
@@ -308,10 +307,12 @@ impl Publishing {
     }
 
     async fn store_integration(&self, rec: IntegrationRecord) -> Result<()> {
-        let (k, v) = (key(&rec.user_id, rec.provider), kv::encode(&rec)?);
-        self.host
-            .blocking(move |kv| kv.put(INTEGRATIONS, &k, &v))
-            .await?;
+        let put = KvOp::Put {
+            tree: INTEGRATIONS.into(),
+            key: key(&rec.user_id, rec.provider),
+            value: kv::encode(&rec)?,
+        };
+        self.host.kv().apply_async(vec![put]).await?;
         Ok(())
     }
 
@@ -324,10 +325,11 @@ impl Publishing {
         if self.integration(user_id, p).await?.is_none() {
             return Err(PublishError::NotFound("integration"));
         }
-        let k = key(user_id, p);
-        self.host
-            .blocking(move |kv| kv.delete(INTEGRATIONS, &k))
-            .await?;
+        let delete = KvOp::Delete {
+            tree: INTEGRATIONS.into(),
+            key: key(user_id, p),
+        };
+        self.host.kv().apply_async(vec![delete]).await?;
         let all = post::all_of_user(self.host.kv(), user_id).await?;
         let reason = format!(
             "the {} account was disconnected before publication",

@@ -265,9 +265,9 @@ pub async fn all_of_user(kv: &dyn KvStore, user_id: &str) -> kv::Result<Vec<Post
 }
 
 /// The durable timers: (scheduledAt, post id) of every unfinished post.
-pub fn due_entries(kv: &dyn KvStore) -> kv::Result<Vec<(i64, String)>> {
+pub async fn due_entries(kv: &dyn KvStore) -> kv::Result<Vec<(i64, String)>> {
     let mut out = Vec::new();
-    for (k, _) in kv.scan_prefix(POSTS_DUE, b"")? {
+    for (k, _) in kv.scan_prefix_async(POSTS_DUE, b"").await? {
         let s = String::from_utf8_lossy(&k);
         let Some((t, id)) = s.split_once('/') else {
             continue;

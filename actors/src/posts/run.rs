@@ -185,12 +185,8 @@ impl Publishing {
     }
 
     async fn clip_of(&self, post: &PostRecord) -> PubResult<ClipRecord> {
-        let (uid, cid) = (post.user_id.clone(), post.clip_id.clone());
-        match self
-            .host
-            .blocking(move |kv| crate::projects::records::find_clip(kv, &uid, &cid))
-            .await
-        {
+        let kv = self.host.kv();
+        match crate::projects::records::find_clip(kv, &post.user_id, &post.clip_id).await {
             Ok(Some(c)) => Ok(c),
             Ok(None) => Err(PubError::Permanent("the clip was deleted".into())),
             Err(e) => Err(PubError::transient(format!("loading the clip: {e}"))),

@@ -357,11 +357,9 @@ impl ProjectActor {
                     meta.sent();
                     ProjectMsg::Renew
                 }));
-                let (user, id) = (state.project.user_id.clone(), state.project.id.clone());
-                let stored = state
-                    .projects
-                    .blocking(move |kv| crate::projects::records::load_project(kv, &user, &id))
-                    .await;
+                let (user, id) = (&state.project.user_id, &state.project.id);
+                let kv = &*state.projects.kv;
+                let stored = crate::projects::records::load_project_async(kv, user, id).await;
                 match stored {
                     Ok(Some(p)) if !p.state.is_terminal() => {
                         state.project = p;

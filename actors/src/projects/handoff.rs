@@ -29,10 +29,7 @@ impl Projects {
             return Ok((stopped, started));
         }
         for (id, tracked) in self.live_projects() {
-            let lookup = id.clone();
-            let owner = self
-                .blocking(move |kv| projects::owner_of(kv, &lookup))
-                .await?;
+            let owner = projects::owner_of_async(&*self.kv, &id).await?;
             if owner.is_some_and(|u| !self.owns_account(&u)) {
                 tracing::info!(project_id = %id, "handing the project off");
                 for child in tracked.actor.get_children() {

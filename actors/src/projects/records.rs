@@ -374,6 +374,14 @@ pub fn owner_of(kv: &dyn KvStore, project_id: &str) -> Result<Option<String>> {
         .map(|v| String::from_utf8_lossy(&v).into_owned()))
 }
 
+/// [`owner_of`] for async code ([`KvStore::get_async`]).
+pub async fn owner_of_async(kv: &dyn KvStore, project_id: &str) -> Result<Option<String>> {
+    Ok(kv
+        .get_async(PROJECT_OWNER, project_id.as_bytes())
+        .await?
+        .map(|v| String::from_utf8_lossy(&v).into_owned()))
+}
+
 pub fn load_project(
     kv: &dyn KvStore,
     user_id: &str,
@@ -450,9 +458,16 @@ pub fn duration_display(secs: f64) -> String {
 }
 
 /// A clip of one of the user's projects.
-pub fn find_clip(kv: &dyn KvStore, user_id: &str, clip_id: &str) -> kv::Result<Option<ClipRecord>> {
-    for p in list_projects(kv, user_id)? {
-        if let Some(c) = load_clips(kv, &p.id)?.into_iter().find(|c| c.id == clip_id) {
+pub async fn find_clip(
+    kv: &dyn KvStore,
+    user_id: &str,
+    clip_id: &str,
+) -> kv::Result<Option<ClipRecord>> {
+    let prefix = format!("{user_id}/");
+    for (_, v) in kv.scan_prefix_async(PROJECTS, prefix.as_bytes()).await? {
+        let p = decode_project(&v)?;
+        let clips = load_clips_async(kv, &p.id).await?;
+        if let Some(c) = clips.into_iter().find(|c| c.id == clip_id) {
             return Ok(Some(c));
         }
     }

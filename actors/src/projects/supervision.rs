@@ -23,12 +23,9 @@ impl ProjectChildren {
 
 impl ProjectChildren {
     async fn stored(projects: &Projects, id: &str) -> Option<ProjectRecord> {
-        let id = id.to_string();
-        projects
-            .blocking(move |kv| match records::owner_of(kv, &id)? {
-                Some(user) => records::load_project(kv, &user, &id),
-                None => Ok(None),
-            })
+        let kv = &*projects.kv;
+        let user = records::owner_of_async(kv, id).await.ok().flatten()?;
+        records::load_project_async(kv, &user, id)
             .await
             .ok()
             .flatten()

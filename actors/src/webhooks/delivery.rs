@@ -188,7 +188,8 @@ impl Deliverer {
     pub async fn sweep(self: &Arc<Self>) -> kv::Result<usize> {
         let now = now_ms();
         let due: Vec<(Vec<u8>, Vec<u8>)> = self
-            .blocking(|kv| kv.scan_prefix_page(QUEUE, b"", 0, SWEEP_BATCH))
+            .kv
+            .scan_prefix_page_async(QUEUE, b"", 0, SWEEP_BATCH)
             .await?
             .into_iter()
             .filter(|(k, _)| due_of(k).is_some_and(|d| d <= now))
