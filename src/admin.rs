@@ -168,16 +168,15 @@ pub async fn admin_actor(state: Data<&State>, name: PPath<String>, req: &Request
     view["node"] = json!(state.config.node.name);
     if view["kind"] == "project" {
         let id = view["id"].as_str().unwrap_or_default().to_string();
-        let found = state
-            .engine
-            .blocking(move |kv| {
-                use clipforge_actors::projects::records::{load_project, owner_of};
-                match owner_of(kv, &id)? {
-                    Some(user) => load_project(kv, &user, &id),
-                    None => Ok(None),
-                }
-            })
-            .await;
+        let found = async {
+            use clipforge_actors::projects::records::{load_project_async, owner_of_async};
+            let kv = &**state.engine.kv();
+            match owner_of_async(kv, &id).await? {
+                Some(user) => load_project_async(kv, &user, &id).await,
+                None => Ok(None),
+            }
+        }
+        .await;
         if let Ok(Some(p)) = found {
             view["project"] = json!({
                 "userId": p.user_id, "title": p.title, "state": p.state.as_str(),

@@ -19,7 +19,7 @@ use crate::posts::host::PostHost;
 use crate::projects::domain::{Projects, ProjectsParts};
 use crate::projects::error::RunResult;
 use crate::projects::supervision::ProjectChildren;
-use crate::storage::kv::{self, KvStore};
+use crate::storage::kv::KvStore;
 use crate::storage::node_leases::{LeaseHolder, NodeLeases};
 use crate::storage::objects::ObjectStore;
 use crate::supervisor::{policy, SupervisionError, Tree};
@@ -199,14 +199,6 @@ impl Engine {
             return Ok(Some(held));
         }
         self.call_account(user_id, AccountMsg::HeldState).await
-    }
-
-    /// Runs a blocking storage call off the async threads.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
-    ) -> kv::Result<T> {
-        kv::blocking(&self.kv, f).await
     }
 
     /// Starts the node's supervision tree (accounts and projects branches;

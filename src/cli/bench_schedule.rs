@@ -166,7 +166,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
                     i,
                 ))?);
             }
-            s.blocking(move |kv| kv.apply(ops)).await?;
+            s.kv().apply_async(ops).await?;
         }
         println!(
             "== {} pending posts written in {:.1} s",
@@ -249,14 +249,10 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(args.window_secs + 120);
     let late = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let ids = ids.clone();
-        let recs = s
-            .blocking(move |kv| {
-                ids.iter()
-                    .map(|id| post::load(kv, id))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .await?;
+        let mut recs = Vec::with_capacity(ids.len());
+        for id in &ids {
+            recs.push(post::load_async(&**s.kv(), id).await?);
+        }
         if recs
             .iter()
             .all(|r| r.as_ref().is_some_and(|r| r.status.is_terminal()))

@@ -382,6 +382,16 @@ impl Accounts {
         Ok(Account::from(&self.stored_account(user_id)?))
     }
 
+    /// Whether the account `user_id` is stored (async code, outside its
+    /// actor: a Stripe event naming it).
+    pub async fn account_exists(&self, user_id: &str) -> Result<bool> {
+        let key = user_id.as_bytes();
+        Ok(self
+            .read_async::<StoredAccount>(USERS, key)
+            .await?
+            .is_some())
+    }
+
     /// Sets the display name (trimmed, 1–100 characters).
     pub fn update_profile(&self, user_id: &str, name: &str) -> Result<Account> {
         let name = super::text::name(name)?;

@@ -145,6 +145,12 @@ impl Accounts {
         self.read(STRIPE_CUSTOMERS, customer_id.as_bytes())
     }
 
+    /// [`Self::user_for_customer`] for async code (a Stripe event's owner).
+    pub async fn user_for_customer_async(&self, customer_id: &str) -> Result<Option<String>> {
+        self.read_async(STRIPE_CUSTOMERS, customer_id.as_bytes())
+            .await
+    }
+
     /// Remembers the provider customer of the account unless it has one;
     /// returns the one in force.
     pub fn remember_customer(&self, user_id: &str, customer_id: &str) -> Result<String> {
@@ -191,11 +197,23 @@ impl Accounts {
         self.read(CHECKOUTS, session_id.as_bytes())
     }
 
+    /// [`Self::checkout_record`] for async code.
+    pub async fn checkout_record_async(&self, session_id: &str) -> Result<Option<CheckoutRecord>> {
+        self.read_async(CHECKOUTS, session_id.as_bytes()).await
+    }
+
     /// Whether the provider event `event_id` was applied.
     pub fn event_applied(&self, event_id: &str) -> Result<bool> {
         Ok(self
             .read::<EventRecord>(STRIPE_EVENTS, event_id.as_bytes())?
             .is_some())
+    }
+
+    /// [`Self::event_applied`] for async code (a Stripe event received).
+    pub async fn event_applied_async(&self, event_id: &str) -> Result<bool> {
+        let key = event_id.as_bytes();
+        let applied = self.read_async::<EventRecord>(STRIPE_EVENTS, key).await?;
+        Ok(applied.is_some())
     }
 
     /// Activates a paid checkout: records the subscription, grants its plan
@@ -406,10 +424,10 @@ impl Accounts {
 
     /// Remembers an event that concerns no account here, so a retry of it is
     /// answered as a duplicate.
-    pub fn ignore_event(&self, event_id: &str) -> Result<()> {
+    pub async fn ignore_event(&self, event_id: &str) -> Result<()> {
         let mut batch = Batch::new();
         self.remember_event(&mut batch, Some(event_id), "", self.now())?;
-        self.commit(batch)
+        self.commit_async(batch).await
     }
 
     /// Operators: `enterprise` grants the plan and moves the account to it;

@@ -12,13 +12,6 @@ use crate::accounts::actor::{AccountMsg, BillingChange, Reply};
 use crate::accounts::registry::AccountDesk;
 use crate::accounts::{Account, Activation, Applied, Plan};
 
-/// Runs a blocking accounts read off the async threads.
-pub(super) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> crate::accounts::Result<T> + Send + 'static,
-) -> Result<T> {
-    crate::tasks::blocking(f).await.map_err(BillingError::from)
-}
-
 /// Sends `user_id`'s actor the message `build` makes and waits for its
 /// answer.
 pub(super) async fn on_account<T: Send + 'static>(
@@ -189,12 +182,7 @@ impl Billing {
         let mut activated = false;
         if session.is_paid() && session.subscription_mode {
             let meta = |k: &str| session.metadata.get(k).map(String::as_str).unwrap_or("");
-            let recorded = blocking({
-                let accounts = desk.accounts.clone();
-                let id = session.id.clone();
-                move || accounts.checkout_record(&id)
-            })
-            .await?;
+            let recorded = desk.accounts.checkout_record_async(&session.id).await?;
             let choice = match recorded {
                 Some(r) => PlanChoice {
                     plan: r.plan,

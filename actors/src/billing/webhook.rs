@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::checkout::{apply, blocking, Billing};
+use super::checkout::{apply, Billing};
 use super::error::BillingError;
 use super::settings::PlanChoice;
 use crate::accounts::actor::BillingChange;
@@ -95,9 +95,7 @@ impl Billing {
             event_type: kind.to_string(),
             result,
         };
-        let accounts = desk.accounts.clone();
-        let event_id = id.to_string();
-        if blocking(move || accounts.event_applied(&event_id)).await? {
+        if desk.accounts.event_applied_async(id).await? {
             return Ok(outcome("duplicate"));
         }
         let applied = match kind {
@@ -136,19 +134,16 @@ impl Billing {
         let claimed = str_at(object, &["client_reference_id"])
             .or_else(|| str_at(object, &["metadata", "user_id"]))
             .map(str::to_string);
-        let accounts = desk.accounts.clone();
-        blocking(move || {
-            if let Some(user) = customer
-                .as_deref()
-                .map(|c| accounts.user_for_customer(c))
-                .transpose()?
-                .flatten()
-            {
+        let accounts = &desk.accounts;
+        if let Some(c) = customer {
+            if let Some(user) = accounts.user_for_customer_async(&c).await? {
                 return Ok(Some(user));
             }
-            Ok(claimed.filter(|user| accounts.get_account(user).is_ok()))
-        })
-        .await
+        }
+        match claimed {
+            Some(user) if accounts.account_exists(&user).await? => Ok(Some(user)),
+            _ => Ok(None),
+        }
     }
 
     /// Remembers an event that concerns no account, and answers `None`.
@@ -159,9 +154,7 @@ impl Billing {
         why: &str,
     ) -> Result<Option<Applied>, BillingError> {
         tracing::info!(event_id, why, "stripe event ignored");
-        let accounts = desk.accounts.clone();
-        let id = event_id.to_string();
-        blocking(move || accounts.ignore_event(&id)).await?;
+        desk.accounts.ignore_event(event_id).await?;
         Ok(None)
     }
 
@@ -321,9 +314,7 @@ impl Billing {
         session_id: &str,
         metadata: Option<&Value>,
     ) -> Result<Option<PlanChoice>, BillingError> {
-        let accounts = desk.accounts.clone();
-        let id = session_id.to_string();
-        if let Some(record) = blocking(move || accounts.checkout_record(&id)).await? {
+        if let Some(record) = desk.accounts.checkout_record_async(session_id).await? {
             return Ok(Some(PlanChoice {
                 plan: record.plan,
                 frequency: record.frequency,

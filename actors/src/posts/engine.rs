@@ -40,7 +40,7 @@ pub struct Publishing {
     pub(crate) cipher: TokenCipher,
     pub(crate) slots: Semaphore,
     pub(crate) live: Live,
-    post_locks: Box<[Mutex<()>]>,
+    post_locks: Box<[tokio::sync::Mutex<()>]>,
     token_locks: Box<[tokio::sync::Mutex<()>]>,
     /// The leases of the posts this node is publishing now (clustered):
     /// every write to such a post is fenced by its lease (`run.rs`).
@@ -89,7 +89,7 @@ impl Publishing {
             http,
             cipher,
             live: Live::default(),
-            post_locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            post_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             token_locks: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             fences: Mutex::default(),
         });
@@ -161,54 +161,36 @@ impl Publishing {
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned();
-        let (this, id) = (self.clone(), id.to_string());
-        let out = self
-            .host
-            .blocking(move |kv| {
-                let _g = this.post_locks[stripe(&id)]
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let Some(old) = post::load(kv, &id)? else {
-                    return Ok(None);
-                };
-                let mut new = old.clone();
-                let t = f(&mut new);
-                if new == old {
-                    return Ok(Some((new, t)));
-                }
-                new.updated_at = now_ms();
-                let ops = post::update_ops(&old, &new)?;
-                // A post reaching `published` or `failed` gets its
-                // notification in the same atomic write: whoever sees the
-                // outcome also sees it, and a crash cannot keep one only.
-                match post::outcome_notification(&old, &new) {
-                    Some((kind, said)) => {
-                        let subject = Subject::Post(kv::encode(&new)?);
-                        this.host
-                            .desk
-                            .accounts
-                            .notify_with(
-                                &new.user_id,
-                                kind,
-                                &said,
-                                ops,
-                                Some(&subject),
-                                fence.as_ref(),
-                            )
-                            .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
-                        // Written outside the account's actor (versioned):
-                        // the memory it holds here is stale now.
-                        this.host.desk.unload(&new.user_id);
-                    }
-                    None => match (&fence, kv.leases()) {
-                        (Some(f), Some(l)) => l.apply_fenced(f, ops)?,
-                        _ => kv.apply(ops)?,
-                    },
-                }
-                Ok(Some((new, t)))
-            })
-            .await?;
-        Ok(out)
+        let _g = self.post_locks[stripe(id)].lock().await;
+        let Some(old) = post::load_async(self.host.kv(), id).await? else {
+            return Ok(None);
+        };
+        let mut new = old.clone();
+        let t = f(&mut new);
+        if new == old {
+            return Ok(Some((new, t)));
+        }
+        new.updated_at = now_ms();
+        let ops = post::update_ops(&old, &new)?;
+        // A post reaching `published` or `failed` gets its notification in
+        // the same atomic write: whoever sees the outcome also sees it, and
+        // a crash cannot keep one only.
+        match post::outcome_notification(&old, &new) {
+            Some((kind, said)) => {
+                let subject = Subject::Post(kv::encode(&new)?);
+                let (accounts, user) = (self.host.desk.accounts.clone(), new.user_id.clone());
+                crate::tasks::blocking(move || {
+                    accounts.notify_with(&user, kind, &said, ops, Some(&subject), fence.as_ref())
+                })
+                .await
+                .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
+                // Written outside the account's actor (versioned): the
+                // memory it holds here is stale now.
+                self.host.desk.unload(&new.user_id);
+            }
+            None => self.host.leases.apply_under(fence.as_ref(), ops).await?,
+        }
+        Ok(Some((new, t)))
     }
 
     /// Persists the platform handle of a publication in progress.
@@ -296,22 +278,18 @@ impl Publishing {
         req: BulkRequest<'_>,
     ) -> Result<Vec<PostRecord>> {
         // Another user's or an unknown project is 404 whatever the body says.
-        let (uid, pid) = (user_id.to_string(), project_id.to_string());
-        let clips = self
-            .host
-            .blocking(move |kv| {
-                Ok(match records::load_project(kv, &uid, &pid)? {
-                    Some(_) => Some(
-                        records::load_clips(kv, &pid)?
-                            .into_iter()
-                            .filter(ClipRecord::playable)
-                            .collect::<Vec<_>>(),
-                    ),
-                    None => None,
-                })
-            })
+        let kv = self.host.kv();
+        if records::load_project_async(kv, user_id, project_id)
             .await?
-            .ok_or(PublishError::NotFound("project"))?;
+            .is_none()
+        {
+            return Err(PublishError::NotFound("project"));
+        }
+        let clips: Vec<_> = records::load_clips_async(kv, project_id)
+            .await?
+            .into_iter()
+            .filter(ClipRecord::playable)
+            .collect();
         let start = self.parse_time("scheduledAt", req.scheduled_at)?;
         let hours = req
             .interval_hours
@@ -502,23 +480,18 @@ impl Publishing {
         id: &str,
         removable: fn(PostStatus) -> bool,
     ) -> Result<Option<std::result::Result<(), PostStatus>>> {
-        let (this, pid) = (self.clone(), id.to_string());
-        let removed = self
-            .host
-            .blocking(move |kv| {
-                let _g = this.post_locks[stripe(&pid)]
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let Some(p) = post::load(kv, &pid)? else {
-                    return Ok(None);
-                };
-                if !removable(p.status) {
-                    return Ok(Some(Err(p.status)));
+        let removed = {
+            let _g = self.post_locks[stripe(id)].lock().await;
+            let kv = self.host.kv();
+            match post::load_async(kv, id).await? {
+                None => None,
+                Some(p) if !removable(p.status) => Some(Err(p.status)),
+                Some(p) => {
+                    kv.apply_async(post::delete_ops(&p)).await?;
+                    Some(Ok(p))
                 }
-                kv.apply(post::delete_ops(&p))?;
-                Ok(Some(Ok(p)))
-            })
-            .await?;
+            }
+        };
         Ok(removed.map(|r| {
             r.map(|p| {
                 self.live.stop(&p.id);

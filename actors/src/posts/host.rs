@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::accounts::registry::AccountDesk;
 use crate::cluster::Cluster;
-use crate::storage::kv::{self, KvStore};
+use crate::storage::kv::KvStore;
 use crate::storage::node_leases::NodeLeases;
 use crate::storage::objects::ObjectStore;
 use crate::supervisor::Tree;
@@ -34,13 +34,5 @@ impl PostHost {
     /// The store, for reads with its async side ([`KvStore::get_async`]).
     pub fn kv(&self) -> &dyn KvStore {
         self.leases.kv()
-    }
-
-    /// Runs a blocking storage call off the async threads.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
-    ) -> kv::Result<T> {
-        self.leases.blocking(f).await
     }
 }

@@ -107,7 +107,13 @@ impl Publishing {
                 let p = p.clone();
                 async move {
                     p.refresh_expiring().await;
-                    let _ = p.host.blocking(|kv| kv.apply(expired_state_ops(kv)?)).await;
+                    let kv = p.host.kv();
+                    if let Ok(rows) = kv.scan_prefix_async(OAUTH_STATES, b"").await {
+                        let expired = expired_state_ops(rows);
+                        if !expired.is_empty() {
+                            let _ = kv.apply_async(expired).await;
+                        }
+                    }
                 }
             },
         )
@@ -412,11 +418,7 @@ impl Publishing {
 
     /// Refreshes every token that expires within the margin (run periodically).
     pub async fn refresh_expiring(&self) -> usize {
-        let rows = match self
-            .host
-            .blocking(|kv| kv.scan_prefix(INTEGRATIONS, b""))
-            .await
-        {
+        let rows = match self.host.kv().scan_prefix_async(INTEGRATIONS, b"").await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot scan integrations");
@@ -451,11 +453,12 @@ fn upstream(e: PubError) -> PublishError {
     }
 }
 
-/// Deletes expired OAuth states (run periodically).
-pub fn expired_state_ops(kv: &dyn crate::storage::kv::KvStore) -> kv::Result<Vec<KvOp>> {
+/// The deletes of the expired OAuth states among `states` (the whole
+/// tree, scanned periodically).
+fn expired_state_ops(states: kv::Rows) -> Vec<KvOp> {
     let now = now_ms();
     let mut ops = Vec::new();
-    for (k, v) in kv.scan_prefix(OAUTH_STATES, b"")? {
+    for (k, v) in states {
         let old = kv::decode::<OAuthState>(&v)
             .map(|s| now - s.created_at >= STATE_TTL_MS)
             .unwrap_or(true);
@@ -466,5 +469,5 @@ pub fn expired_state_ops(kv: &dyn crate::storage::kv::KvStore) -> kv::Result<Vec
             });
         }
     }
-    Ok(ops)
+    ops
 }

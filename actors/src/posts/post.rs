@@ -219,11 +219,7 @@ pub fn delete_ops(p: &PostRecord) -> Vec<KvOp> {
     ]
 }
 
-pub fn load(kv: &dyn KvStore, id: &str) -> kv::Result<Option<PostRecord>> {
-    kv::get_value(kv, POSTS, id.as_bytes())
-}
-
-/// [`load`] for async code ([`KvStore::get_async`]).
+/// The post, if stored.
 pub async fn load_async(kv: &dyn KvStore, id: &str) -> kv::Result<Option<PostRecord>> {
     kv::get_value_async(kv, POSTS, id.as_bytes()).await
 }

@@ -158,82 +158,82 @@ impl Projects {
             quality_label(w, h)
         };
         let layout = project.layout.as_str().to_string();
-        let added = self
-            .blocking(move |kv| {
-                let key = records::project_key(&uid, &pid);
-                let Some(stored) = kv.get(records::PROJECTS, &key)? else {
-                    return Ok(Err(ProjectError::NotFound("project")));
+        let added = async {
+            let kv = &*self.kv;
+            let key = records::project_key(&uid, &pid);
+            let Some(stored) = kv.get_async(records::PROJECTS, &key).await? else {
+                return Ok(Err(ProjectError::NotFound("project")));
+            };
+            let mut p = records::decode_project(&stored)?;
+            let clips = records::load_clips_async(kv, &pid).await?;
+            if clips.len() + plans.len() > MAX_CLIPS_PER_PROJECT {
+                return Ok(Err(conflict(
+                    "too_many_clips",
+                    format!("a project has at most {MAX_CLIPS_PER_PROJECT} clips"),
+                )));
+            }
+            let mut index = clips.iter().map(|c| c.index).max().unwrap_or(0);
+            let mut ops = vec![KvOp::Expect {
+                tree: records::PROJECTS.into(),
+                key: key.clone(),
+                value: Some(stored),
+            }];
+            let mut added = Vec::new();
+            for plan in &plans {
+                index += 1;
+                let base = format!("projects/{pid}/clip-{index}-v1");
+                let clip = ClipRecord {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    project_id: pid.clone(),
+                    index,
+                    title: plan.title.clone(),
+                    score: plan.score,
+                    start: plan.start,
+                    end: plan.end,
+                    quality: quality.clone(),
+                    video_key: format!("{base}.mp4"),
+                    subtitle_key: format!("{base}.srt"),
+                    vtt_key: format!("{base}.vtt"),
+                    thumbnail_key: format!("{base}.jpg"),
+                    segments: Vec::new(),
+                    created_at: now,
+                    layout: layout.clone(),
+                    reason: plan.reason.clone(),
+                    scores: plan.scores.clone(),
+                    cuts: Vec::new(),
+                    version: 0,
+                    edits: ClipEdits::default(),
+                    history: Vec::new(),
+                    render: Some(ClipRender {
+                        version: 1,
+                        state: RenderState::Rendering,
+                        error: None,
+                        node: node.clone(),
+                        started_at: now,
+                    }),
+                    current_bytes: 0,
+                    version_at: now,
                 };
-                let mut p = records::decode_project(&stored)?;
-                let clips = records::load_clips(kv, &pid)?;
-                if clips.len() + plans.len() > MAX_CLIPS_PER_PROJECT {
-                    return Ok(Err(conflict(
-                        "too_many_clips",
-                        format!("a project has at most {MAX_CLIPS_PER_PROJECT} clips"),
-                    )));
-                }
-                let mut index = clips.iter().map(|c| c.index).max().unwrap_or(0);
-                let mut ops = vec![KvOp::Expect {
-                    tree: records::PROJECTS.into(),
-                    key: key.clone(),
-                    value: Some(stored),
-                }];
-                let mut added = Vec::new();
-                for plan in &plans {
-                    index += 1;
-                    let base = format!("projects/{pid}/clip-{index}-v1");
-                    let clip = ClipRecord {
-                        id: uuid::Uuid::new_v4().to_string(),
-                        project_id: pid.clone(),
-                        index,
-                        title: plan.title.clone(),
-                        score: plan.score,
-                        start: plan.start,
-                        end: plan.end,
-                        quality: quality.clone(),
-                        video_key: format!("{base}.mp4"),
-                        subtitle_key: format!("{base}.srt"),
-                        vtt_key: format!("{base}.vtt"),
-                        thumbnail_key: format!("{base}.jpg"),
-                        segments: Vec::new(),
-                        created_at: now,
-                        layout: layout.clone(),
-                        reason: plan.reason.clone(),
-                        scores: plan.scores.clone(),
-                        cuts: Vec::new(),
-                        version: 0,
-                        edits: ClipEdits::default(),
-                        history: Vec::new(),
-                        render: Some(ClipRender {
-                            version: 1,
-                            state: RenderState::Rendering,
-                            error: None,
-                            node: node.clone(),
-                            started_at: now,
-                        }),
-                        current_bytes: 0,
-                        version_at: now,
-                    };
-                    ops.push(KvOp::Put {
-                        tree: records::CLIPS.into(),
-                        key: records::clip_key(&pid, index),
-                        value: kv::encode(&clip)?,
-                    });
-                    added.push(clip);
-                }
-                p.clip_count += plans.len() as u32;
-                ops.push(records::put_project_op(&p)?);
-                kv.apply(ops)?;
-                Ok(Ok(added))
-            })
-            .await
-            .map_err(|e| match e {
-                kv::StorageError::Conflict(_) => conflict(
-                    "project_changed",
-                    "the project changed meanwhile; try again",
-                ),
-                e => ProjectError::internal("adding clips", e),
-            })??;
+                ops.push(KvOp::Put {
+                    tree: records::CLIPS.into(),
+                    key: records::clip_key(&pid, index),
+                    value: kv::encode(&clip)?,
+                });
+                added.push(clip);
+            }
+            p.clip_count += plans.len() as u32;
+            ops.push(records::put_project_op(&p)?);
+            kv.apply_async(ops).await?;
+            Ok::<_, kv::StorageError>(Ok(added))
+        }
+        .await
+        .map_err(|e| match e {
+            kv::StorageError::Conflict(_) => conflict(
+                "project_changed",
+                "the project changed meanwhile; try again",
+            ),
+            e => ProjectError::internal("adding clips", e),
+        })??;
         self.projects_changed(&project.user_id);
         let jobs = added
             .iter()

@@ -93,20 +93,21 @@ impl Projects {
         if p.state != ProjectState::Completed {
             return Err(ProjectError::NotFound("clip"));
         }
-        let (pid, cid) = (p.id.clone(), clip_id.to_string());
-        let found = self
-            .blocking(move |kv| {
-                let Some(c) = records::load_clips(kv, &pid)?
-                    .into_iter()
-                    .find(|c| c.id == cid)
-                else {
-                    return Ok(None);
-                };
-                let key = records::clip_key(&pid, c.index);
-                Ok(kv.get(records::CLIPS, &key)?.map(|bytes| (c, bytes)))
-            })
+        let load = |e| ProjectError::internal("loading a clip", e);
+        let prefix = format!("{}/", p.id);
+        let mut found = None;
+        for (_, bytes) in self
+            .kv
+            .scan_prefix_async(records::CLIPS, prefix.as_bytes())
             .await
-            .map_err(|e| ProjectError::internal("loading a clip", e))?;
+            .map_err(load)?
+        {
+            let c: ClipRecord = kv::decode(&bytes).map_err(load)?;
+            if c.id == clip_id {
+                found = Some((c, bytes));
+                break;
+            }
+        }
         let (clip, bytes) = found.ok_or(ProjectError::NotFound("clip"))?;
         Ok((p, clip, bytes))
     }
@@ -131,22 +132,19 @@ impl Projects {
         let key = records::clip_key(&new.project_id, new.index);
         let value = kv::encode(new).map_err(|e| ProjectError::internal("encoding a clip", e))?;
         let stored = value.clone();
-        self.blocking(move |kv| {
-            kv.apply(vec![
-                KvOp::Expect {
-                    tree: records::CLIPS.into(),
-                    key: key.clone(),
-                    value: Some(old),
-                },
-                KvOp::Put {
-                    tree: records::CLIPS.into(),
-                    key,
-                    value,
-                },
-            ])
-        })
-        .await
-        .map_err(|e| match e {
+        let write = vec![
+            KvOp::Expect {
+                tree: records::CLIPS.into(),
+                key: key.clone(),
+                value: Some(old),
+            },
+            KvOp::Put {
+                tree: records::CLIPS.into(),
+                key,
+                value,
+            },
+        ];
+        self.kv.apply_async(write).await.map_err(|e| match e {
             kv::StorageError::Conflict(_) => conflict(
                 "clip_changed",
                 "the clip changed meanwhile; load it again and retry",

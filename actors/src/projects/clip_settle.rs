@@ -4,8 +4,6 @@
 //! removed); the project's `render`, `clip` and `completed` events; the
 //! renders a restart interrupted. The render itself: `clip_render.rs`.
 
-use std::sync::Arc;
-
 use super::clip_render::{render_event, stale, RenderError, RenderJob};
 use super::domain::Projects;
 use crate::accounts::{AccountError, NotificationKind, Said};
@@ -105,42 +103,8 @@ impl Projects {
     async fn discard_added_clip(&self, project: &ProjectRecord, clip: &ClipRecord) {
         let key = records::project_key(&project.user_id, &project.id);
         let ckey = records::clip_key(&project.id, clip.index);
-        let cid = clip.id.clone();
         for _ in 0..5 {
-            let (k, ck, cid) = (key.clone(), ckey.clone(), cid.clone());
-            let done = self
-                .blocking(move |kv| {
-                    let (Some(stored), Some(cstored)) =
-                        (kv.get(records::PROJECTS, &k)?, kv.get(records::CLIPS, &ck)?)
-                    else {
-                        return Ok(());
-                    };
-                    let c: ClipRecord = kv::decode(&cstored)?;
-                    if c.id != cid || c.version != 0 {
-                        return Ok(());
-                    }
-                    let mut p = records::decode_project(&stored)?;
-                    p.clip_count = p.clip_count.saturating_sub(1);
-                    kv.apply(vec![
-                        KvOp::Expect {
-                            tree: records::PROJECTS.into(),
-                            key: k.clone(),
-                            value: Some(stored),
-                        },
-                        KvOp::Expect {
-                            tree: records::CLIPS.into(),
-                            key: ck.clone(),
-                            value: Some(cstored),
-                        },
-                        records::put_project_op(&p)?,
-                        KvOp::Delete {
-                            tree: records::CLIPS.into(),
-                            key: ck,
-                        },
-                    ])
-                })
-                .await;
-            match done {
+            match self.discard_once(&key, &ckey, &clip.id).await {
                 Ok(()) => return,
                 Err(kv::StorageError::Conflict(_)) => continue,
                 Err(e) => {
@@ -149,6 +113,42 @@ impl Projects {
                 }
             }
         }
+    }
+
+    /// One try of [`Self::discard_added_clip`]: the clip deleted and the
+    /// project's count lowered, both conditional on the records as read.
+    async fn discard_once(&self, key: &[u8], ckey: &[u8], cid: &str) -> kv::Result<()> {
+        let kv = &*self.kv;
+        let (Some(stored), Some(cstored)) = (
+            kv.get_async(records::PROJECTS, key).await?,
+            kv.get_async(records::CLIPS, ckey).await?,
+        ) else {
+            return Ok(());
+        };
+        let c: ClipRecord = kv::decode(&cstored)?;
+        if c.id != cid || c.version != 0 {
+            return Ok(());
+        }
+        let mut p = records::decode_project(&stored)?;
+        p.clip_count = p.clip_count.saturating_sub(1);
+        kv.apply_async(vec![
+            KvOp::Expect {
+                tree: records::PROJECTS.into(),
+                key: key.to_vec(),
+                value: Some(stored),
+            },
+            KvOp::Expect {
+                tree: records::CLIPS.into(),
+                key: ckey.to_vec(),
+                value: Some(cstored),
+            },
+            records::put_project_op(&p)?,
+            KvOp::Delete {
+                tree: records::CLIPS.into(),
+                key: ckey.to_vec(),
+            },
+        ])
+        .await
     }
 
     /// Counts the version's bytes against the owner's quota (or fails the
@@ -195,60 +195,20 @@ impl Projects {
         clip: &ClipRecord,
         version: u32,
         announce: Option<Said>,
-        change: impl Fn(&mut ClipRecord) + Send + Sync + 'static,
+        change: impl Fn(&mut ClipRecord) + Send + Sync,
     ) -> Option<ClipRecord> {
-        let change = Arc::new(change);
-        let announce = Arc::new(announce);
         let key = records::clip_key(&project.id, clip.index);
         for _ in 0..5 {
-            let (k, cid, change) = (key.clone(), clip.id.clone(), change.clone());
-            let (accounts, announce) = (self.accounts.clone(), announce.clone());
-            let user = project.user_id.clone();
-            let done = self
-                .blocking(move |kv| {
-                    let Some(stored) = kv.get(records::CLIPS, &k)? else {
-                        return Ok(None);
-                    };
-                    let mut c: ClipRecord = kv::decode(&stored)?;
-                    if c.id != cid || c.render.as_ref().map(|r| r.version) != Some(version) {
-                        return Ok(None);
-                    }
-                    change(&mut c);
-                    let ops = vec![
-                        KvOp::Expect {
-                            tree: records::CLIPS.into(),
-                            key: k.clone(),
-                            value: Some(stored),
-                        },
-                        KvOp::Put {
-                            tree: records::CLIPS.into(),
-                            key: k,
-                            value: kv::encode(&c)?,
-                        },
-                    ];
-                    let Some(said) = announce.as_ref() else {
-                        kv.apply(ops)?;
-                        return Ok(Some((c, false)));
-                    };
-                    let subject = Subject::Clip(kv::encode(&c)?);
-                    accounts
-                        .notify_with(
-                            &user,
-                            NotificationKind::ClipRendered,
-                            said,
-                            ops,
-                            Some(&subject),
-                        )
-                        .map_err(|e| match e {
-                            AccountError::Storage(e) => e,
-                            e => kv::StorageError::Backend(format!("notification: {e}")),
-                        })?;
-                    Ok(Some((c, true)))
-                })
-                .await;
-            match done {
-                Ok(Some((c, _notified))) => return Some(c),
-                Ok(None) => return None,
+            let once = self.settle_once(
+                &key,
+                clip,
+                &project.user_id,
+                version,
+                announce.as_ref(),
+                &change,
+            );
+            match once.await {
+                Ok(found) => return found,
                 Err(kv::StorageError::Conflict(_)) => continue,
                 Err(e) => {
                     tracing::error!(clip_id = %clip.id, error = %e, "cannot record a render's end");
@@ -259,10 +219,57 @@ impl Projects {
         None
     }
 
+    /// One try of [`Self::settle`], conditional on the clip as read.
+    async fn settle_once(
+        &self,
+        key: &[u8],
+        clip: &ClipRecord,
+        user: &str,
+        version: u32,
+        announce: Option<&Said>,
+        change: &(dyn Fn(&mut ClipRecord) + Send + Sync),
+    ) -> kv::Result<Option<ClipRecord>> {
+        let Some(stored) = self.kv.get_async(records::CLIPS, key).await? else {
+            return Ok(None);
+        };
+        let mut c: ClipRecord = kv::decode(&stored)?;
+        if c.id != clip.id || c.render.as_ref().map(|r| r.version) != Some(version) {
+            return Ok(None);
+        }
+        change(&mut c);
+        let ops = vec![
+            KvOp::Expect {
+                tree: records::CLIPS.into(),
+                key: key.to_vec(),
+                value: Some(stored),
+            },
+            KvOp::Put {
+                tree: records::CLIPS.into(),
+                key: key.to_vec(),
+                value: kv::encode(&c)?,
+            },
+        ];
+        let Some(said) = announce.cloned() else {
+            self.kv.apply_async(ops).await?;
+            return Ok(Some(c));
+        };
+        let subject = Subject::Clip(kv::encode(&c)?);
+        let (accounts, user) = (self.accounts.clone(), user.to_string());
+        crate::tasks::blocking(move || {
+            let kind = NotificationKind::ClipRendered;
+            accounts.notify_with(&user, kind, &said, ops, Some(&subject))
+        })
+        .await
+        .map_err(|e| match e {
+            AccountError::Storage(e) => e,
+            e => kv::StorageError::Backend(format!("notification: {e}")),
+        })?;
+        Ok(Some(c))
+    }
+
     /// True while a clip of the project is rendering.
     async fn project_renders(&self, project_id: &str) -> bool {
-        let pid = project_id.to_string();
-        self.blocking(move |kv| records::load_clips(kv, &pid))
+        records::load_clips_async(&*self.kv, project_id)
             .await
             .map(|clips| {
                 clips.iter().any(|c| {
@@ -279,35 +286,7 @@ impl Projects {
     pub(crate) async fn append_event(&self, project: &ProjectRecord, body: ProjectEventBody) {
         let key = records::project_key(&project.user_id, &project.id);
         for _ in 0..5 {
-            let (k, body) = (key.clone(), body.clone());
-            let done = self
-                .blocking(move |kv| {
-                    let Some(stored) = kv.get(records::PROJECTS, &k)? else {
-                        return Ok(None);
-                    };
-                    let mut p = records::decode_project(&stored)?;
-                    p.last_event += 1;
-                    let event = ProjectEvent {
-                        id: p.last_event,
-                        body,
-                    };
-                    kv.apply(vec![
-                        KvOp::Expect {
-                            tree: records::PROJECTS.into(),
-                            key: k.clone(),
-                            value: Some(stored),
-                        },
-                        KvOp::Put {
-                            tree: records::PROJECTS.into(),
-                            key: k,
-                            value: kv::encode(&p)?,
-                        },
-                        crate::projects::events::event_op(&p.id, &event)?,
-                    ])?;
-                    Ok(Some(event))
-                })
-                .await;
-            match done {
+            match self.append_event_once(&key, body.clone()).await {
                 Ok(Some(event)) => {
                     self.hub.publish(&project.id, event);
                     return;
@@ -322,6 +301,39 @@ impl Projects {
         }
     }
 
+    /// One try of [`Self::append_event`], conditional on the project as
+    /// read; `None` when the project is gone.
+    async fn append_event_once(
+        &self,
+        key: &[u8],
+        body: ProjectEventBody,
+    ) -> kv::Result<Option<ProjectEvent>> {
+        let Some(stored) = self.kv.get_async(records::PROJECTS, key).await? else {
+            return Ok(None);
+        };
+        let mut p = records::decode_project(&stored)?;
+        p.last_event += 1;
+        let event = ProjectEvent {
+            id: p.last_event,
+            body,
+        };
+        let write = vec![
+            KvOp::Expect {
+                tree: records::PROJECTS.into(),
+                key: key.to_vec(),
+                value: Some(stored),
+            },
+            KvOp::Put {
+                tree: records::PROJECTS.into(),
+                key: key.to_vec(),
+                value: kv::encode(&p)?,
+            },
+            crate::projects::events::event_op(&p.id, &event)?,
+        ];
+        self.kv.apply_async(write).await?;
+        Ok(Some(event))
+    }
+
     /// After a restart: this node's renders that were running are failed
     /// (their clips keep the previous version), and their work folders go.
     pub async fn fail_interrupted_renders(&self) -> super::error::RunResult<usize> {
@@ -333,38 +345,27 @@ impl Projects {
             }
         }
         let node = self.node_label();
-        let clips = self
-            .blocking(move |kv| {
-                let mut out = Vec::new();
-                for (_, v) in kv.scan_prefix(records::CLIPS, b"")? {
-                    let c: ClipRecord = kv::decode(&v)?;
-                    if c.render
-                        .as_ref()
-                        .is_some_and(|r| r.state == RenderState::Rendering && r.node == node)
-                    {
-                        out.push(c);
-                    }
-                }
-                Ok(out)
-            })
-            .await?;
+        let mut clips = Vec::new();
+        for (_, v) in self.kv.scan_prefix_async(records::CLIPS, b"").await? {
+            let c: ClipRecord = kv::decode(&v)?;
+            if c.render
+                .as_ref()
+                .is_some_and(|r| r.state == RenderState::Rendering && r.node == node)
+            {
+                clips.push(c);
+            }
+        }
         let n = clips.len();
         for c in clips {
             let version = c.render.as_ref().map_or(0, |r| r.version);
-            let owner = self
-                .blocking({
-                    let pid = c.project_id.clone();
-                    move |kv| records::owner_of(kv, &pid)
-                })
-                .await?;
-            let Some(owner) = owner else { continue };
-            let project = self
-                .blocking({
-                    let pid = c.project_id.clone();
-                    move |kv| records::load_project(kv, &owner, &pid)
-                })
-                .await?;
-            let Some(project) = project else { continue };
+            let kv = &*self.kv;
+            let Some(owner) = records::owner_of_async(kv, &c.project_id).await? else {
+                continue;
+            };
+            let Some(project) = records::load_project_async(kv, &owner, &c.project_id).await?
+            else {
+                continue;
+            };
             let job = RenderJob {
                 version,
                 title: c.title.clone(),

@@ -165,14 +165,6 @@ impl Projects {
         self.hub.channels()
     }
 
-    /// Runs a blocking storage call off the async threads.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
-    ) -> kv::Result<T> {
-        kv::blocking(&self.kv, f).await
-    }
-
     /// Forgets the project's actor if it is still `actor` (a failed one).
     pub(crate) fn forget_project_actor(&self, id: &str, actor: ractor::ActorId) {
         let mut live = self.projects.lock().unwrap_or_else(|e| e.into_inner());
@@ -191,11 +183,11 @@ impl Projects {
     /// Resumes every project a previous run left unfinished (on a cluster:
     /// those of the accounts this node owns).
     pub async fn resume_all(self: &Arc<Self>) -> RunResult<usize> {
-        let indexed = self.blocking(records::ensure_order_index).await?;
+        let indexed = records::ensure_order_index(&*self.kv).await?;
         if indexed > 0 {
             tracing::info!(indexed, "built the project listing index");
         }
-        let unfinished = self.blocking(records::unfinished_projects).await?;
+        let unfinished = records::unfinished_projects(&*self.kv).await?;
         let unfinished: Vec<_> = unfinished
             .into_iter()
             .filter(|p| self.owns_account(&p.user_id))

@@ -145,8 +145,7 @@ async fn saved(duration_sec: f64) -> Saved {
 
 /// The project as stored now, if it still is.
 async fn stored(projects: &Projects) -> Option<ProjectRecord> {
-    projects
-        .blocking(|kv| records::load_project(kv, "u1", "p1"))
+    records::load_project_async(&*projects.kv, "u1", "p1")
         .await
         .unwrap()
 }

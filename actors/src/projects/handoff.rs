@@ -45,7 +45,7 @@ impl Projects {
                 stopped += 1;
             }
         }
-        let unfinished = self.blocking(projects::unfinished_projects).await?;
+        let unfinished = projects::unfinished_projects(&*self.kv).await?;
         for p in unfinished {
             if self.owns_account(&p.user_id) && self.project_actor(&p.id).is_none() {
                 tracing::info!(project_id = %p.id, state = p.state.as_str(), "taking the project over");

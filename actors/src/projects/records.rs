@@ -336,13 +336,13 @@ pub async fn list_projects_page(
 }
 
 /// Builds the listing index for projects stored before it existed (once).
-pub fn ensure_order_index(kv: &dyn KvStore) -> Result<usize> {
+pub async fn ensure_order_index(kv: &dyn KvStore) -> Result<usize> {
     const DONE: &[u8] = b"project_order_v1";
-    if kv.get("meta", DONE)?.is_some() {
+    if kv.get_async("meta", DONE).await?.is_some() {
         return Ok(0);
     }
     let mut ops = Vec::new();
-    for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
+    for (_, v) in kv.scan_prefix_async(PROJECTS, b"").await? {
         let p = decode_project(&v)?;
         ops.push(KvOp::Put {
             tree: PROJECT_ORDER.into(),
@@ -356,7 +356,7 @@ pub fn ensure_order_index(kv: &dyn KvStore) -> Result<usize> {
         key: DONE.to_vec(),
         value: Vec::new(),
     });
-    kv.apply(ops)?;
+    kv.apply_async(ops).await?;
     Ok(n)
 }
 
@@ -368,13 +368,7 @@ pub fn put_project_op(p: &ProjectRecord) -> Result<KvOp> {
     })
 }
 
-pub fn owner_of(kv: &dyn KvStore, project_id: &str) -> Result<Option<String>> {
-    Ok(kv
-        .get(PROJECT_OWNER, project_id.as_bytes())?
-        .map(|v| String::from_utf8_lossy(&v).into_owned()))
-}
-
-/// [`owner_of`] for async code ([`KvStore::get_async`]).
+/// The user who owns the project.
 pub async fn owner_of_async(kv: &dyn KvStore, project_id: &str) -> Result<Option<String>> {
     Ok(kv
         .get_async(PROJECT_OWNER, project_id.as_bytes())
@@ -382,18 +376,7 @@ pub async fn owner_of_async(kv: &dyn KvStore, project_id: &str) -> Result<Option
         .map(|v| String::from_utf8_lossy(&v).into_owned()))
 }
 
-pub fn load_project(
-    kv: &dyn KvStore,
-    user_id: &str,
-    project_id: &str,
-) -> Result<Option<ProjectRecord>> {
-    kv.get(PROJECTS, &project_key(user_id, project_id))?
-        .map(|v| decode_project(&v))
-        .transpose()
-}
-
-/// [`load_project`] for async code (a request's read:
-/// [`KvStore::get_async`]).
+/// The user's project, if stored.
 pub async fn load_project_async(
     kv: &dyn KvStore,
     user_id: &str,
@@ -407,9 +390,11 @@ pub async fn load_project_async(
 }
 
 /// A user's projects, newest first.
-pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecord>> {
+pub async fn list_projects_async(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecord>> {
+    let prefix = format!("{user_id}/");
     let mut out: Vec<ProjectRecord> = kv
-        .scan_prefix(PROJECTS, format!("{user_id}/").as_bytes())?
+        .scan_prefix_async(PROJECTS, prefix.as_bytes())
+        .await?
         .into_iter()
         .map(|(_, v)| decode_project(&v))
         .collect::<Result<_>>()?;
@@ -417,11 +402,7 @@ pub fn list_projects(kv: &dyn KvStore, user_id: &str) -> Result<Vec<ProjectRecor
     Ok(out)
 }
 
-pub fn load_clips(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>> {
-    decode_values(kv.scan_prefix(CLIPS, format!("{project_id}/").as_bytes())?)
-}
-
-/// [`load_clips`] for async code ([`KvStore::scan_prefix_async`]).
+/// A project's clips, in index order.
 pub async fn load_clips_async(kv: &dyn KvStore, project_id: &str) -> Result<Vec<ClipRecord>> {
     let prefix = format!("{project_id}/");
     decode_values(kv.scan_prefix_async(CLIPS, prefix.as_bytes()).await?)
@@ -432,9 +413,9 @@ fn decode_values<T: kv::Record>(rows: kv::Rows) -> Result<Vec<T>> {
 }
 
 /// Every project not in a terminal state (to resume after a restart).
-pub fn unfinished_projects(kv: &dyn KvStore) -> Result<Vec<ProjectRecord>> {
+pub async fn unfinished_projects(kv: &dyn KvStore) -> Result<Vec<ProjectRecord>> {
     let mut out = Vec::new();
-    for (_, v) in kv.scan_prefix(PROJECTS, b"")? {
+    for (_, v) in kv.scan_prefix_async(PROJECTS, b"").await? {
         let p = decode_project(&v)?;
         if !p.state.is_terminal() {
             out.push(p);

@@ -15,41 +15,48 @@ impl Projects {
     pub async fn remove_project(&self, project: &ProjectRecord) -> super::error::RunResult<()> {
         let (user, pid) = (project.user_id.clone(), project.id.clone());
         let order = records::order_key(project);
-        let counted = self
-            .blocking(move |kv| {
-                let mut ops = vec![
-                    KvOp::Delete {
-                        tree: records::PROJECTS.into(),
-                        key: records::project_key(&user, &pid),
-                    },
-                    KvOp::Delete {
-                        tree: records::PROJECT_OWNER.into(),
-                        key: pid.as_bytes().to_vec(),
-                    },
-                    KvOp::Delete {
-                        tree: records::PROJECT_ORDER.into(),
-                        key: order,
-                    },
-                ];
-                // Edited versions' bytes were counted against the quota.
-                let mut counted = 0u64;
-                for (k, v) in kv.scan_prefix(records::CLIPS, format!("{pid}/").as_bytes())? {
-                    counted += kv::decode::<ClipRecord>(&v).map_or(0, |c| c.counted_bytes());
-                    ops.push(KvOp::Delete {
-                        tree: records::CLIPS.into(),
-                        key: k,
-                    });
-                }
-                for (k, _) in kv.scan_prefix(records::EVENTS, format!("{pid}/").as_bytes())? {
-                    ops.push(KvOp::Delete {
-                        tree: records::EVENTS.into(),
-                        key: k,
-                    });
-                }
-                kv.apply(ops)?;
-                Ok(counted)
-            })
-            .await?;
+        let kv = &*self.kv;
+        let counted = async {
+            let mut ops = vec![
+                KvOp::Delete {
+                    tree: records::PROJECTS.into(),
+                    key: records::project_key(&user, &pid),
+                },
+                KvOp::Delete {
+                    tree: records::PROJECT_OWNER.into(),
+                    key: pid.as_bytes().to_vec(),
+                },
+                KvOp::Delete {
+                    tree: records::PROJECT_ORDER.into(),
+                    key: order,
+                },
+            ];
+            // Edited versions' bytes were counted against the quota.
+            let mut counted = 0u64;
+            let prefix = format!("{pid}/");
+            for (k, v) in kv
+                .scan_prefix_async(records::CLIPS, prefix.as_bytes())
+                .await?
+            {
+                counted += kv::decode::<ClipRecord>(&v).map_or(0, |c| c.counted_bytes());
+                ops.push(KvOp::Delete {
+                    tree: records::CLIPS.into(),
+                    key: k,
+                });
+            }
+            for (k, _) in kv
+                .scan_prefix_async(records::EVENTS, prefix.as_bytes())
+                .await?
+            {
+                ops.push(KvOp::Delete {
+                    tree: records::EVENTS.into(),
+                    key: k,
+                });
+            }
+            kv.apply_async(ops).await?;
+            Ok::<_, kv::StorageError>(counted)
+        }
+        .await?;
         if counted > 0 {
             self.accounts
                 .remove_storage(&project.user_id, counted, Vec::new())
@@ -87,18 +94,15 @@ impl Projects {
         let Source::Upload(key) = &project.source else {
             return Ok(0);
         };
-        let (uid, k) = (project.user_id.clone(), key.clone());
-        let record = self
-            .blocking(move |kv| {
-                let in_use = records::list_projects(kv, &uid)?
-                    .iter()
-                    .any(|p| p.source == Source::Upload(k.clone()));
-                if in_use {
-                    return Ok(None);
-                }
-                kv::get_value::<UploadRecord>(kv, UPLOADS, k.as_bytes())
-            })
-            .await?;
+        let kv = &*self.kv;
+        let in_use = records::list_projects_async(kv, &project.user_id)
+            .await?
+            .iter()
+            .any(|p| p.source == project.source);
+        if in_use {
+            return Ok(0);
+        }
+        let record = kv::get_value_async::<UploadRecord>(kv, UPLOADS, key.as_bytes()).await?;
         let Some(record) = record.filter(|r| r.user_id == project.user_id) else {
             return Ok(0);
         };

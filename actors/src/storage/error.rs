@@ -60,3 +60,7 @@ impl StorageError {
 }
 
 pub type Result<T> = std::result::Result<T, StorageError>;
+
+/// What the async methods of the store (`KvStore`, `Leases`) return.
+pub type KvFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;

@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use super::batch::KvOp;
-pub use super::error::{Result, StorageError};
+pub use super::error::{KvFuture, Result, StorageError};
 pub use super::record::{decode, decode_payload, encode, Record};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
 
@@ -142,10 +142,6 @@ pub trait KvStore: Send + Sync + 'static {
 
 /// Entries of a scan: keys with their values, in key order.
 pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// What the async methods of [`KvStore`] return.
-pub type KvFuture<'a, T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
 
 /// Shows a binary key readably in error messages.
 struct KeyDisplay<'a>(&'a [u8]);
@@ -555,7 +551,8 @@ fn decode_at<T: Record>(tree: &str, key: &[u8], bytes: Option<Vec<u8>>) -> Resul
 mod tests;
 
 /// Runs a blocking storage call on the blocking pool, off the async
-/// threads (the one helper every domain uses for it).
+/// threads: `bench-store`'s baseline for the async side, which the
+/// domains use.
 pub async fn blocking<T: Send + 'static>(
     kv: &std::sync::Arc<dyn KvStore>,
     f: impl FnOnce(&dyn KvStore) -> Result<T> + Send + 'static,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::sql::{apply_batch, fetch, write_one};
 use super::PostgresStore;
 use crate::storage::error::Result;
-use crate::storage::kv::KvOp;
+use crate::storage::kv::{KvFuture, KvOp};
 use crate::storage::leases::{Fence, Leases};
 
 /// Free (never taken, released, expired) or already the holder's: take it
@@ -40,58 +40,85 @@ fn millis(ttl: Duration) -> i64 {
 }
 
 impl Leases for PostgresStore {
-    fn acquire(&self, key: &str, holder: &str, ttl: Duration) -> Result<Option<Fence>> {
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> KvFuture<'a, Option<Fence>> {
         let ns = self.inner.namespace.clone();
         let (k, h, ms) = (key.to_string(), holder.to_string(), millis(ttl));
-        let token = self.run(
-            || format!("acquiring the lease {key:?}"),
+        let token = self.run_async(
+            move || format!("acquiring the lease {key:?}"),
             move |mut conn| {
                 let (ns, k, h) = (ns.clone(), k.clone(), h.clone());
-                async move {
+                Box::pin(async move {
                     let r = fetch(&mut conn, ACQUIRE, &[&ns, &k, &h, &ms])
                         .await
                         .map(|rows| rows.first().map(|row| row.get::<_, i64>(0)));
                     (conn, r)
-                }
+                })
             },
-        )?;
-        Ok(token.map(|token| Fence {
-            key: key.to_string(),
-            holder: holder.to_string(),
-            token,
-        }))
+        );
+        Box::pin(async move {
+            Ok(token.await?.map(|token| Fence {
+                key: key.to_string(),
+                holder: holder.to_string(),
+                token,
+            }))
+        })
     }
 
-    fn renew(&self, fence: &Fence, ttl: Duration) -> Result<bool> {
+    fn renew<'a>(&'a self, fence: &'a Fence, ttl: Duration) -> KvFuture<'a, bool> {
         let ns = self.inner.namespace.clone();
         let (f, ms) = (Arc::new(fence.clone()), millis(ttl));
-        let held = self.run(
-            || format!("renewing the lease {:?}", fence.key),
+        self.run_async(
+            move || format!("renewing the lease {:?}", fence.key),
             move |mut conn| {
                 let (ns, f) = (ns.clone(), f.clone());
-                async move {
+                Box::pin(async move {
                     let r = fetch(&mut conn, RENEW, &[&ns, &f.key, &f.holder, &f.token, &ms])
                         .await
                         .map(|rows| !rows.is_empty());
                     (conn, r)
-                }
+                })
             },
-        )?;
-        Ok(held)
+        )
     }
 
-    fn release(&self, fence: &Fence) -> Result<()> {
+    fn release<'a>(&'a self, fence: &'a Fence) -> KvFuture<'a, ()> {
         let ns = self.inner.namespace.clone();
         let f = Arc::new(fence.clone());
-        self.run(
-            || format!("releasing the lease {:?}", fence.key),
+        self.run_async(
+            move || format!("releasing the lease {:?}", fence.key),
             move |mut conn| {
                 let (ns, f) = (ns.clone(), f.clone());
-                async move {
+                Box::pin(async move {
                     let r =
                         write_one(&mut conn, RELEASE, &[&ns, &f.key, &f.holder, &f.token]).await;
                     (conn, r)
-                }
+                })
+            },
+        )
+    }
+
+    fn apply_fenced_async<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()> {
+        let n = batch.len();
+        let ns = self.inner.namespace.clone();
+        let (f, batch) = (Arc::new(fence.clone()), Arc::new(batch));
+        self.run_async(
+            move || {
+                format!(
+                    "applying a batch of {n} writes under the lease {:?}",
+                    fence.key
+                )
+            },
+            move |mut conn| {
+                let (ns, f, batch) = (ns.clone(), f.clone(), batch.clone());
+                Box::pin(async move {
+                    let r = apply_batch(&mut conn, &ns, &batch, Some(&f)).await;
+                    (conn, r)
+                })
             },
         )
     }

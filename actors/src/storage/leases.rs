@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use super::batch::KvOp;
-use super::error::Result;
+use super::error::{KvFuture, Result};
 
 /// A lease as held: the proof a fenced write presents.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,23 +30,33 @@ pub struct Fence {
     pub token: i64,
 }
 
-/// Leases in the shared store (see the module documentation).
+/// Leases in the shared store (see the module documentation). Async
+/// (awaited on the caller's task), but for [`Leases::apply_fenced`], which
+/// also has a blocking twin for the writes made in blocking code.
 pub trait Leases: Send + Sync {
     /// Takes `key` for `holder` for `ttl` when it is free (never taken,
     /// released or expired) or already `holder`'s; `None` while another
     /// holder has it. Every acquisition gets a new, larger token.
-    fn acquire(&self, key: &str, holder: &str, ttl: Duration) -> Result<Option<Fence>>;
+    fn acquire<'a>(
+        &'a self,
+        key: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> KvFuture<'a, Option<Fence>>;
 
     /// Extends the lease by `ttl` from now; false when it is lost (expired
     /// or taken with a newer token).
-    fn renew(&self, fence: &Fence, ttl: Duration) -> Result<bool>;
+    fn renew<'a>(&'a self, fence: &'a Fence, ttl: Duration) -> KvFuture<'a, bool>;
 
     /// Gives the lease up at once (another holder may take it now).
     /// Releasing a lost lease changes nothing.
-    fn release(&self, fence: &Fence) -> Result<()>;
+    fn release<'a>(&'a self, fence: &'a Fence) -> KvFuture<'a, ()>;
 
     /// Applies `batch` atomically only while `fence` is still the current,
     /// unexpired lease of its key; otherwise nothing is written and the
     /// result is [`super::error::StorageError::Fenced`].
+    fn apply_fenced_async<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()>;
+
+    /// [`Leases::apply_fenced_async`] for blocking code.
     fn apply_fenced(&self, fence: &Fence, batch: Vec<KvOp>) -> Result<()>;
 }

@@ -40,14 +40,6 @@ impl NodeLeases {
         let _ = self.holder.set(holder);
     }
 
-    /// Runs a blocking storage call off the async threads.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
-    ) -> kv::Result<T> {
-        kv::blocking(&self.kv, f).await
-    }
-
     /// The store, for reads with its async side ([`KvStore::get_async`]).
     pub fn kv(&self) -> &dyn KvStore {
         &*self.kv
@@ -67,12 +59,10 @@ impl NodeLeases {
         let Some((holder, ttl)) = self.leasing() else {
             return Ok(None);
         };
-        let key = key.to_string();
-        self.blocking(move |kv| match kv.leases() {
-            Some(l) => l.acquire(&key, &holder, ttl),
+        match self.kv.leases() {
+            Some(l) => l.acquire(key, &holder, ttl).await,
             None => Ok(None),
-        })
-        .await
+        }
     }
 
     /// Extends the lease; false when it is lost (or cannot be renewed now:
@@ -81,14 +71,10 @@ impl NodeLeases {
         let Some((_, ttl)) = self.leasing() else {
             return false;
         };
-        let f = fence.clone();
-        match self
-            .blocking(move |kv| match kv.leases() {
-                Some(l) => l.renew(&f, ttl),
-                None => Ok(false),
-            })
-            .await
-        {
+        let Some(l) = self.kv.leases() else {
+            return false;
+        };
+        match l.renew(fence, ttl).await {
             Ok(held) => held,
             Err(e) => {
                 tracing::warn!(lease = %fence.key, error = %e, "cannot renew a lease");
@@ -100,14 +86,10 @@ impl NodeLeases {
     /// Gives the lease up (a hand-off: the next owner need not wait for
     /// the expiry).
     pub async fn release(&self, fence: &Fence) {
-        let f = fence.clone();
-        if let Err(e) = self
-            .blocking(move |kv| match kv.leases() {
-                Some(l) => l.release(&f),
-                None => Ok(()),
-            })
-            .await
-        {
+        let Some(l) = self.kv.leases() else {
+            return;
+        };
+        if let Err(e) = l.release(fence).await {
             tracing::warn!(lease = %fence.key, error = %e, "cannot release a lease; it expires");
         }
     }
@@ -115,11 +97,9 @@ impl NodeLeases {
     /// Applies `ops` atomically; under `fence`, only while that lease is
     /// still current ([`kv::StorageError::Fenced`] otherwise).
     pub async fn apply_under(&self, fence: Option<&Fence>, ops: Vec<KvOp>) -> kv::Result<()> {
-        let fence = fence.cloned();
-        self.blocking(move |kv| match (&fence, kv.leases()) {
-            (Some(f), Some(l)) => l.apply_fenced(f, ops),
-            _ => kv.apply(ops),
-        })
-        .await
+        match (fence, self.kv.leases()) {
+            (Some(f), Some(l)) => l.apply_fenced_async(f, ops).await,
+            _ => self.kv.apply_async(ops).await,
+        }
     }
 }

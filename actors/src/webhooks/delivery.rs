@@ -176,13 +176,6 @@ impl Deliverer {
         base.saturating_mul(factor).min(self.settings.retry_max)
     }
 
-    async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&dyn KvStore) -> kv::Result<T> + Send + 'static,
-    ) -> kv::Result<T> {
-        kv::blocking(&self.kv, f).await
-    }
-
     /// Sends what is due now; returns how many entries were due (a full
     /// batch means more may be waiting).
     pub async fn sweep(self: &Arc<Self>) -> kv::Result<usize> {
@@ -220,24 +213,23 @@ impl Deliverer {
     /// One attempt of the delivery the queue entry `queue` stands for.
     async fn attempt(&self, queue: Vec<u8>, key: Vec<u8>) -> kv::Result<()> {
         let claim_until = self.claim.then(|| now_ms() + self.claim_ms());
-        let taken = {
-            let (queue, key) = (queue.clone(), key.clone());
-            self.blocking(move |kv| take(kv, &queue, &key, claim_until))
-                .await?
-        };
+        let taken = take(&*self.kv, &queue, &key, claim_until).await?;
         let Some((bytes, delivery, hook, queue)) = taken else {
             return Ok(());
         };
         let outcome = self.send(&delivery, &hook).await;
-        let settings = self.settings.clone();
         let retry = self.backoff(delivery.attempts + 1);
-        let (disabled, url) = self
-            .blocking(move |kv| {
-                record(
-                    kv, &key, bytes, &queue, delivery, &outcome, retry, &settings,
-                )
-            })
-            .await?;
+        let (disabled, url) = record(
+            &*self.kv,
+            &key,
+            bytes,
+            &queue,
+            delivery,
+            &outcome,
+            retry,
+            &self.settings,
+        )
+        .await?;
         if disabled {
             let (f, user) = (self.on_disabled.clone(), hook.user_id.clone());
             crate::tasks::blocking(move || f(&user, &url)).await;
@@ -318,29 +310,22 @@ impl Deliverer {
 /// another node that moved it first wins). `None` when there is nothing to
 /// send (the entry is stale, the webhook gone or disabled).
 #[allow(clippy::type_complexity)]
-fn take(
+async fn take(
     kv: &dyn KvStore,
     queue: &[u8],
     key: &[u8],
     claim_until: Option<i64>,
 ) -> kv::Result<Option<(Vec<u8>, StoredDelivery, StoredWebhook, Vec<u8>)>> {
-    let stale = |kv: &dyn KvStore| match kv.apply(vec![
-        expect(QUEUE, queue.to_vec(), Some(key.to_vec())),
-        delete(QUEUE, queue.to_vec()),
-    ]) {
-        Err(StorageError::Conflict(_)) | Ok(()) => Ok(None),
-        Err(e) => Err(e),
-    };
-    let Some(bytes) = kv.get(DELIVERIES, key)? else {
-        return stale(kv);
+    let Some(bytes) = kv.get_async(DELIVERIES, key).await? else {
+        return drop_stale(kv, queue, key).await;
     };
     let mut delivery: StoredDelivery = decode(&bytes)?;
     if delivery.status != DeliveryStatus::Pending || delivery.queue_key.as_deref() != Some(queue) {
-        return stale(kv);
+        return drop_stale(kv, queue, key).await;
     }
     let hook_key = format!("{}/{}", delivery.user_id, delivery.webhook_id).into_bytes();
-    let Some(hook) = kv.get(WEBHOOKS, &hook_key)? else {
-        return stale(kv);
+    let Some(hook) = kv.get_async(WEBHOOKS, &hook_key).await? else {
+        return drop_stale(kv, queue, key).await;
     };
     let hook: StoredWebhook = decode(&hook)?;
     if hook.disabled && delivery.event != super::EventType::Test {
@@ -349,11 +334,14 @@ fn take(
         failed.next_attempt_at = None;
         failed.queue_key = None;
         failed.last_error = Some("the webhook is disabled".into());
-        return match kv.apply(vec![
-            expect(DELIVERIES, key.to_vec(), Some(bytes)),
-            delete(QUEUE, queue.to_vec()),
-            put(DELIVERIES, key.to_vec(), &failed)?,
-        ]) {
+        return match kv
+            .apply_async(vec![
+                expect(DELIVERIES, key.to_vec(), Some(bytes)),
+                delete(QUEUE, queue.to_vec()),
+                put(DELIVERIES, key.to_vec(), &failed)?,
+            ])
+            .await
+        {
             Err(StorageError::Conflict(_)) | Ok(()) => Ok(None),
             Err(e) => Err(e),
         };
@@ -364,7 +352,7 @@ fn take(
     let claimed = queue_key(until, key);
     delivery.queue_key = Some(claimed.clone());
     let new_bytes = encode(&delivery)?;
-    match kv.apply(vec![
+    let claim = vec![
         expect(DELIVERIES, key.to_vec(), Some(bytes)),
         expect(QUEUE, queue.to_vec(), Some(key.to_vec())),
         delete(QUEUE, queue.to_vec()),
@@ -378,10 +366,26 @@ fn take(
             key: key.to_vec(),
             value: new_bytes.clone(),
         },
-    ]) {
+    ];
+    match kv.apply_async(claim).await {
         Ok(()) => Ok(Some((new_bytes, delivery, hook, claimed))),
         // Another node took it (or the user redelivered it) meanwhile.
         Err(StorageError::Conflict(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the queue entry `queue` if it still points at `key` (a stale
+/// entry: nothing to send).
+async fn drop_stale<T>(kv: &dyn KvStore, queue: &[u8], key: &[u8]) -> kv::Result<Option<T>> {
+    match kv
+        .apply_async(vec![
+            expect(QUEUE, queue.to_vec(), Some(key.to_vec())),
+            delete(QUEUE, queue.to_vec()),
+        ])
+        .await
+    {
+        Err(StorageError::Conflict(_)) | Ok(()) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -390,7 +394,7 @@ fn take(
 /// and the webhook's health; returns whether this disabled the webhook,
 /// with its URL.
 #[allow(clippy::too_many_arguments)]
-fn record(
+async fn record(
     kv: &dyn KvStore,
     key: &[u8],
     bytes: Vec<u8>,
@@ -429,7 +433,7 @@ fn record(
         });
     }
     ops.push(put(DELIVERIES, key.to_vec(), &d)?);
-    match kv.apply(ops) {
+    match kv.apply_async(ops).await {
         Ok(()) => {}
         Err(StorageError::Conflict(why)) => {
             tracing::info!(delivery = %d.id, %why, "delivery changed meanwhile: outcome dropped");
@@ -437,12 +441,12 @@ fn record(
         }
         Err(e) => return Err(e),
     }
-    health(kv, &d, outcome.ok, now, settings)
+    health(kv, &d, outcome.ok, now, settings).await
 }
 
 /// Keeps the webhook's `failing_since` (and disables it after failing for
 /// `disable_after`); a success, a test's too, enables it again.
-fn health(
+async fn health(
     kv: &dyn KvStore,
     d: &StoredDelivery,
     ok: bool,
@@ -451,7 +455,7 @@ fn health(
 ) -> kv::Result<(bool, String)> {
     let key = format!("{}/{}", d.user_id, d.webhook_id).into_bytes();
     for _ in 0..3 {
-        let Some(bytes) = kv.get(WEBHOOKS, &key)? else {
+        let Some(bytes) = kv.get_async(WEBHOOKS, &key).await? else {
             return Ok((false, String::new()));
         };
         let old: StoredWebhook = decode(&bytes)?;
@@ -468,10 +472,11 @@ fn health(
         if new == old {
             return Ok((false, String::new()));
         }
-        match kv.apply(vec![
+        let write = vec![
             expect(WEBHOOKS, key.clone(), Some(bytes)),
             put(WEBHOOKS, key.clone(), &new)?,
-        ]) {
+        ];
+        match kv.apply_async(write).await {
             Ok(()) => return Ok((new.disabled && !old.disabled, new.url)),
             Err(StorageError::Conflict(_)) => continue,
             Err(e) => return Err(e),
