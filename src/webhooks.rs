@@ -58,28 +58,31 @@ pub async fn start(
     links: Arc<StableLinks>,
 ) -> anyhow::Result<()> {
     let notify = Arc::downgrade(engine);
-    let on_disabled: OnDisabled = Arc::new(move |user: &str, url: &str| {
-        let Some(s) = notify.upgrade() else {
-            return;
-        };
-        let msg = format!(
-            "Every delivery to {url} failed for 3 days: the webhook is disabled. \
-             Fix the endpoint, then send a test from the Developers page to enable it."
-        );
-        // Written outside the account's actor (as the publishing engine
-        // does): its memory of the account is dropped afterwards.
-        let said = Said::new("Webhook disabled", msg).with("url", url);
-        match s.accounts().notify_with(
-            user,
-            NotificationKind::WebhookDisabled,
-            &said,
-            Vec::new(),
-            None,
-            None,
-        ) {
-            Ok(_) => s.desk().unload(user),
-            Err(e) => tracing::error!(user, error = %e, "cannot notify of a disabled webhook"),
-        }
+    let on_disabled: OnDisabled = Arc::new(move |user: String, url: String| {
+        let notify = notify.clone();
+        Box::pin(async move {
+            let Some(s) = notify.upgrade() else {
+                return;
+            };
+            let msg = format!(
+                "Every delivery to {url} failed for 3 days: the webhook is disabled. \
+                 Fix the endpoint, then send a test from the Developers page to enable it."
+            );
+            // Written outside the account's actor (as the publishing engine
+            // does): its memory of the account is dropped afterwards.
+            let said = Said::new("Webhook disabled", msg).with("url", url);
+            let kind = NotificationKind::WebhookDisabled;
+            match s
+                .accounts()
+                .notify_with(&user, kind, &said, Vec::new(), None, None)
+                .await
+            {
+                Ok(_) => s.desk().unload(&user),
+                Err(e) => {
+                    tracing::error!(user, error = %e, "cannot notify of a disabled webhook")
+                }
+            }
+        })
     });
     let deliverer = Deliverer::new(
         engine.kv().clone(),

@@ -258,7 +258,7 @@ impl CreditsApi {
         let storage = (used, accounts.plan_limits(user.plan).storage_bytes);
         // Only a paid plan with billing on can be set to end.
         let ends = if state.billing.is_some() && paid(user.plan) {
-            let record = account(accounts.billing_record(&id))?;
+            let record = account(accounts.billing_record(&id).await)?;
             Billing::plan_ends_at(record.subscription.as_ref())
         } else {
             None

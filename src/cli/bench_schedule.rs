@@ -209,7 +209,8 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let s = engine(&dir).await?;
     let (user, _) = s
         .accounts()
-        .sign_up("bench@example.com", "correct horse battery", "Bench")?;
+        .sign_up("bench@example.com", "correct horse battery", "Bench")
+        .await?;
     let p = Publishing::start(s.post_host(), PublishSettings::default(), key())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -33,8 +33,8 @@ pub struct BenchSeedArgs {
     pub tokens: PathBuf,
 }
 
-pub fn run(args: BenchSeedArgs) -> ExitCode {
-    match seed(&args) {
+pub async fn run(args: BenchSeedArgs) -> ExitCode {
+    match seed(&args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -43,7 +43,7 @@ pub fn run(args: BenchSeedArgs) -> ExitCode {
     }
 }
 
-fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
+async fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)?;
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open_for_import(&args.data_dir.join("db"))?);
     let accounts = Arc::new(Accounts::new(kv.clone(), PlanTable::default()));
@@ -52,30 +52,29 @@ fn seed(args: &BenchSeedArgs) -> anyhow::Result<()> {
         .map(|n| n.get())
         .unwrap_or(2);
     let per = args.accounts.div_ceil(threads);
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let accounts = accounts.clone();
-            let hash = hash.clone();
-            let range = (t * per)..((t + 1) * per).min(args.accounts);
-            std::thread::spawn(move || -> anyhow::Result<Vec<(String, String)>> {
-                range
-                    .map(|i| {
-                        let email = format!("bench{i}@example.com");
-                        let (account, token) =
-                            accounts.sign_up_hashed(&email, format!("Bench {i}"), hash.clone())?;
-                        Ok((account.id, token))
-                    })
-                    .collect()
-            })
-        })
-        .collect();
-    let mut sessions = Vec::with_capacity(args.accounts);
-    for h in handles {
-        sessions.extend(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a seeding thread panicked"))??,
-        );
+    let mut seeding = tokio::task::JoinSet::new();
+    for t in 0..threads {
+        let accounts = accounts.clone();
+        let hash = hash.clone();
+        let range = (t * per)..((t + 1) * per).min(args.accounts);
+        seeding.spawn(async move {
+            let mut out = Vec::with_capacity(range.len());
+            for i in range {
+                let email = format!("bench{i}@example.com");
+                let name = format!("Bench {i}");
+                let (account, token) = accounts.sign_up_hashed(&email, name, hash.clone()).await?;
+                out.push((account.id, token));
+            }
+            anyhow::Ok((t, out))
+        });
     }
+    let mut parts: Vec<(usize, Vec<(String, String)>)> = Vec::with_capacity(threads);
+    for done in seeding.join_all().await {
+        parts.push(done?);
+    }
+    // In account order: the first line is the account with the projects.
+    parts.sort_by_key(|(t, _)| *t);
+    let sessions: Vec<(String, String)> = parts.into_iter().flat_map(|(_, s)| s).collect();
     if let Some((owner, _)) = sessions.first() {
         let now = now_ms();
         let mut ops = Vec::new();

@@ -1,6 +1,5 @@
 //! Command-line arguments and dispatch.
 
-use clipforge_actors::tasks::blocking_caught;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -80,9 +79,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             transcribe::run(args).await
         }
         Command::Serve(args) => serve::run(args).await,
-        Command::BenchSeed(args) => blocking_caught(move || bench_seed::run(args))
-            .await
-            .unwrap_or(ExitCode::FAILURE),
+        Command::BenchSeed(args) => bench_seed::run(args).await,
         Command::BenchSchedule(args) => bench_schedule::run(args).await,
         Command::BenchStore(args) => bench_store::run(args).await,
         Command::Cluster(ClusterCommand::InitCerts(args)) => cluster_certs::run(args),

@@ -76,7 +76,7 @@ pub enum BillingChange {
 /// the caption style the account resolves for them is known (a new
 /// project's records). A narrow trait, so the accounts domain does not
 /// know what a project is.
-pub trait Reserved: Send {
+pub trait Reserved: Send + Sync {
     fn ops(&self, style: &CaptionStyle) -> Result<Vec<KvOp>>;
 }
 
@@ -233,28 +233,33 @@ pub struct AccountState {
     meta: Arc<ActorMeta>,
 }
 
-impl AccountState {
-    /// Runs `f` for the account (again, on reloaded state, after a stale
-    /// write). Storage calls block (sled flushes before acknowledging).
-    fn run<T>(&self, mut f: impl FnMut(&Accounts, &str) -> T) -> T {
-        let user_id = self.held.user_id().to_string();
-        tokio::task::block_in_place(|| {
-            let mut attempt = 1;
-            loop {
-                let out = f(&self.accounts, &user_id);
-                if !self.held.take_stale() {
-                    return out;
-                }
-                // Loaded again by the next run (or the next message).
-                self.held.unload();
-                tracing::info!(user_id, attempt, "stale account state reloaded");
-                if attempt == STALE_RETRIES {
-                    return out;
-                }
-                attempt += 1;
+/// Runs `$body` for the account (`$a`: its [`Accounts`], `$u`: its id),
+/// again on reloaded state after a stale write, at most [`STALE_RETRIES`]
+/// times. A macro, not a function taking a closure: the body awaits the
+/// store (an async block, so its `?` ends the body, not the handler).
+macro_rules! run {
+    ($s:expr, |$a:pat_param, $u:pat_param| $body:expr) => {{
+        let s: &AccountState = $s;
+        let user_id = s.held.user_id().to_string();
+        let mut attempt = 1;
+        loop {
+            let out = {
+                let $a = &s.accounts;
+                let $u = user_id.as_str();
+                async { $body }.await
+            };
+            if !s.held.take_stale() {
+                break out;
             }
-        })
-    }
+            // Loaded again by the next run (or the next message).
+            s.held.unload();
+            tracing::info!(user_id, attempt, "stale account state reloaded");
+            if attempt == STALE_RETRIES {
+                break out;
+            }
+            attempt += 1;
+        }
+    }};
 }
 
 /// Answers a caller (who may have stopped waiting).
@@ -287,33 +292,37 @@ impl Actor for AccountActor {
     ) -> std::result::Result<(), ActorProcessingErr> {
         s.meta.received();
         crate::faults::check(crate::faults::Point::Account);
-        handle(s, msg);
+        handle(s, msg).await;
         Ok(())
     }
 }
 
-fn handle(s: &AccountState, msg: AccountMsg) {
+async fn handle(s: &AccountState, msg: AccountMsg) {
     use AccountMsg as M;
     match msg {
         M::Load(part) => {
-            let loaded = s.run(|a, _| match part {
-                Part::Sessions => a.load_held_sessions(),
-                Part::Keys => a.load_held_keys(),
+            let loaded = run!(s, |a, _| match part {
+                Part::Sessions => a.load_held_sessions().await,
+                Part::Keys => a.load_held_keys().await,
             });
             if let Err(e) = loaded {
                 tracing::warn!(error = %e, "loading a part of an account's state");
             }
         }
-        M::HeldState(r) => answer(r, s.run(|a, _| a.held_state())),
-        M::Get(r) => answer(r, s.run(|a, u| a.get_account(u))),
-        M::Balance(r) => answer(r, s.run(|a, u| a.balance(u))),
-        M::Ledger { page, limit, reply } => answer(reply, s.run(|a, u| a.ledger(u, page, limit))),
-        M::StorageUsed(r) => answer(r, s.run(|a, u| a.storage_used(u))),
-        M::BillingRecord(r) => answer(r, s.run(|a, u| a.billing_record(u))),
-        M::Notifications(r) => answer(r, s.run(|a, u| a.notifications(u))),
-        M::Templates(r) => answer(r, s.run(|a, u| a.list_templates(u))),
-        M::ApiKeys(r) => answer(r, s.run(|a, u| a.list_api_keys(u))),
-        M::ResolveStyle { template, reply } => answer(reply, s.run(|a, u| a.styled(u, &template))),
+        M::HeldState(r) => answer(r, run!(s, |a, _| a.held_state().await)),
+        M::Get(r) => answer(r, run!(s, |a, u| a.get_account(u).await)),
+        M::Balance(r) => answer(r, run!(s, |a, u| a.balance(u).await)),
+        M::Ledger { page, limit, reply } => {
+            answer(reply, run!(s, |a, u| a.ledger(u, page, limit).await))
+        }
+        M::StorageUsed(r) => answer(r, run!(s, |a, u| a.storage_used(u).await)),
+        M::BillingRecord(r) => answer(r, run!(s, |a, u| a.billing_record(u).await)),
+        M::Notifications(r) => answer(r, run!(s, |a, u| a.notifications(u).await)),
+        M::Templates(r) => answer(r, run!(s, |a, u| a.list_templates(u).await)),
+        M::ApiKeys(r) => answer(r, run!(s, |a, u| a.list_api_keys(u).await)),
+        M::ResolveStyle { template, reply } => {
+            answer(reply, run!(s, |a, u| a.styled(u, &template).await))
+        }
         M::SignUp {
             email,
             name,
@@ -321,7 +330,9 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, _| a.sign_up_hashed(&email, name.clone(), password_hash.clone())),
+            run!(s, |a, _| a
+                .sign_up_hashed(&email, name.clone(), password_hash.clone())
+                .await),
         ),
         M::SignIn {
             email,
@@ -330,9 +341,11 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, _| a.sign_in_counted(&email, &password, &client)),
+            run!(s, |a, _| a
+                .sign_in_counted(&email, &password, &client)
+                .await),
         ),
-        M::SignOut { token, reply } => answer(reply, s.run(|a, _| a.sign_out(&token))),
+        M::SignOut { token, reply } => answer(reply, run!(s, |a, _| a.sign_out(&token).await)),
         M::ChangePassword {
             token,
             current,
@@ -341,32 +354,49 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| a.change_password(u, &token, &current, &new, revoke_others)),
+            run!(s, |a, u| a
+                .change_password(u, &token, &current, &new, revoke_others)
+                .await),
         ),
-        M::UpdateProfile { name, reply } => answer(reply, s.run(|a, u| a.update_profile(u, &name))),
-        M::SetAvatar { key, reply } => answer(reply, s.run(|a, u| a.set_avatar(u, key.clone()))),
-        M::MarkAllRead(r) => answer(r, s.run(|a, u| a.mark_all_read(u))),
-        M::MarkRead { id, reply } => answer(reply, s.run(|a, u| a.mark_read(u, &id))),
+        M::UpdateProfile { name, reply } => {
+            answer(reply, run!(s, |a, u| a.update_profile(u, &name).await))
+        }
+        M::SetAvatar { key, reply } => {
+            answer(reply, run!(s, |a, u| a.set_avatar(u, key.clone()).await))
+        }
+        M::MarkAllRead(r) => answer(r, run!(s, |a, u| a.mark_all_read(u).await)),
+        M::MarkRead { id, reply } => answer(reply, run!(s, |a, u| a.mark_read(u, &id).await)),
         M::CreateTemplate { input, reply } => {
-            answer(reply, s.run(|a, u| a.create_template(u, &input)))
+            answer(reply, run!(s, |a, u| a.create_template(u, &input).await))
         }
-        M::UpdateTemplate { id, input, reply } => {
-            answer(reply, s.run(|a, u| a.update_template(u, &id, &input)))
+        M::UpdateTemplate { id, input, reply } => answer(
+            reply,
+            run!(s, |a, u| a.update_template(u, &id, &input).await),
+        ),
+        M::DeleteTemplate { id, reply } => {
+            answer(reply, run!(s, |a, u| a.delete_template(u, &id).await))
         }
-        M::DeleteTemplate { id, reply } => answer(reply, s.run(|a, u| a.delete_template(u, &id))),
         M::CreateApiKey {
             name,
             scopes,
             reply,
-        } => answer(reply, s.run(|a, u| a.create_api_key(u, &name, &scopes))),
-        M::RevokeApiKey { id, reply } => answer(reply, s.run(|a, u| a.revoke_api_key(u, &id))),
-        M::SelectPlan { plan, reply } => answer(reply, s.run(|a, u| a.select_plan(u, plan))),
+        } => answer(
+            reply,
+            run!(s, |a, u| a.create_api_key(u, &name, &scopes).await),
+        ),
+        M::RevokeApiKey { id, reply } => {
+            answer(reply, run!(s, |a, u| a.revoke_api_key(u, &id).await))
+        }
+        M::SelectPlan { plan, reply } => {
+            answer(reply, run!(s, |a, u| a.select_plan(u, plan).await))
+        }
         M::SetPlanByOperator { plan, reply } => {
-            answer(reply, s.run(|a, u| a.set_plan_by_operator(u, plan)))
+            answer(reply, run!(s, |a, u| a.set_plan_by_operator(u, plan).await))
         }
-        M::RememberCustomer { customer_id, reply } => {
-            answer(reply, s.run(|a, u| a.remember_customer(u, &customer_id)))
-        }
+        M::RememberCustomer { customer_id, reply } => answer(
+            reply,
+            run!(s, |a, u| a.remember_customer(u, &customer_id).await),
+        ),
         M::RecordCheckout {
             session_id,
             plan,
@@ -374,7 +404,9 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| a.record_checkout(u, &session_id, plan, frequency)),
+            run!(s, |a, u| a
+                .record_checkout(u, &session_id, plan, frequency)
+                .await),
         ),
         M::Billing {
             change,
@@ -382,15 +414,17 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| billing(a, u, &change, event_id.as_deref())),
+            run!(s, |a, u| billing(a, u, &change, event_id.as_deref()).await),
         ),
         M::AddStorage { bytes, with, reply } => answer(
             reply,
-            s.run(|a, u| a.add_storage_with(u, bytes, with.clone())),
+            run!(s, |a, u| a.add_storage_with(u, bytes, with.clone()).await),
         ),
         M::RemoveStorage { bytes, with, reply } => answer(
             reply,
-            s.run(|a, u| a.remove_storage_with(u, bytes, with.clone())),
+            run!(s, |a, u| a
+                .remove_storage_with(u, bytes, with.clone())
+                .await),
         ),
         M::Reserve {
             project_id,
@@ -400,9 +434,10 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| {
-                let style = a.styled(u, &template)?;
-                a.reserve_with(u, &project_id, credits, records.ops(&style)?)?;
+            run!(s, |a, u| {
+                let style = a.styled(u, &template).await?;
+                a.reserve_with(u, &project_id, credits, records.ops(&style)?)
+                    .await?;
                 Ok(style)
             }),
         ),
@@ -413,9 +448,9 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| {
-                a.charge(u, &project_id, minutes)?;
-                notify(a, u, Some(&notice))
+            run!(s, |a, u| {
+                a.charge(u, &project_id, minutes).await?;
+                notify(a, u, Some(&notice)).await
             }),
         ),
         M::Release {
@@ -424,31 +459,41 @@ fn handle(s: &AccountState, msg: AccountMsg) {
             reply,
         } => answer(
             reply,
-            s.run(|a, u| {
-                a.release(u, &project_id)?;
-                notify(a, u, notice.as_ref())
+            run!(s, |a, u| {
+                a.release(u, &project_id).await?;
+                notify(a, u, notice.as_ref()).await
             }),
         ),
     }
 }
 
-fn billing(a: &Accounts, u: &str, change: &BillingChange, event: Option<&str>) -> Result<Applied> {
+async fn billing(
+    a: &Accounts,
+    u: &str,
+    change: &BillingChange,
+    event: Option<&str>,
+) -> Result<Applied> {
     match change {
-        BillingChange::Activate(activation) => a.activate_subscription(u, activation, event),
-        BillingChange::Update(update) => a.update_subscription(u, update, event),
-        BillingChange::End { subscription_id } => a.end_subscription(u, subscription_id, event),
+        BillingChange::Activate(activation) => a.activate_subscription(u, activation, event).await,
+        BillingChange::Update(update) => a.update_subscription(u, update, event).await,
+        BillingChange::End { subscription_id } => {
+            a.end_subscription(u, subscription_id, event).await
+        }
         BillingChange::Renew {
             subscription_id,
             period_start,
             period_end,
-        } => a.renew_paid_cycle(u, subscription_id, *period_start, *period_end, event),
-        BillingChange::PaymentFailed { retry_at } => a.payment_failed(u, *retry_at, event),
+        } => {
+            a.renew_paid_cycle(u, subscription_id, *period_start, *period_end, event)
+                .await
+        }
+        BillingChange::PaymentFailed { retry_at } => a.payment_failed(u, *retry_at, event).await,
     }
 }
 
-fn notify(a: &Accounts, u: &str, notice: Option<&Notice>) -> Result<()> {
+async fn notify(a: &Accounts, u: &str, notice: Option<&Notice>) -> Result<()> {
     if let Some(n) = notice {
-        a.notify(u, n.kind, &n.said, n.subject.as_ref())?;
+        a.notify(u, n.kind, &n.said, n.subject.as_ref()).await?;
     }
     Ok(())
 }

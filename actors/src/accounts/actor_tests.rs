@@ -136,10 +136,11 @@ fn name(held: &Held) -> String {
 }
 
 /// The state as stored, loaded by a fresh memory.
-fn stored(node: &Node, user_id: &str) -> Arc<Held> {
+async fn stored(node: &Node, user_id: &str) -> Arc<Held> {
     node.accounts
         .acting_for(Arc::new(HeldAccount::new(user_id)))
         .held_state()
+        .await
         .expect("load")
         .expect("acting for the account")
 }
@@ -239,7 +240,7 @@ async fn concurrent_sign_ups_with_one_email_make_one_account() {
     for tree in ["accounts.users", "accounts.emails", "accounts.sessions"] {
         assert_eq!(kv.count_prefix(tree, b"").expect("count"), 1, "{tree}");
     }
-    assert_eq!(stored(&nodes[0], &id).version, 1);
+    assert_eq!(stored(&nodes[0], &id).await.version, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,7 +262,7 @@ async fn a_stale_write_is_refused_then_reloaded_and_run_again() {
     assert_eq!(kv.conflicts(), 0);
     a.rename(&id, "Ana Lima").await.expect("rename on A");
     assert_eq!(kv.conflicts(), 1, "refused once, then handled again");
-    for held in [a.held(&id), stored(&a, &id)] {
+    for held in [a.held(&id), stored(&a, &id).await] {
         assert_eq!((held.version, name(&held)), (3, "Ana Lima".to_string()));
         let credits = a.accounts.held_balance(&held).expect("balance");
         assert_eq!((credits.credits, credits.reserved), (50, 10));

@@ -103,6 +103,13 @@ fn verify_against_decoy(password: &str) -> Result<()> {
     verify_password(decoy, password).map(drop)
 }
 
+/// [`verify_password`] on the blocking pool: argon2id takes tens of
+/// milliseconds of CPU, which would stall an async thread.
+async fn verify_off_thread(stored: &str, password: &str) -> Result<bool> {
+    let (stored, password) = (stored.to_string(), password.to_string());
+    crate::tasks::blocking(move || verify_password(&stored, &password)).await
+}
+
 /// A new session token: 32 random bytes, base64url without padding.
 fn new_token() -> String {
     let mut bytes = [0u8; 32];
@@ -182,23 +189,30 @@ impl Accounts {
     /// Creates an account on the free plan with its first credit cycle, its
     /// default caption template and a session, in one write. Returns the
     /// account and the session token.
-    pub fn sign_up(&self, email: &str, password: &str, name: &str) -> Result<(Account, String)> {
-        let new = NewAccount::prepare(email, password, name)?;
+    pub async fn sign_up(
+        &self,
+        email: &str,
+        password: &str,
+        name: &str,
+    ) -> Result<(Account, String)> {
+        let (e, p, n) = (email.to_string(), password.to_string(), name.to_string());
+        let new = crate::tasks::blocking(move || NewAccount::prepare(&e, &p, &n)).await?;
         self.sign_up_hashed(&new.email, new.name, new.password_hash)
+            .await
     }
 
     /// Creates an account whose password is already an argon2id PHC hash
     /// (imports, and the API benchmark's seeder, which cannot afford one
     /// argon2 run per account); opens its first session like `sign_up`.
-    pub fn sign_up_hashed(
+    pub async fn sign_up_hashed(
         &self,
         email: &str,
         name: String,
         password_hash: String,
     ) -> Result<(Account, String)> {
         let email = normalize_email(email)?;
-        let _guard = self.lock(&format!("email:{email}"));
-        if self.kv.get(EMAILS, email.as_bytes())?.is_some() {
+        let _guard = self.lock(&format!("email:{email}")).await;
+        if self.kv.get_async(EMAILS, email.as_bytes()).await?.is_some() {
             return Err(AccountError::Conflict(
                 "email: an account with this email already exists".to_string(),
             ));
@@ -228,20 +242,20 @@ impl Accounts {
         batch.put(TEMPLATES, user_key(&user_id, &template.id), &template)?;
         self.open_first_cycle(&mut batch, &user_id, now)?;
         let token = add_session(&mut batch, &user_id, now)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok((Account::from(&account), token))
     }
 
     /// Checks the credentials and opens a session. `client_key` identifies
     /// the client for the rate limit (its IP address; empty if unknown).
-    pub fn sign_in(
+    pub async fn sign_in(
         &self,
         email: &str,
         password: &str,
         client_key: &str,
     ) -> Result<(Account, String)> {
         let email = self.sign_in_attempt(email, client_key)?;
-        self.sign_in_counted(&email, password, client_key)
+        self.sign_in_counted(&email, password, client_key).await
     }
 
     /// Counts a sign-in attempt of `email` from `client_key` against the
@@ -262,7 +276,7 @@ impl Accounts {
 
     /// [`Self::sign_in`] once [`Self::sign_in_attempt`] counted the
     /// attempt (the account's actor runs this part).
-    pub fn sign_in_counted(
+    pub async fn sign_in_counted(
         &self,
         email: &str,
         password: &str,
@@ -270,26 +284,28 @@ impl Accounts {
     ) -> Result<(Account, String)> {
         let now = self.now();
         let email = email.to_string();
-        let user_id: Option<String> = self.read(EMAILS, email.as_bytes())?;
+        let user_id: Option<String> = self.read(EMAILS, email.as_bytes()).await?;
         let Some(user_id) = user_id else {
-            verify_against_decoy(password)?;
+            let password = password.to_string();
+            crate::tasks::blocking(move || verify_against_decoy(&password)).await?;
             return Err(AccountError::InvalidCredentials);
         };
-        let verified = self.stored_account(&user_id)?;
-        if !verify_password(&verified.password_hash, password)? {
+        let verified = self.stored_account(&user_id).await?;
+        if !verify_off_thread(&verified.password_hash, password).await? {
             return Err(AccountError::InvalidCredentials);
         }
 
-        let _guard = self.lock(&user_id);
-        let account = self.stored_account(&user_id)?;
+        let _guard = self.lock(&user_id).await;
+        let account = self.stored_account(&user_id).await?;
         if account.password_hash != verified.password_hash {
             // Changed since it was verified: the password given is stale.
             return Err(AccountError::InvalidCredentials);
         }
         let mut batch = Batch::new();
-        self.drop_expired_sessions(&mut batch, &user_id, now)?;
+        self.drop_expired_sessions(&mut batch, &user_id, now)
+            .await?;
         let token = add_session(&mut batch, &user_id, now)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         self.limiter.succeeded(&email, client_key, now);
         Ok((Account::from(&account), token))
     }
@@ -301,13 +317,12 @@ impl Accounts {
     pub async fn session(&self, token: &str) -> Result<Option<(Account, SessionInfo)>> {
         let hash = token_hash(token);
         let Some(session) = self
-            .read_async::<StoredSession>(SESSIONS, hash.as_bytes())
+            .read::<StoredSession>(SESSIONS, hash.as_bytes())
             .await?
         else {
             return Ok(None);
         };
-        let account: Option<StoredAccount> =
-            self.read_async(USERS, session.user_id.as_bytes()).await?;
+        let account: Option<StoredAccount> = self.read(USERS, session.user_id.as_bytes()).await?;
         match account {
             Some(account) if session.expires_at > self.now() => {
                 Ok(Some((Account::from(&account), SessionInfo::from(&session))))
@@ -315,17 +330,20 @@ impl Accounts {
             _ => {
                 let mut batch = Batch::new();
                 delete_session_ops(&mut batch, &session.user_id, &hash);
-                self.commit_async(batch).await?;
+                self.commit(batch).await?;
                 Ok(None)
             }
         }
     }
 
     /// Ends the session of `token`; unknown tokens are ignored.
-    pub fn sign_out(&self, token: &str) -> Result<()> {
+    pub async fn sign_out(&self, token: &str) -> Result<()> {
         let hash = token_hash(token);
-        if let Some(session) = self.read::<StoredSession>(SESSIONS, hash.as_bytes())? {
-            self.delete_session(&session.user_id, &hash)?;
+        if let Some(session) = self
+            .read::<StoredSession>(SESSIONS, hash.as_bytes())
+            .await?
+        {
+            self.delete_session(&session.user_id, &hash).await?;
         }
         Ok(())
     }
@@ -334,7 +352,7 @@ impl Accounts {
     /// With `revoke_other_sessions`, every other session of the user ends in
     /// the same write. Wrong current passwords count against the email's
     /// sign-in limit.
-    pub fn change_password(
+    pub async fn change_password(
         &self,
         user_id: &str,
         current_token: &str,
@@ -345,19 +363,20 @@ impl Accounts {
         validate_password(new_password)?;
         let now = self.now();
         let current_hash = token_hash(current_token);
-        let session: Option<StoredSession> = self.read(SESSIONS, current_hash.as_bytes())?;
+        let session: Option<StoredSession> = self.read(SESSIONS, current_hash.as_bytes()).await?;
         if !session.is_some_and(|s| s.user_id == user_id && s.expires_at > now) {
             return Err(AccountError::Unauthorized);
         }
-        let verified = self.stored_account(user_id)?;
+        let verified = self.stored_account(user_id).await?;
         self.limiter.attempt(&verified.email, "", now)?;
-        if !verify_password(&verified.password_hash, current_password)? {
+        if !verify_off_thread(&verified.password_hash, current_password).await? {
             return Err(AccountError::InvalidCredentials);
         }
-        let new_hash = hash_password(new_password)?;
+        let new = new_password.to_string();
+        let new_hash = crate::tasks::blocking(move || hash_password(&new)).await?;
 
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         if account.password_hash != verified.password_hash {
             return Err(AccountError::InvalidCredentials);
         }
@@ -366,48 +385,49 @@ impl Accounts {
         let mut batch = Batch::new();
         batch.put(USERS, user_id.as_bytes(), &account)?;
         if revoke_other_sessions {
-            for hash in self.session_hashes(user_id)? {
+            for hash in self.session_hashes(user_id).await? {
                 if hash != current_hash {
                     delete_session_ops(&mut batch, user_id, &hash);
                 }
             }
         }
-        self.commit(batch)?;
+        self.commit(batch).await?;
         self.limiter.succeeded(&account.email, "", now);
         Ok(())
     }
 
     /// The account of `user_id`.
-    pub fn get_account(&self, user_id: &str) -> Result<Account> {
-        Ok(Account::from(&self.stored_account(user_id)?))
+    pub async fn get_account(&self, user_id: &str) -> Result<Account> {
+        Ok(Account::from(&self.stored_account(user_id).await?))
     }
 
     /// Whether the account `user_id` is stored (async code, outside its
     /// actor: a Stripe event naming it).
     pub async fn account_exists(&self, user_id: &str) -> Result<bool> {
         let key = user_id.as_bytes();
-        Ok(self
-            .read_async::<StoredAccount>(USERS, key)
-            .await?
-            .is_some())
+        Ok(self.read::<StoredAccount>(USERS, key).await?.is_some())
     }
 
     /// Sets the display name (trimmed, 1–100 characters).
-    pub fn update_profile(&self, user_id: &str, name: &str) -> Result<Account> {
+    pub async fn update_profile(&self, user_id: &str, name: &str) -> Result<Account> {
         let name = super::text::name(name)?;
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         account.name = name;
         account.updated_at = self.now();
         let mut batch = Batch::new();
         batch.put(USERS, user_id.as_bytes(), &account)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(Account::from(&account))
     }
 
     /// Sets or clears the avatar's object key. Returns the previous key, whose
     /// object the caller deletes once this has succeeded.
-    pub fn set_avatar(&self, user_id: &str, avatar_key: Option<String>) -> Result<Option<String>> {
+    pub async fn set_avatar(
+        &self,
+        user_id: &str,
+        avatar_key: Option<String>,
+    ) -> Result<Option<String>> {
         if let Some(key) = &avatar_key {
             if key.is_empty() || key.len() > AVATAR_KEY_MAX_LEN {
                 return Err(AccountError::InvalidInput(format!(
@@ -415,31 +435,37 @@ impl Accounts {
                 )));
             }
         }
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         let previous = std::mem::replace(&mut account.avatar_key, avatar_key);
         account.updated_at = self.now();
         let mut batch = Batch::new();
         batch.put(USERS, user_id.as_bytes(), &account)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(previous)
     }
 
     /// The token hashes of every session of `user_id`, from the index.
-    fn session_hashes(&self, user_id: &str) -> Result<Vec<String>> {
+    async fn session_hashes(&self, user_id: &str) -> Result<Vec<String>> {
         let prefix = user_prefix(user_id);
         Ok(self
             .kv
-            .scan_prefix(USER_SESSIONS, &prefix)?
+            .scan_prefix_async(USER_SESSIONS, &prefix)
+            .await?
             .into_iter()
             .map(|(key, _)| String::from_utf8_lossy(&key[prefix.len()..]).into_owned())
             .collect())
     }
 
     /// Adds deletions of the user's expired sessions to `batch`.
-    fn drop_expired_sessions(&self, batch: &mut Batch, user_id: &str, now: i64) -> Result<()> {
-        for hash in self.session_hashes(user_id)? {
-            let session: Option<StoredSession> = self.read(SESSIONS, hash.as_bytes())?;
+    async fn drop_expired_sessions(
+        &self,
+        batch: &mut Batch,
+        user_id: &str,
+        now: i64,
+    ) -> Result<()> {
+        for hash in self.session_hashes(user_id).await? {
+            let session: Option<StoredSession> = self.read(SESSIONS, hash.as_bytes()).await?;
             if session.is_none_or(|s| s.expires_at <= now) {
                 delete_session_ops(batch, user_id, &hash);
             }
@@ -447,10 +473,10 @@ impl Accounts {
         Ok(())
     }
 
-    fn delete_session(&self, user_id: &str, hash: &str) -> Result<()> {
+    async fn delete_session(&self, user_id: &str, hash: &str) -> Result<()> {
         let mut batch = Batch::new();
         delete_session_ops(&mut batch, user_id, hash);
-        self.commit(batch)
+        self.commit(batch).await
     }
 }
 

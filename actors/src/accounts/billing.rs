@@ -135,27 +135,24 @@ crate::record!(EventRecord, "stripe event", 1);
 
 impl Accounts {
     /// The account's billing state (empty before any checkout).
-    pub fn billing_record(&self, user_id: &str) -> Result<BillingRecord> {
-        self.stored_account(user_id)?;
-        Ok(self.read(BILLING, user_id.as_bytes())?.unwrap_or_default())
+    pub async fn billing_record(&self, user_id: &str) -> Result<BillingRecord> {
+        self.stored_account(user_id).await?;
+        Ok(self
+            .read(BILLING, user_id.as_bytes())
+            .await?
+            .unwrap_or_default())
     }
 
     /// The account whose provider customer is `customer_id`.
-    pub fn user_for_customer(&self, customer_id: &str) -> Result<Option<String>> {
-        self.read(STRIPE_CUSTOMERS, customer_id.as_bytes())
-    }
-
-    /// [`Self::user_for_customer`] for async code (a Stripe event's owner).
-    pub async fn user_for_customer_async(&self, customer_id: &str) -> Result<Option<String>> {
-        self.read_async(STRIPE_CUSTOMERS, customer_id.as_bytes())
-            .await
+    pub async fn user_for_customer(&self, customer_id: &str) -> Result<Option<String>> {
+        self.read(STRIPE_CUSTOMERS, customer_id.as_bytes()).await
     }
 
     /// Remembers the provider customer of the account unless it has one;
     /// returns the one in force.
-    pub fn remember_customer(&self, user_id: &str, customer_id: &str) -> Result<String> {
-        let _guard = self.lock(user_id);
-        let mut record = self.billing_record(user_id)?;
+    pub async fn remember_customer(&self, user_id: &str, customer_id: &str) -> Result<String> {
+        let _guard = self.lock(user_id).await;
+        let mut record = self.billing_record(user_id).await?;
         if let Some(existing) = record.customer_id {
             return Ok(existing);
         }
@@ -167,19 +164,19 @@ impl Accounts {
             customer_id.as_bytes(),
             &user_id.to_string(),
         )?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(customer_id.to_string())
     }
 
     /// Records a checkout session opened by the account.
-    pub fn record_checkout(
+    pub async fn record_checkout(
         &self,
         user_id: &str,
         session_id: &str,
         plan: Plan,
         frequency: BillingFrequency,
     ) -> Result<()> {
-        self.stored_account(user_id)?;
+        self.stored_account(user_id).await?;
         let record = CheckoutRecord {
             user_id: user_id.to_string(),
             plan,
@@ -189,48 +186,37 @@ impl Accounts {
         };
         let mut batch = Batch::new();
         batch.put(CHECKOUTS, session_id.as_bytes(), &record)?;
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// A checkout session opened here.
-    pub fn checkout_record(&self, session_id: &str) -> Result<Option<CheckoutRecord>> {
-        self.read(CHECKOUTS, session_id.as_bytes())
-    }
-
-    /// [`Self::checkout_record`] for async code.
-    pub async fn checkout_record_async(&self, session_id: &str) -> Result<Option<CheckoutRecord>> {
-        self.read_async(CHECKOUTS, session_id.as_bytes()).await
+    pub async fn checkout_record(&self, session_id: &str) -> Result<Option<CheckoutRecord>> {
+        self.read(CHECKOUTS, session_id.as_bytes()).await
     }
 
     /// Whether the provider event `event_id` was applied.
-    pub fn event_applied(&self, event_id: &str) -> Result<bool> {
+    pub async fn event_applied(&self, event_id: &str) -> Result<bool> {
         Ok(self
-            .read::<EventRecord>(STRIPE_EVENTS, event_id.as_bytes())?
+            .read::<EventRecord>(STRIPE_EVENTS, event_id.as_bytes())
+            .await?
             .is_some())
-    }
-
-    /// [`Self::event_applied`] for async code (a Stripe event received).
-    pub async fn event_applied_async(&self, event_id: &str) -> Result<bool> {
-        let key = event_id.as_bytes();
-        let applied = self.read_async::<EventRecord>(STRIPE_EVENTS, key).await?;
-        Ok(applied.is_some())
     }
 
     /// Activates a paid checkout: records the subscription, grants its plan
     /// and moves the account to it. Activating the same session again (return
     /// path and webhook both do) changes nothing.
-    pub fn activate_subscription(
+    pub async fn activate_subscription(
         &self,
         user_id: &str,
         activation: &Activation,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |account, batch, now| {
-            let mut checkout = self.checkout_record(&activation.session_id)?;
+        self.with_event(user_id, event_id, async |account, batch, now| {
+            let mut checkout = self.checkout_record(&activation.session_id).await?;
             if checkout.as_ref().is_some_and(|c| c.activated_at.is_some()) {
                 return Ok(Applied::Unchanged);
             }
-            let mut record = self.billing_record(user_id)?;
+            let mut record = self.billing_record(user_id).await?;
             let previous = record.subscription.take();
             record.customer_id = Some(activation.customer_id.clone());
             record.ever_paid = true;
@@ -245,7 +231,7 @@ impl Accounts {
             if let Some(old) = previous.filter(|old| old.plan != activation.plan) {
                 account.entitlements.retain(|p| *p != old.plan);
             }
-            self.entitle(batch, account, activation.plan, now)?;
+            self.entitle(batch, account, activation.plan, now).await?;
             batch.put(BILLING, user_id.as_bytes(), &record)?;
             let customer = activation.customer_id.as_bytes();
             batch.put(STRIPE_CUSTOMERS, customer, &user_id.to_string())?;
@@ -255,20 +241,21 @@ impl Accounts {
             }
             Ok(Applied::Changed)
         })
+        .await
     }
 
     /// Applies a subscription change: a plan change moves the entitlement
     /// (and the account, if it was on the old plan); a status that no longer
     /// entitles ends it like [`end_subscription`](Self::end_subscription).
     /// Changes to another subscription than the account's are ignored.
-    pub fn update_subscription(
+    pub async fn update_subscription(
         &self,
         user_id: &str,
         update: &SubscriptionUpdate,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |account, batch, now| {
-            let mut record = self.billing_record(user_id)?;
+        self.with_event(user_id, event_id, async |account, batch, now| {
+            let mut record = self.billing_record(user_id).await?;
             let Some(sub) = record
                 .subscription
                 .as_mut()
@@ -285,11 +272,11 @@ impl Accounts {
             let live = sub.is_live();
             batch.put(BILLING, user_id.as_bytes(), &record)?;
             if !live {
-                self.disentitle(batch, account, old_plan, now)?;
+                self.disentitle(batch, account, old_plan, now).await?;
             } else if old_plan != update.plan {
                 account.entitlements.retain(|p| *p != old_plan);
                 if account.plan == old_plan {
-                    self.entitle(batch, account, update.plan, now)?;
+                    self.entitle(batch, account, update.plan, now).await?;
                 } else {
                     if !account.entitlements.contains(&update.plan) {
                         account.entitlements.push(update.plan);
@@ -299,18 +286,19 @@ impl Accounts {
             }
             Ok(Applied::Changed)
         })
+        .await
     }
 
     /// The subscription `subscription_id` ended: its plan is withdrawn and an
     /// account on it moves to free.
-    pub fn end_subscription(
+    pub async fn end_subscription(
         &self,
         user_id: &str,
         subscription_id: &str,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |account, batch, now| {
-            let mut record = self.billing_record(user_id)?;
+        self.with_event(user_id, event_id, async |account, batch, now| {
+            let mut record = self.billing_record(user_id).await?;
             let Some(sub) = record
                 .subscription
                 .as_mut()
@@ -321,9 +309,10 @@ impl Accounts {
             sub.status = "canceled".to_string();
             let plan = sub.plan;
             batch.put(BILLING, user_id.as_bytes(), &record)?;
-            self.disentitle(batch, account, plan, now)?;
+            self.disentitle(batch, account, plan, now).await?;
             Ok(Applied::Changed)
         })
+        .await
     }
 
     /// A paid invoice of `subscription_id` for the period starting at
@@ -331,7 +320,7 @@ impl Accounts {
     /// (unused ones do not roll over) unless the current cycle already began
     /// with that period. Monthly cycles end with the paid period; yearly
     /// plans get monthly allotments inside the year.
-    pub fn renew_paid_cycle(
+    pub async fn renew_paid_cycle(
         &self,
         user_id: &str,
         subscription_id: &str,
@@ -339,8 +328,8 @@ impl Accounts {
         period_end: Option<i64>,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |account, batch, now| {
-            let mut record = self.billing_record(user_id)?;
+        self.with_event(user_id, event_id, async |account, batch, now| {
+            let mut record = self.billing_record(user_id).await?;
             let Some(sub) = record
                 .subscription
                 .as_mut()
@@ -353,7 +342,7 @@ impl Accounts {
                 sub.current_period_end = period_end;
             }
             batch.put(BILLING, user_id.as_bytes(), &record)?;
-            let mut book = self.book(account, now)?;
+            let mut book = self.book(account, now).await?;
             let renew = book.state.cycle_start < period_start.saturating_sub(RENEWAL_SLACK_MS);
             if renew {
                 let total = self.plans.get(account.plan).monthly_credits.unwrap_or(0);
@@ -373,16 +362,17 @@ impl Accounts {
                 Applied::Unchanged
             })
         })
+        .await
     }
 
     /// A payment of the subscription failed: tells the user.
-    pub fn payment_failed(
+    pub async fn payment_failed(
         &self,
         user_id: &str,
         retry_at: Option<i64>,
         event_id: Option<&str>,
     ) -> Result<Applied> {
-        self.with_event(user_id, event_id, |account, batch, now| {
+        self.with_event(user_id, event_id, async |account, batch, now| {
             let mut message = "The payment of your subscription failed. Update your payment \
                                method in the customer portal to keep your plan."
                 .to_string();
@@ -396,29 +386,31 @@ impl Accounts {
                 said = said.with("retryOn", day);
             }
             let kind = NotificationKind::PaymentFailed;
-            self.push_notification(batch, user_id, kind, &said, now)?;
+            self.push_notification(batch, user_id, kind, &said, now)
+                .await?;
             Ok(Applied::Changed)
         })
+        .await
     }
 
     /// Runs `f` on the account under its lock, unless `event_id` was applied
     /// before; writes what `f` put in the batch together with the event id.
-    fn with_event(
+    async fn with_event(
         &self,
         user_id: &str,
         event_id: Option<&str>,
-        f: impl FnOnce(&mut StoredAccount, &mut Batch, i64) -> Result<Applied>,
+        f: impl AsyncFnOnce(&mut StoredAccount, &mut Batch, i64) -> Result<Applied>,
     ) -> Result<Applied> {
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
-        if self.seen(event_id)? {
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
+        if self.seen(event_id).await? {
             return Ok(Applied::Duplicate);
         }
         let now = self.now();
         let mut batch = Batch::new();
         self.remember_event(&mut batch, event_id, user_id, now)?;
-        let applied = f(&mut account, &mut batch, now)?;
-        self.commit(batch)?;
+        let applied = f(&mut account, &mut batch, now).await?;
+        self.commit(batch).await?;
         Ok(applied)
     }
 
@@ -427,33 +419,39 @@ impl Accounts {
     pub async fn ignore_event(&self, event_id: &str) -> Result<()> {
         let mut batch = Batch::new();
         self.remember_event(&mut batch, Some(event_id), "", self.now())?;
-        self.commit_async(batch).await
+        self.commit(batch).await
     }
 
     /// Operators: `enterprise` grants the plan and moves the account to it;
     /// `free` withdraws enterprise (the account moves to free if on it).
     /// Paid self-service plans are bought through checkout, not granted.
-    pub fn set_plan_by_operator(&self, user_id: &str, plan: Plan) -> Result<Plan> {
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+    pub async fn set_plan_by_operator(&self, user_id: &str, plan: Plan) -> Result<Plan> {
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         let now = self.now();
         let mut batch = Batch::new();
         match plan {
-            Plan::Enterprise => self.entitle(&mut batch, &mut account, Plan::Enterprise, now)?,
-            Plan::Free => self.disentitle(&mut batch, &mut account, Plan::Enterprise, now)?,
+            Plan::Enterprise => {
+                self.entitle(&mut batch, &mut account, Plan::Enterprise, now)
+                    .await?
+            }
+            Plan::Free => {
+                self.disentitle(&mut batch, &mut account, Plan::Enterprise, now)
+                    .await?
+            }
             Plan::Creator | Plan::Pro => {
                 return Err(AccountError::InvalidInput(format!(
                     "plan: {plan} is bought through checkout; operators grant enterprise or free"
                 )))
             }
         }
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(account.plan)
     }
 
-    fn seen(&self, event_id: Option<&str>) -> Result<bool> {
+    async fn seen(&self, event_id: Option<&str>) -> Result<bool> {
         match event_id {
-            Some(id) => self.event_applied(id),
+            Some(id) => self.event_applied(id).await,
             None => Ok(false),
         }
     }
@@ -477,7 +475,7 @@ impl Accounts {
 
     /// Grants `plan` and moves the account to it (new cycle, welcome bonus
     /// once per plan); writes the account.
-    fn entitle(
+    async fn entitle(
         &self,
         batch: &mut Batch,
         account: &mut StoredAccount,
@@ -492,13 +490,14 @@ impl Accounts {
             batch.put(USERS, account.id.as_bytes(), &*account)?;
             return Ok(());
         }
-        let mut book = self.book(account, now)?;
-        self.switch_plan(batch, account, &mut book, plan, now)?;
+        let mut book = self.book(account, now).await?;
+        self.switch_plan(batch, account, &mut book, plan, now)
+            .await?;
         book.write(batch)
     }
 
     /// Withdraws `plan`; an account on it moves to free. Writes the account.
-    fn disentitle(
+    async fn disentitle(
         &self,
         batch: &mut Batch,
         account: &mut StoredAccount,
@@ -511,8 +510,9 @@ impl Accounts {
             batch.put(USERS, account.id.as_bytes(), &*account)?;
             return Ok(());
         }
-        let mut book = self.book(account, now)?;
-        self.switch_plan(batch, account, &mut book, Plan::Free, now)?;
+        let mut book = self.book(account, now).await?;
+        self.switch_plan(batch, account, &mut book, Plan::Free, now)
+            .await?;
         book.write(batch)
     }
 }

@@ -44,12 +44,12 @@ impl Accounts {
 
     /// The credit state of `account`, renewed if its cycle has ended. The
     /// caller holds the user's lock.
-    pub(crate) fn book(&self, account: &StoredAccount, now: i64) -> Result<Book> {
-        self.book_for(&account.id, account.plan, now)
+    pub(crate) async fn book(&self, account: &StoredAccount, now: i64) -> Result<Book> {
+        self.book_for(&account.id, account.plan, now).await
     }
 
-    fn book_for(&self, user_id: &str, plan: Plan, now: i64) -> Result<Book> {
-        let state = self.credit_state(user_id)?;
+    async fn book_for(&self, user_id: &str, plan: Plan, now: i64) -> Result<Book> {
+        let state = self.credit_state(user_id).await?;
         Ok(self.book_from(user_id, plan, state, now))
     }
 
@@ -88,15 +88,15 @@ impl Accounts {
     }
 
     /// The balance of the current cycle (renewing it if due).
-    pub fn balance(&self, user_id: &str) -> Result<CreditBalance> {
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
-        let book = self.book(&account, self.now())?;
+    pub async fn balance(&self, user_id: &str) -> Result<CreditBalance> {
+        let _guard = self.lock(user_id).await;
+        let account = self.stored_account(user_id).await?;
+        let book = self.book(&account, self.now()).await?;
         let balance = book.balance();
         if book.changed() {
             let mut batch = Batch::new();
             book.write(&mut batch)?;
-            self.commit(batch)?;
+            self.commit(batch).await?;
         }
         Ok(balance)
     }
@@ -104,13 +104,14 @@ impl Accounts {
     /// Reserves `amount` credits for `project_id`, or fails with
     /// [`AccountError::InsufficientCredits`] and changes nothing. Reserving
     /// the same amount again for the same project is a no-op.
-    pub fn reserve(&self, user_id: &str, project_id: &str, amount: u64) -> Result<()> {
+    pub async fn reserve(&self, user_id: &str, project_id: &str, amount: u64) -> Result<()> {
         self.reserve_with(user_id, project_id, amount, Vec::new())
+            .await
     }
 
     /// [`Self::reserve`], writing `with` (the project's records) in the
     /// same batch: both or neither.
-    pub fn reserve_with(
+    pub async fn reserve_with(
         &self,
         user_id: &str,
         project_id: &str,
@@ -123,22 +124,22 @@ impl Accounts {
                 "credits: a reservation must be at least 1 credit".to_string(),
             ));
         }
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let account = self.stored_account(user_id).await?;
         let now = self.now();
         let key = user_key(user_id, project_id);
-        if let Some(existing) = self.read::<Reservation>(RESERVATIONS, &key)? {
+        if let Some(existing) = self.read::<Reservation>(RESERVATIONS, &key).await? {
             return if existing.state == ReservationState::Reserved && existing.amount == amount {
                 let mut batch = Batch::new();
                 batch.extend(with);
-                self.commit(batch)
+                self.commit(batch).await
             } else {
                 Err(AccountError::Conflict(format!(
                     "credits were already reserved for project {project_id}"
                 )))
             };
         }
-        let mut book = self.book(&account, now)?;
+        let mut book = self.book(&account, now).await?;
         let available = book.available();
         if !book.unlimited && available < amount {
             return Err(AccountError::InsufficientCredits {
@@ -164,25 +165,26 @@ impl Accounts {
         batch.extend(with);
         batch.put(RESERVATIONS, key, &reservation)?;
         book.write(&mut batch)?;
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// Turns the reservation of `project_id` into a charge of `used` credits
     /// (capped at the reservation; the rest returns to the balance). Does
     /// nothing if the reservation was already charged or released.
-    pub fn charge(&self, user_id: &str, project_id: &str, used: u64) -> Result<()> {
+    pub async fn charge(&self, user_id: &str, project_id: &str, used: u64) -> Result<()> {
         validate_project_id(project_id)?;
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let account = self.stored_account(user_id).await?;
         let now = self.now();
         let key = user_key(user_id, project_id);
         let mut reservation: Reservation = self
-            .read(RESERVATIONS, &key)?
+            .read(RESERVATIONS, &key)
+            .await?
             .ok_or(AccountError::NotFound("credit reservation"))?;
         if reservation.state != ReservationState::Reserved {
             return Ok(());
         }
-        let mut book = self.book(&account, now)?;
+        let mut book = self.book(&account, now).await?;
         let charged = used.min(reservation.amount);
         let returned = reservation.amount - charged;
         book.state.reserved = book.state.reserved.saturating_sub(reservation.amount);
@@ -228,21 +230,24 @@ impl Accounts {
                 NotificationKind::CreditsLow,
                 &said,
                 now,
-            )?;
+            )
+            .await?;
             let subject = Subject::Credits {
                 remaining: available,
                 monthly: total,
             };
-            rings = self.push_event(
-                &mut batch,
-                user_id,
-                NotificationKind::CreditsLow,
-                Some(&subject),
-                now,
-            )?;
+            rings = self
+                .push_event(
+                    &mut batch,
+                    user_id,
+                    NotificationKind::CreditsLow,
+                    Some(&subject),
+                    now,
+                )
+                .await?;
         }
         book.write(&mut batch)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         if rings {
             crate::webhooks::outbox::ring();
         }
@@ -251,19 +256,19 @@ impl Accounts {
 
     /// Gives the reservation of `project_id` back. Does nothing if it was
     /// already charged or released, or if there is none.
-    pub fn release(&self, user_id: &str, project_id: &str) -> Result<()> {
+    pub async fn release(&self, user_id: &str, project_id: &str) -> Result<()> {
         validate_project_id(project_id)?;
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        let account = self.stored_account(user_id).await?;
         let now = self.now();
         let key = user_key(user_id, project_id);
-        let Some(mut reservation) = self.read::<Reservation>(RESERVATIONS, &key)? else {
+        let Some(mut reservation) = self.read::<Reservation>(RESERVATIONS, &key).await? else {
             return Ok(());
         };
         if reservation.state != ReservationState::Reserved {
             return Ok(());
         }
-        let mut book = self.book(&account, now)?;
+        let mut book = self.book(&account, now).await?;
         book.state.reserved = book.state.reserved.saturating_sub(reservation.amount);
         book.record(
             LedgerKind::Release,
@@ -277,40 +282,37 @@ impl Accounts {
         let mut batch = Batch::new();
         batch.put(RESERVATIONS, key, &reservation)?;
         book.write(&mut batch)?;
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// A page of the ledger, newest first. `page` counts from 1; `limit` is
     /// clamped to 1–100.
-    pub fn ledger(&self, user_id: &str, page: u64, limit: u64) -> Result<LedgerPage> {
+    pub async fn ledger(&self, user_id: &str, page: u64, limit: u64) -> Result<LedgerPage> {
         let page = page.max(1);
         let limit = limit.clamp(1, MAX_LEDGER_PAGE);
-        let account = self.stored_account(user_id)?;
-        let state = self.credit_state(&account.id)?;
+        let account = self.stored_account(user_id).await?;
+        let state = self.credit_state(&account.id).await?;
         let total = state.ledger_len;
         let skip = (page - 1).saturating_mul(limit);
         let newest = total.saturating_sub(skip);
         let oldest = newest.saturating_sub(limit);
-        let entries = (oldest..newest)
-            .rev()
-            .map(|seq| {
-                let entry: LedgerEntry =
-                    self.read(LEDGER, &ledger_key(user_id, seq))?
-                        .ok_or_else(|| {
-                            StorageError::Corrupt(format!(
-                                "ledger entry {seq} of {user_id} is missing"
-                            ))
-                        })?;
-                Ok(LedgerEntryView {
-                    kind: entry.kind,
-                    amount: entry.amount,
-                    project_id: entry.project_id,
-                    note: entry.note,
-                    balance_after: entry.balance_after,
-                    created_at: iso8601(entry.at),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut entries = Vec::new();
+        for seq in (oldest..newest).rev() {
+            let entry: LedgerEntry = self
+                .read(LEDGER, &ledger_key(user_id, seq))
+                .await?
+                .ok_or_else(|| {
+                    StorageError::Corrupt(format!("ledger entry {seq} of {user_id} is missing"))
+                })?;
+            entries.push(LedgerEntryView {
+                kind: entry.kind,
+                amount: entry.amount,
+                project_id: entry.project_id,
+                note: entry.note,
+                balance_after: entry.balance_after,
+                created_at: iso8601(entry.at),
+            });
+        }
         Ok(LedgerPage {
             entries,
             total,

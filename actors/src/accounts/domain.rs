@@ -4,7 +4,9 @@
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, MutexGuard};
 
 use super::clock::{system_clock, Clock};
 use super::error::Result;
@@ -12,7 +14,7 @@ use super::held::HeldAccount;
 use super::model::{Plan, PlanLimits, PlanTable};
 use super::ratelimit::{SignInLimiter, SignInLimits};
 use super::store::Batch;
-use crate::storage::kv::{decode, get_value, get_value_async, KvStore, Record, StorageError};
+use crate::storage::kv::{decode, get_value_async, KvStore, Record, StorageError};
 
 /// Number of lock stripes; users whose ids hash alike share one.
 const LOCK_STRIPES: usize = 64;
@@ -92,41 +94,30 @@ impl Accounts {
 
     /// Serialises read-modify-write sequences on `key` (a user id, or
     /// `email:` plus an address at sign-up). Never hold two at once.
-    pub(super) fn lock(&self, key: &str) -> MutexGuard<'_, ()> {
+    pub(super) async fn lock(&self, key: &str) -> MutexGuard<'_, ()> {
         let mut hasher = DefaultHasher::new();
         key.hash(&mut hasher);
         // The modulo keeps the value below LOCK_STRIPES, so it fits usize.
         let stripe = (hasher.finish() % LOCK_STRIPES as u64) as usize;
-        // The guarded data lives in the store and every change to it is one
-        // atomic apply, so a poisoned lock still guards consistent data.
-        self.locks[stripe]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.locks[stripe].lock().await
     }
 }
 
 impl Accounts {
-    /// A typed value, if stored.
-    pub(crate) fn read<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
-        Ok(get_value(&*self.kv, tree, key)?)
-    }
-
-    /// [`Self::read`] for async code ([`get_value_async`]).
-    pub(crate) async fn read_async<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
+    /// A typed value, if stored ([`get_value_async`]).
+    pub(crate) async fn read<T: Record>(&self, tree: &str, key: &[u8]) -> Result<Option<T>> {
         Ok(get_value_async(&*self.kv, tree, key).await?)
     }
 
-    /// Applies `batch` from async code, outside any account's actor (the
-    /// request path's lookups): [`KvStore::apply_async`].
-    pub(crate) async fn commit_async(&self, batch: Batch) -> Result<()> {
-        debug_assert!(self.held.is_none(), "an actor commits through commit_batch");
-        Ok(self.kv.apply_async(batch.into_ops()).await?)
-    }
-
     /// The decoded values under `prefix`, in key order.
-    pub(crate) fn scan<T: Record>(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, T)>> {
+    pub(crate) async fn scan<T: Record>(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+    ) -> Result<Vec<(Vec<u8>, T)>> {
         self.kv
-            .scan_prefix(tree, prefix)?
+            .scan_prefix_async(tree, prefix)
+            .await?
             .into_iter()
             .map(|(key, bytes)| {
                 let value = decode(&bytes).map_err(|e| {
@@ -141,7 +132,7 @@ impl Accounts {
     }
 
     /// Applies `batch` atomically (see [`Accounts::commit_batch`]).
-    pub(crate) fn commit(&self, batch: Batch) -> Result<()> {
-        self.commit_batch(batch, None)
+    pub(crate) async fn commit(&self, batch: Batch) -> Result<()> {
+        self.commit_batch(batch, None).await
     }
 }

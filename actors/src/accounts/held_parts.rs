@@ -31,81 +31,88 @@ use crate::storage::kv::{encode, StorageError};
 impl Accounts {
     /// A part of the held state of `user_id` (`get`), loaded (`load`) and
     /// held (`put`) on first need; `None` when not acting for `user_id`.
-    fn held_part<T: Clone>(
+    async fn held_part<T: Clone>(
         &self,
         user_id: &str,
         get: impl Fn(&Held) -> Option<T>,
-        load: impl FnOnce(&Accounts) -> Result<T>,
+        load: impl std::future::Future<Output = Result<T>>,
         put: impl FnOnce(&mut Held, T),
     ) -> Result<Option<T>> {
         let Some(slot) = self.slot_for(user_id) else {
             return Ok(None);
         };
-        let (mut held, mut generation) = self.load_held(slot)?;
+        let (mut held, mut generation) = self.load_held(slot).await?;
         if let Some(part) = get(&held) {
             return Ok(Some(part));
         }
-        if self.stored_version(user_id)? != held.version {
+        if self.stored_version(user_id).await? != held.version {
             // Written elsewhere since loaded: everything again, then this.
             slot.unload();
-            (held, generation) = self.load_held(slot)?;
+            (held, generation) = self.load_held(slot).await?;
         }
-        let part = load(self)?;
+        let part = load.await?;
         let kept = part.clone();
         self.hold_part(slot, generation, &held, |h| put(h, kept));
         Ok(Some(part))
     }
 
     /// The sessions of `user_id`, held.
-    pub(crate) fn held_sessions(&self, user_id: &str) -> Result<Option<Arc<HeldSessions>>> {
+    pub(crate) async fn held_sessions(&self, user_id: &str) -> Result<Option<Arc<HeldSessions>>> {
         self.held_part(
             user_id,
             |h| h.sessions.clone(),
-            |a| a.load_sessions(user_id).map(Arc::new),
+            async { self.load_sessions(user_id).await.map(Arc::new) },
             |h, s| h.sessions = Some(s),
         )
+        .await
     }
 
     /// The caption templates of `user_id`, held.
-    pub(crate) fn held_templates(&self, user_id: &str) -> Result<Option<Arc<HeldTemplates>>> {
+    pub(crate) async fn held_templates(&self, user_id: &str) -> Result<Option<Arc<HeldTemplates>>> {
         self.held_part(
             user_id,
             |h| h.templates.clone(),
-            |a| a.load_templates(user_id).map(Arc::new),
+            async { self.load_templates(user_id).await.map(Arc::new) },
             |h, t| h.templates = Some(t),
         )
+        .await
     }
 
     /// The notifications of `user_id`, held.
-    pub(crate) fn held_notifications(
+    pub(crate) async fn held_notifications(
         &self,
         user_id: &str,
     ) -> Result<Option<Arc<HeldNotifications>>> {
         self.held_part(
             user_id,
             |h| h.notifications.clone(),
-            |a| a.load_notifications(user_id).map(Arc::new),
+            async { self.load_notifications(user_id).await.map(Arc::new) },
             |h, n| h.notifications = Some(n),
         )
+        .await
     }
 
     /// The storage counter of `user_id`, held.
-    pub(crate) fn held_storage(&self, user_id: &str) -> Result<Option<u64>> {
+    pub(crate) async fn held_storage(&self, user_id: &str) -> Result<Option<u64>> {
         self.held_part(
             user_id,
             |h| h.storage,
-            |a| Ok(a.read(STORAGE, user_id.as_bytes())?.unwrap_or(0)),
+            async { Ok(self.read(STORAGE, user_id.as_bytes()).await?.unwrap_or(0)) },
             |h, n| h.storage = Some(n),
         )
+        .await
     }
 
     /// The sessions of `user_id` from the store (its index, then each).
-    pub(crate) fn load_sessions(&self, user_id: &str) -> Result<HeldSessions> {
+    pub(crate) async fn load_sessions(&self, user_id: &str) -> Result<HeldSessions> {
         let prefix = user_prefix(user_id);
         let mut sessions = HeldSessions::new();
-        for (key, _) in self.kv.scan_prefix(USER_SESSIONS, &prefix)? {
+        for (key, _) in self.kv.scan_prefix_async(USER_SESSIONS, &prefix).await? {
             let hash = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-            if let Some(s) = self.read::<StoredSession>(SESSIONS, hash.as_bytes())? {
+            if let Some(s) = self
+                .read::<StoredSession>(SESSIONS, hash.as_bytes())
+                .await?
+            {
                 sessions.insert(hash, s);
             }
         }
@@ -113,10 +120,11 @@ impl Accounts {
     }
 
     /// The caption templates of `user_id` from the store.
-    pub(crate) fn load_templates(&self, user_id: &str) -> Result<HeldTemplates> {
+    pub(crate) async fn load_templates(&self, user_id: &str) -> Result<HeldTemplates> {
         let prefix = user_prefix(user_id);
         Ok(self
-            .scan::<StoredTemplate>(TEMPLATES, &prefix)?
+            .scan::<StoredTemplate>(TEMPLATES, &prefix)
+            .await?
             .into_iter()
             .map(|(key, t)| {
                 (
@@ -129,51 +137,50 @@ impl Accounts {
 
     /// The notifications of `user_id` from the store (at most
     /// [`super::notifications::MAX_NOTIFICATIONS`] are kept).
-    pub(crate) fn load_notifications(&self, user_id: &str) -> Result<HeldNotifications> {
+    pub(crate) async fn load_notifications(&self, user_id: &str) -> Result<HeldNotifications> {
         Ok(self
-            .scan(NOTIFICATIONS, &user_prefix(user_id))?
+            .scan(NOTIFICATIONS, &user_prefix(user_id))
+            .await?
             .into_iter()
             .collect())
     }
 
     /// The API keys of `user_id`, held.
-    pub(crate) fn held_keys(&self, user_id: &str) -> Result<Option<Arc<HeldKeys>>> {
+    pub(crate) async fn held_keys(&self, user_id: &str) -> Result<Option<Arc<HeldKeys>>> {
         self.held_part(
             user_id,
             |h| h.keys.clone(),
-            |a| a.load_keys(user_id).map(Arc::new),
+            async { self.load_keys(user_id).await.map(Arc::new) },
             |h, k| h.keys = Some(k),
         )
+        .await
     }
 
     /// Loads the sessions of the account this `Accounts` acts for (asked by
     /// a session check that found them not held; `UserRegistry::ask`).
-    pub fn load_held_sessions(&self) -> Result<()> {
-        self.load_asked(
-            |a, u| a.held_sessions(u).map(drop),
-            HeldAccount::sessions_not_asked,
-        )
+    pub async fn load_held_sessions(&self) -> Result<()> {
+        let Some(slot) = self.held.clone() else {
+            return Ok(());
+        };
+        let loaded = self.held_sessions(slot.user_id()).await.map(drop);
+        Self::asked(&slot, loaded, HeldAccount::sessions_not_asked)
     }
 
     /// Loads the API keys of the account this `Accounts` acts for (asked
     /// by a key check that found them not held).
-    pub fn load_held_keys(&self) -> Result<()> {
-        self.load_asked(|a, u| a.held_keys(u).map(drop), HeldAccount::keys_not_asked)
-    }
-
-    /// Runs `load` for the account this `Accounts` acts for; when it fails,
-    /// a later check may ask again (`not_asked`).
-    fn load_asked(
-        &self,
-        load: impl FnOnce(&Accounts, &str) -> Result<()>,
-        not_asked: fn(&HeldAccount),
-    ) -> Result<()> {
+    pub async fn load_held_keys(&self) -> Result<()> {
         let Some(slot) = self.held.clone() else {
             return Ok(());
         };
-        let loaded = load(self, slot.user_id());
+        let loaded = self.held_keys(slot.user_id()).await.map(drop);
+        Self::asked(&slot, loaded, HeldAccount::keys_not_asked)
+    }
+
+    /// What loading a part asked for gave; when it failed, a later check
+    /// may ask again (`not_asked`).
+    fn asked(slot: &HeldAccount, loaded: Result<()>, not_asked: fn(&HeldAccount)) -> Result<()> {
         if loaded.is_err() {
-            not_asked(&slot);
+            not_asked(slot);
         }
         loaded
     }
@@ -208,15 +215,15 @@ impl Accounts {
 
     /// The state held by the account this `Accounts` acts for, loading it
     /// when not loaded yet; `None` when it acts for no account.
-    pub fn held_state(&self) -> Result<Option<Arc<Held>>> {
+    pub async fn held_state(&self) -> Result<Option<Arc<Held>>> {
         match &self.held {
-            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
+            Some(slot) => Ok(Some(self.load_held(slot).await?.0)),
             None => Ok(None),
         }
     }
 
     /// The state of `slot` and its generation, loaded when not held.
-    pub(crate) fn load_held(&self, slot: &HeldAccount) -> Result<(Arc<Held>, u64)> {
+    pub(crate) async fn load_held(&self, slot: &HeldAccount) -> Result<(Arc<Held>, u64)> {
         let (state, generation) = slot.current();
         if let Some(held) = state {
             return Ok((held, generation));
@@ -225,9 +232,9 @@ impl Accounts {
         // write based on it is refused rather than losing a newer change.
         let key = slot.user_id.as_bytes();
         let held = Arc::new(Held {
-            version: self.stored_version(&slot.user_id)?,
-            account: self.read(USERS, key)?,
-            credits: self.read(CREDITS, key)?,
+            version: self.stored_version(&slot.user_id).await?,
+            account: self.read(USERS, key).await?,
+            credits: self.read(CREDITS, key).await?,
             ..Held::default()
         });
         slot.install(generation, held.clone());
@@ -235,9 +242,10 @@ impl Accounts {
     }
 
     /// The version of `user_id` in the store (0: none stored).
-    pub(crate) fn stored_version(&self, user_id: &str) -> Result<u64> {
+    pub(crate) async fn stored_version(&self, user_id: &str) -> Result<u64> {
         Ok(self
-            .read::<Revision>(VERSIONS, user_id.as_bytes())?
+            .read::<Revision>(VERSIONS, user_id.as_bytes())
+            .await?
             .map_or(0, |r| r.0))
     }
 
@@ -256,28 +264,28 @@ impl Accounts {
     }
 
     /// The held state when this `Accounts` acts for `user_id`.
-    fn held_for(&self, user_id: &str) -> Result<Option<Arc<Held>>> {
+    async fn held_for(&self, user_id: &str) -> Result<Option<Arc<Held>>> {
         match self.slot_for(user_id) {
-            Some(slot) => Ok(Some(self.load_held(slot)?.0)),
+            Some(slot) => Ok(Some(self.load_held(slot).await?.0)),
             None => Ok(None),
         }
     }
 
     /// The stored account of `user_id`; [`AccountError::NotFound`] when
     /// there is none.
-    pub(crate) fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
-        let account = match self.held_for(user_id)? {
+    pub(crate) async fn stored_account(&self, user_id: &str) -> Result<StoredAccount> {
+        let account = match self.held_for(user_id).await? {
             Some(held) => held.account.clone(),
-            None => self.read(USERS, user_id.as_bytes())?,
+            None => self.read(USERS, user_id.as_bytes()).await?,
         };
         account.ok_or(AccountError::NotFound("account"))
     }
 
     /// The credit state of `user_id` (every account has one).
-    pub(crate) fn credit_state(&self, user_id: &str) -> Result<CreditState> {
-        let state = match self.held_for(user_id)? {
+    pub(crate) async fn credit_state(&self, user_id: &str) -> Result<CreditState> {
+        let state = match self.held_for(user_id).await? {
             Some(held) => held.credits.clone(),
-            None => self.read(CREDITS, user_id.as_bytes())?,
+            None => self.read(CREDITS, user_id.as_bytes()).await?,
         };
         state.ok_or_else(|| {
             StorageError::Corrupt(format!("account {user_id} has no credit state")).into()
@@ -297,18 +305,18 @@ impl Accounts {
 
     /// Applies `batch` atomically (under `fence` when given); acting for an
     /// account, conditional on its version, updating memory after.
-    pub(crate) fn commit_batch(
+    pub(crate) async fn commit_batch(
         &self,
         mut batch: Batch,
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<()> {
         let Some(slot) = &self.held else {
-            return batch.commit_under(&*self.kv, fence);
+            return batch.commit_under(&*self.kv, fence).await;
         };
-        let (held, generation) = self.load_held(slot)?;
+        let (held, generation) = self.load_held(slot).await?;
         Self::versioned(&mut batch, &slot.user_id, held.version)?;
         let next = held.after(&slot.user_id, batch.ops())?;
-        match batch.commit_under(&*self.kv, fence) {
+        match batch.commit_under(&*self.kv, fence).await {
             Ok(()) => {
                 slot.install(generation, Arc::new(next));
                 Ok(())
@@ -331,13 +339,13 @@ impl Accounts {
     /// then drops that memory (`UserRegistry::unload`). A concurrent write
     /// of the account fails this one with [`AccountError::Storage`]
     /// (`StorageError::Conflict`): build the batch again and retry.
-    pub(crate) fn commit_outside(
+    pub(crate) async fn commit_outside(
         &self,
         user_id: &str,
         mut batch: Batch,
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<()> {
-        Self::versioned(&mut batch, user_id, self.stored_version(user_id)?)?;
-        batch.commit_under(&*self.kv, fence)
+        Self::versioned(&mut batch, user_id, self.stored_version(user_id).await?)?;
+        batch.commit_under(&*self.kv, fence).await
     }
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 impl Accounts {
     /// A new key for `user_id`: its view and the key itself (shown once).
-    pub fn create_api_key(
+    pub async fn create_api_key(
         &self,
         user_id: &str,
         name: &str,
@@ -32,9 +32,10 @@ impl Accounts {
                 "scopes: name at least one of read, write, publish".into(),
             ));
         }
-        let _guard = self.lock(user_id);
-        self.stored_account(user_id)?;
-        if self.kv.count_prefix(USER_KEYS, &user_prefix(user_id))? >= MAX_API_KEYS {
+        let _guard = self.lock(user_id).await;
+        self.stored_account(user_id).await?;
+        let prefix = user_prefix(user_id);
+        if self.kv.count_prefix_async(USER_KEYS, &prefix).await? >= MAX_API_KEYS {
             return Err(AccountError::Conflict(format!(
                 "an account can hold at most {MAX_API_KEYS} API keys: revoke one first"
             )));
@@ -55,15 +56,18 @@ impl Accounts {
         let mut batch = Batch::new();
         batch.put(API_KEYS, hash.as_bytes(), &stored)?;
         batch.put(USER_KEYS, user_key(user_id, &stored.id), &hash)?;
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok((stored.view(), key))
     }
 
     /// `user_id`'s keys, oldest first.
-    pub fn list_api_keys(&self, user_id: &str) -> Result<Vec<ApiKeyView>> {
+    pub async fn list_api_keys(&self, user_id: &str) -> Result<Vec<ApiKeyView>> {
         let mut out = Vec::new();
-        for (_, hash) in self.scan::<String>(USER_KEYS, &user_prefix(user_id))? {
-            if let Some(k) = self.read::<StoredKey>(API_KEYS, hash.as_bytes())? {
+        for (_, hash) in self
+            .scan::<String>(USER_KEYS, &user_prefix(user_id))
+            .await?
+        {
+            if let Some(k) = self.read::<StoredKey>(API_KEYS, hash.as_bytes()).await? {
                 out.push(k.view());
             }
         }
@@ -72,16 +76,16 @@ impl Accounts {
     }
 
     /// Revokes `user_id`'s key `key_id`: requests with it fail from now on.
-    pub fn revoke_api_key(&self, user_id: &str, key_id: &str) -> Result<()> {
-        let _guard = self.lock(user_id);
+    pub async fn revoke_api_key(&self, user_id: &str, key_id: &str) -> Result<()> {
+        let _guard = self.lock(user_id).await;
         let index = user_key(user_id, key_id);
-        let Some(hash) = self.read::<String>(USER_KEYS, &index)? else {
+        let Some(hash) = self.read::<String>(USER_KEYS, &index).await? else {
             return Err(AccountError::NotFound("API key"));
         };
         let mut batch = Batch::new();
         batch.delete(API_KEYS, hash.as_bytes());
         batch.delete(USER_KEYS, index);
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// The account and key of `token`; `None` for an unknown or revoked
@@ -91,7 +95,7 @@ impl Accounts {
             return Ok(None);
         };
         let account = self
-            .read_async::<StoredAccount>(USERS, info.user_id.as_bytes())
+            .read::<StoredAccount>(USERS, info.user_id.as_bytes())
             .await?;
         Ok(account.map(|a| (Account::from(&a), info)))
     }
@@ -145,10 +149,13 @@ impl Accounts {
     }
 
     /// The keys of `user_id` from the store, by hash.
-    pub(crate) fn load_keys(&self, user_id: &str) -> Result<HeldKeys> {
+    pub(crate) async fn load_keys(&self, user_id: &str) -> Result<HeldKeys> {
         let mut keys = HeldKeys::new();
-        for (_, hash) in self.scan::<String>(USER_KEYS, &user_prefix(user_id))? {
-            if let Some(k) = self.read::<StoredKey>(API_KEYS, hash.as_bytes())? {
+        for (_, hash) in self
+            .scan::<String>(USER_KEYS, &user_prefix(user_id))
+            .await?
+        {
+            if let Some(k) = self.read::<StoredKey>(API_KEYS, hash.as_bytes()).await? {
                 if k.user_id == user_id {
                     keys.insert(hash, HeldKey::from(&k));
                 }

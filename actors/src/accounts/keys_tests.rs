@@ -6,7 +6,7 @@ use crate::accounts::testutil::Fixture;
 #[tokio::test]
 async fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let (view, key) = fx
         .accounts
         .create_api_key(
@@ -14,6 +14,7 @@ async fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
             "  CI bot ",
             &[Scope::Write, Scope::Read, Scope::Read],
         )
+        .await
         .expect("create");
     assert_eq!(view.name, "CI bot");
     assert_eq!(view.scopes, vec![Scope::Read, Scope::Write]);
@@ -49,7 +50,7 @@ async fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
     );
     assert!(info.allows(Scope::Read) && info.allows(Scope::Write));
     // A session token is not a key, and a key is not a session.
-    let (_, token) = fx.user("bea");
+    let (_, token) = fx.user("bea").await;
     assert!(fx.accounts.api_key(&token).await.expect("read").is_none());
     assert!(fx.accounts.session(&key).await.expect("read").is_none());
     let forged = format!("cf_{}_{}", "A".repeat(43), account.id);
@@ -59,17 +60,19 @@ async fn a_key_is_shown_once_stored_as_a_hash_and_names_its_account() {
 #[tokio::test]
 async fn listing_shows_the_last_use_and_revoking_ends_the_key() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let (a, key_a) = fx
         .accounts
         .create_api_key(&account.id, "reader", &[Scope::Read])
+        .await
         .expect("create");
     fx.advance(1000);
     let (b, _) = fx
         .accounts
         .create_api_key(&account.id, "publisher", &[Scope::Publish])
+        .await
         .expect("create");
-    let listed = fx.accounts.list_api_keys(&account.id).expect("list");
+    let listed = fx.accounts.list_api_keys(&account.id).await.expect("list");
     assert_eq!(
         listed.iter().map(|k| k.id.as_str()).collect::<Vec<_>>(),
         [a.id.as_str(), b.id.as_str()]
@@ -81,7 +84,7 @@ async fn listing_shows_the_last_use_and_revoking_ends_the_key() {
         .await
         .expect("use")
         .expect("known");
-    let used = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
+    let used = fx.accounts.list_api_keys(&account.id).await.expect("list")[0].clone();
     assert_eq!(
         used.last_used_at.as_deref(),
         Some("2026-11-21T23:50:07.123Z")
@@ -93,32 +96,33 @@ async fn listing_shows_the_last_use_and_revoking_ends_the_key() {
         .await
         .expect("use")
         .expect("known");
-    let again = fx.accounts.list_api_keys(&account.id).expect("list")[0].clone();
+    let again = fx.accounts.list_api_keys(&account.id).await.expect("list")[0].clone();
     assert_eq!(again.last_used_at, used.last_used_at);
 
     // Another account cannot revoke it; its owner can, once.
-    let (other, _) = fx.user("bea");
+    let (other, _) = fx.user("bea").await;
     assert!(matches!(
-        fx.accounts.revoke_api_key(&other.id, &a.id),
+        fx.accounts.revoke_api_key(&other.id, &a.id).await,
         Err(AccountError::NotFound(_))
     ));
     fx.accounts
         .revoke_api_key(&account.id, &a.id)
+        .await
         .expect("revoke");
     assert!(fx.accounts.api_key(&key_a).await.expect("read").is_none());
     assert!(matches!(
-        fx.accounts.revoke_api_key(&account.id, &a.id),
+        fx.accounts.revoke_api_key(&account.id, &a.id).await,
         Err(AccountError::NotFound(_))
     ));
-    let left = fx.accounts.list_api_keys(&account.id).expect("list");
+    let left = fx.accounts.list_api_keys(&account.id).await.expect("list");
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].id, b.id);
 }
 
-#[test]
-fn bad_names_scopes_and_too_many_keys_change_nothing() {
+#[tokio::test]
+async fn bad_names_scopes_and_too_many_keys_change_nothing() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let before = fx.dump();
     for (name, scopes) in [
         ("", vec![Scope::Read]),
@@ -126,7 +130,7 @@ fn bad_names_scopes_and_too_many_keys_change_nothing() {
         ("evil\u{202E}", vec![Scope::Read]),
         ("fine", vec![]),
     ] {
-        let got = fx.accounts.create_api_key(&account.id, name, &scopes);
+        let got = fx.accounts.create_api_key(&account.id, name, &scopes).await;
         assert!(matches!(got, Err(AccountError::InvalidInput(_))), "{got:?}");
     }
     assert!(matches!(
@@ -142,6 +146,7 @@ fn bad_names_scopes_and_too_many_keys_change_nothing() {
     assert!(fx
         .accounts
         .create_api_key(&account.id, "ok", &[Scope::Read])
+        .await
         .is_err());
     fx.fail_writes(false);
     assert_eq!(fx.dump(), before);
@@ -149,11 +154,13 @@ fn bad_names_scopes_and_too_many_keys_change_nothing() {
     for i in 0..MAX_API_KEYS {
         fx.accounts
             .create_api_key(&account.id, &format!("k{i}"), &[Scope::Read])
+            .await
             .expect("within the limit");
     }
     assert!(matches!(
         fx.accounts
-            .create_api_key(&account.id, "one more", &[Scope::Read]),
+            .create_api_key(&account.id, "one more", &[Scope::Read])
+            .await,
         Err(AccountError::Conflict(_))
     ));
 }
@@ -167,24 +174,26 @@ async fn held_keys_follow_the_actors_commits() {
     use crate::accounts::HeldAccount;
     use std::sync::Arc;
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
-    let (other, _) = fx.user("bea");
+    let (account, _) = fx.user("ana").await;
+    let (other, _) = fx.user("bea").await;
     let user = account.id.as_str();
     let slot = Arc::new(HeldAccount::new(user));
     let a = fx.accounts.acting_for(slot.clone());
     let (first, key) = a
         .create_api_key(user, "first", &[Scope::Read])
+        .await
         .expect("create");
     let (_, foreign) = fx
         .accounts
         .create_api_key(&other.id, "hers", &[Scope::Read])
+        .await
         .expect("create");
-    a.load_held_sessions().expect("load");
+    a.load_held_sessions().await.expect("load");
     assert!(
         !slot.loaded().expect("loaded").holds_keys(),
         "loaded only when a key check asks"
     );
-    a.load_held_keys().expect("load");
+    a.load_held_keys().await.expect("load");
     let held = slot.loaded().expect("loaded");
     assert!(held.holds_keys());
     let info = a.held_api_key(&held, &key).await.expect("held");
@@ -200,25 +209,26 @@ async fn held_keys_follow_the_actors_commits() {
 
     // Noted once a minute: the first check wrote it, the next within the
     // minute does not, one after it does.
-    let stored = |k: &str| {
+    let stored = async |k: &str| {
         fx.accounts
             .list_api_keys(user)
+            .await
             .unwrap()
             .into_iter()
             .find(|v| v.id == k)
             .unwrap()
     };
-    let noted = stored(&first.id).last_used_at.expect("noted");
+    let noted = stored(&first.id).await.last_used_at.expect("noted");
     fx.advance(30_000);
     a.held_api_key(&held, &key).await.expect("held");
     assert_eq!(
-        stored(&first.id).last_used_at.as_deref(),
+        stored(&first.id).await.last_used_at.as_deref(),
         Some(noted.as_str())
     );
     fx.advance(31_000);
     a.held_api_key(&held, &key).await.expect("held");
     assert_ne!(
-        stored(&first.id).last_used_at.as_deref(),
+        stored(&first.id).await.last_used_at.as_deref(),
         Some(noted.as_str())
     );
 
@@ -226,13 +236,14 @@ async fn held_keys_follow_the_actors_commits() {
     // check never went to the store.
     let (second, key2) = a
         .create_api_key(user, "second", &[Scope::Write])
+        .await
         .expect("create");
     let held = slot.loaded().expect("loaded");
     assert_eq!(
         a.held_api_key(&held, &key2).await.expect("new key held").id,
         second.id
     );
-    a.revoke_api_key(user, &first.id).expect("revoke");
+    a.revoke_api_key(user, &first.id).await.expect("revoke");
     let held = slot.loaded().expect("loaded");
     assert!(a.held_api_key(&held, &key).await.is_none(), "revoked");
     assert!(fx

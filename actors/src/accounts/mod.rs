@@ -1,13 +1,10 @@
 //! Accounts: users, sessions, caption templates, plans and credits, storage
 //! quotas and notifications, kept in a [`KvStore`].
 //!
-//! Everything here is synchronous and blocking (each acknowledged write is a
-//! durable [`KvStore::apply`]); call it from `tasks::blocking` in async code.
-//! The exceptions are the lookups of a request's credential
-//! ([`Accounts::session`], [`Accounts::api_key_info`]), which are async
-//! ([`KvStore::get_async`]).
-//! Every user action is written with one `apply`, so a failure leaves no
-//! partial record.
+//! Every operation is async over the store's async side (each acknowledged
+//! write is a durable [`KvStore::apply_async`]); argon2id hashing and
+//! verification run on the blocking pool (`tasks::blocking`). Every user
+//! action is written with one apply, so a failure leaves no partial record.
 //!
 //! # Concurrency
 //!
@@ -16,8 +13,8 @@
 //! are held in memory and every write is conditional on the account's
 //! stored version (`held.rs`), so a write from a stale copy (another node
 //! that owned the account a moment ago) is refused, not lost.
-//! Read-modify-write sequences are also serialised by an in-process lock
-//! per user (striped), for callers outside an actor. Use one [`Accounts`]
+//! Read-modify-write sequences are also serialised by an in-process async
+//! lock per user (striped), for callers outside an actor. Use one [`Accounts`]
 //! per store and process, shared behind an `Arc`.
 //!
 //! # Layout
@@ -232,9 +229,10 @@ pub(crate) mod testutil {
         }
 
         /// Signs up `local@example.com` with the password "correct horse".
-        pub fn user(&self, local: &str) -> (Account, String) {
+        pub async fn user(&self, local: &str) -> (Account, String) {
             self.accounts
                 .sign_up(&format!("{local}@example.com"), "correct horse", local)
+                .await
                 .expect("sign up")
         }
     }

@@ -17,20 +17,24 @@ impl Accounts {
     /// cut to 200 and 2000 characters (each param's value to 200, at most
     /// 8 params). With a `subject`, the webhooks subscribed to the kind's
     /// event get it in the same write.
-    pub fn notify(
+    pub async fn notify(
         &self,
         user_id: &str,
         kind: NotificationKind,
         said: &Said,
         subject: Option<&Subject>,
     ) -> Result<Notification> {
-        let _guard = self.lock(user_id);
-        self.stored_account(user_id)?;
+        let _guard = self.lock(user_id).await;
+        self.stored_account(user_id).await?;
         let mut batch = Batch::new();
         let now = self.now();
-        let notification = self.push_notification(&mut batch, user_id, kind, said, now)?;
-        let rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
-        self.commit(batch)?;
+        let notification = self
+            .push_notification(&mut batch, user_id, kind, said, now)
+            .await?;
+        let rings = self
+            .push_event(&mut batch, user_id, kind, subject, now)
+            .await?;
+        self.commit(batch).await?;
         if rings {
             outbox::ring();
         }
@@ -40,7 +44,7 @@ impl Accounts {
     /// Adds to `batch` the webhook deliveries of a `kind` notification
     /// about `subject`; true when there are some (ring the outbox's bell
     /// once the batch is written).
-    pub(crate) fn push_event(
+    pub(crate) async fn push_event(
         &self,
         batch: &mut Batch,
         user_id: &str,
@@ -51,7 +55,7 @@ impl Accounts {
         let (Some(event), Some(subject)) = (kind.event(), subject) else {
             return Ok(false);
         };
-        let ops = outbox::enqueue(&*self.kv, user_id, event, subject, now)?;
+        let ops = outbox::enqueue(&*self.kv, user_id, event, subject, now).await?;
         let any = !ops.is_empty();
         batch.extend(ops);
         Ok(any)
@@ -65,7 +69,7 @@ impl Accounts {
     /// account's version and moves it on ([`Accounts::commit_outside`]),
     /// retried on a conflict; the caller then drops the actor's memory of
     /// the account (`UserRegistry::unload`).
-    pub fn notify_with(
+    pub async fn notify_with(
         &self,
         user_id: &str,
         kind: NotificationKind,
@@ -74,7 +78,7 @@ impl Accounts {
         subject: Option<&Subject>,
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<Option<Notification>> {
-        let _guard = self.lock(user_id);
+        let _guard = self.lock(user_id).await;
         let outside = self.slot_for(user_id).is_none();
         let mut attempt = 0;
         loop {
@@ -83,18 +87,22 @@ impl Accounts {
             batch.extend(with.clone());
             let now = self.now();
             let mut rings = false;
-            let notification = match self.stored_account(user_id) {
+            let notification = match self.stored_account(user_id).await {
                 Ok(_) => {
-                    let n = self.push_notification(&mut batch, user_id, kind, said, now)?;
-                    rings = self.push_event(&mut batch, user_id, kind, subject, now)?;
+                    let n = self
+                        .push_notification(&mut batch, user_id, kind, said, now)
+                        .await?;
+                    rings = self
+                        .push_event(&mut batch, user_id, kind, subject, now)
+                        .await?;
                     Some(n)
                 }
                 Err(AccountError::NotFound(_)) => None,
                 Err(e) => return Err(e),
             };
             let written = match &notification {
-                Some(_) if outside => self.commit_outside(user_id, batch, fence),
-                _ => self.commit_batch(batch, fence),
+                Some(_) if outside => self.commit_outside(user_id, batch, fence).await,
+                _ => self.commit_batch(batch, fence).await,
             };
             match written {
                 Err(AccountError::Storage(StorageError::Conflict(why)))
@@ -114,7 +122,7 @@ impl Accounts {
 
     /// Adds a notification's writes to `batch`, dropping the oldest beyond
     /// [`MAX_NOTIFICATIONS`]. The caller holds the user's lock.
-    pub(crate) fn push_notification(
+    pub(crate) async fn push_notification(
         &self,
         batch: &mut Batch,
         user_id: &str,
@@ -137,15 +145,18 @@ impl Accounts {
                 .collect(),
         };
         let key = notification_key(user_id, now, &stored.id);
-        let held = self.held_notifications(user_id)?;
+        let held = self.held_notifications(user_id).await?;
         let count = match &held {
             Some(held) => held.len(),
-            None => self.kv.count_prefix(NOTIFICATIONS, &user_prefix(user_id))?,
+            None => {
+                let prefix = user_prefix(user_id);
+                self.kv.count_prefix_async(NOTIFICATIONS, &prefix).await?
+            }
         };
         if count >= MAX_NOTIFICATIONS {
             let existing = match held {
                 Some(held) => held,
-                None => Arc::new(self.load_notifications(user_id)?),
+                None => Arc::new(self.load_notifications(user_id).await?),
             };
             for (old_key, old) in existing.iter().skip(MAX_NOTIFICATIONS - 1) {
                 batch.delete(NOTIFICATIONS, old_key.clone());
@@ -158,10 +169,11 @@ impl Accounts {
     }
 
     /// The user's notifications, newest first.
-    pub fn notifications(&self, user_id: &str) -> Result<Vec<Notification>> {
-        self.stored_account(user_id)?;
+    pub async fn notifications(&self, user_id: &str) -> Result<Vec<Notification>> {
+        self.stored_account(user_id).await?;
         Ok(self
-            .notifications_of(user_id)?
+            .notifications_of(user_id)
+            .await?
             .values()
             .map(StoredNotification::view)
             .collect())
@@ -182,21 +194,21 @@ impl Accounts {
 
     /// The user's notifications by key: held by the account's actor, else
     /// read from the store.
-    fn notifications_of(&self, user_id: &str) -> Result<Arc<HeldNotifications>> {
-        match self.held_notifications(user_id)? {
+    async fn notifications_of(&self, user_id: &str) -> Result<Arc<HeldNotifications>> {
+        match self.held_notifications(user_id).await? {
             Some(held) => Ok(held),
-            None => Ok(Arc::new(self.load_notifications(user_id)?)),
+            None => Ok(Arc::new(self.load_notifications(user_id).await?)),
         }
     }
 
     /// Marks every notification of the user read; returns how many were
     /// unread.
-    pub fn mark_all_read(&self, user_id: &str) -> Result<usize> {
-        let _guard = self.lock(user_id);
-        self.stored_account(user_id)?;
+    pub async fn mark_all_read(&self, user_id: &str) -> Result<usize> {
+        let _guard = self.lock(user_id).await;
+        self.stored_account(user_id).await?;
         let mut batch = Batch::new();
         let mut marked = 0;
-        for (key, n) in self.notifications_of(user_id)?.iter() {
+        for (key, n) in self.notifications_of(user_id).await?.iter() {
             if !n.read {
                 let n = StoredNotification {
                     read: true,
@@ -206,16 +218,16 @@ impl Accounts {
                 marked += 1;
             }
         }
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(marked)
     }
 
     /// Marks one notification read; another user's or a missing one is not
     /// found.
-    pub fn mark_read(&self, user_id: &str, notification_id: &str) -> Result<()> {
+    pub async fn mark_read(&self, user_id: &str, notification_id: &str) -> Result<()> {
         let not_found = || AccountError::NotFound("notification");
-        let _guard = self.lock(user_id);
-        let (key, mut n) = match self.held_notifications(user_id)? {
+        let _guard = self.lock(user_id).await;
+        let (key, mut n) = match self.held_notifications(user_id).await? {
             Some(held) => held
                 .iter()
                 .find(|(_, n)| n.id == notification_id)
@@ -223,13 +235,16 @@ impl Accounts {
                 .ok_or_else(not_found)?,
             None => {
                 let key: Vec<u8> = self
-                    .read(NOTIFICATION_IDS, notification_id.as_bytes())?
+                    .read(NOTIFICATION_IDS, notification_id.as_bytes())
+                    .await?
                     .ok_or_else(not_found)?;
                 if !key.starts_with(&user_prefix(user_id)) {
                     return Err(not_found());
                 }
-                let n: StoredNotification =
-                    self.read(NOTIFICATIONS, &key)?.ok_or_else(not_found)?;
+                let n: StoredNotification = self
+                    .read(NOTIFICATIONS, &key)
+                    .await?
+                    .ok_or_else(not_found)?;
                 (key, n)
             }
         };
@@ -237,7 +252,7 @@ impl Accounts {
             n.read = true;
             let mut batch = Batch::new();
             batch.put(NOTIFICATIONS, key, &n)?;
-            self.commit(batch)?;
+            self.commit(batch).await?;
         }
         Ok(())
     }

@@ -180,11 +180,11 @@ mod tests {
     use crate::accounts::AccountError;
     use crate::storage::kv::KvStore;
 
-    #[test]
-    fn newest_first_with_read_flags() {
+    #[tokio::test]
+    async fn newest_first_with_read_flags() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
-        let (bob, _) = fx.user("bob");
+        let (ana, _) = fx.user("ana").await;
+        let (bob, _) = fx.user("bob").await;
         let user = ana.id.as_str();
         let first = fx
             .accounts
@@ -196,6 +196,7 @@ mod tests {
                     .with("clips", 5),
                 None,
             )
+            .await
             .expect("notify");
         fx.advance(1000);
         let second = fx
@@ -206,6 +207,7 @@ mod tests {
                 &Said::new("  Post failed  ", "TikTok refused it"),
                 None,
             )
+            .await
             .expect("notify");
         assert_eq!(second.title, "Post failed");
         let bobs = fx
@@ -216,9 +218,10 @@ mod tests {
                 &Said::new("Posted", "ok"),
                 None,
             )
+            .await
             .expect("notify bob");
 
-        let list = fx.accounts.notifications(user).expect("list");
+        let list = fx.accounts.notifications(user).await.expect("list");
         let ids: Vec<&str> = list.iter().map(|n| n.id.as_str()).collect();
         assert_eq!(ids, [second.id.as_str(), first.id.as_str()]);
         assert!(list.iter().all(|n| !n.read));
@@ -235,13 +238,18 @@ mod tests {
             serde_json::json!({})
         );
 
-        fx.accounts.mark_read(user, &first.id).expect("mark one");
         fx.accounts
             .mark_read(user, &first.id)
+            .await
+            .expect("mark one");
+        fx.accounts
+            .mark_read(user, &first.id)
+            .await
             .expect("mark one again");
         let read: Vec<bool> = fx
             .accounts
             .notifications(user)
+            .await
             .expect("list")
             .iter()
             .map(|n| n.read)
@@ -256,29 +264,31 @@ mod tests {
             let err = fx
                 .accounts
                 .mark_read(owner, id)
+                .await
                 .expect_err("not the owner's");
             assert!(
                 matches!(err, AccountError::NotFound("notification")),
                 "{err:?}"
             );
         }
-        assert!(!fx.accounts.notifications(&bob.id).expect("bob")[0].read);
+        assert!(!fx.accounts.notifications(&bob.id).await.expect("bob")[0].read);
 
-        assert_eq!(fx.accounts.mark_all_read(user).expect("all"), 1);
-        assert_eq!(fx.accounts.mark_all_read(user).expect("all again"), 0);
+        assert_eq!(fx.accounts.mark_all_read(user).await.expect("all"), 1);
+        assert_eq!(fx.accounts.mark_all_read(user).await.expect("all again"), 0);
         assert!(fx
             .accounts
             .notifications(user)
+            .await
             .expect("list")
             .iter()
             .all(|n| n.read));
-        assert!(!fx.accounts.notifications(&bob.id).expect("bob")[0].read);
+        assert!(!fx.accounts.notifications(&bob.id).await.expect("bob")[0].read);
     }
 
-    #[test]
-    fn keeps_the_newest_notifications() {
+    #[tokio::test]
+    async fn keeps_the_newest_notifications() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let mut ids = Vec::new();
         for i in 0..MAX_NOTIFICATIONS + 5 {
             fx.advance(1);
@@ -290,16 +300,18 @@ mod tests {
                     &Said::new(format!("n{i}"), ""),
                     None,
                 )
+                .await
                 .expect("notify");
             ids.push(n.id);
         }
-        let list = fx.accounts.notifications(&ana.id).expect("list");
+        let list = fx.accounts.notifications(&ana.id).await.expect("list");
         assert_eq!(list.len(), MAX_NOTIFICATIONS);
         assert_eq!(list[0].title, format!("n{}", MAX_NOTIFICATIONS + 4));
         assert_eq!(list[MAX_NOTIFICATIONS - 1].title, "n5");
         let err = fx
             .accounts
             .mark_read(&ana.id, &ids[0])
+            .await
             .expect_err("dropped");
         assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
         let index = fx.kv.scan_prefix(NOTIFICATION_IDS, b"").expect("scan");
@@ -308,8 +320,8 @@ mod tests {
 
     /// A notification stored before params existed (version 1) reads back
     /// with none; one written now keeps at most 8, each value cut to 200.
-    #[test]
-    fn params_are_kept_and_old_notifications_read_without() {
+    #[tokio::test]
+    async fn params_are_kept_and_old_notifications_read_without() {
         let v1: NotificationV1 = (
             "n1".into(),
             NotificationKind::PlanChanged,
@@ -325,7 +337,7 @@ mod tests {
         assert!(old.params.is_empty());
 
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let mut said = Said::new("Many", "values");
         for i in 0..10 {
             said = said.with(&format!("k{i}"), "x".repeat(300));
@@ -333,10 +345,11 @@ mod tests {
         let n = fx
             .accounts
             .notify(&ana.id, NotificationKind::CreditsLow, &said, None)
+            .await
             .expect("notify");
         assert_eq!(n.params.len(), 8);
         assert!(n.params.values().all(|v| v.chars().count() == 200));
-        let listed = fx.accounts.notifications(&ana.id).expect("list");
+        let listed = fx.accounts.notifications(&ana.id).await.expect("list");
         assert_eq!(listed[0].params, n.params);
     }
 }

@@ -19,11 +19,11 @@ use crate::storage::kv::KvOp;
 impl Accounts {
     /// Switches the user to `plan` (see the module docs); returns the new
     /// balance.
-    pub fn select_plan(&self, user_id: &str, plan: Plan) -> Result<CreditBalance> {
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+    pub async fn select_plan(&self, user_id: &str, plan: Plan) -> Result<CreditBalance> {
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         let now = self.now();
-        let mut book = self.book(&account, now)?;
+        let mut book = self.book(&account, now).await?;
         let mut batch = Batch::new();
         if plan != account.plan {
             if plan != Plan::Free && !account.entitlements.contains(&plan) {
@@ -35,22 +35,23 @@ impl Accounts {
                     _ => format!("plan: the {plan} plan must be bought first: buy it through POST /api/stripe/checkout"),
                 }));
             }
-            self.switch_plan(&mut batch, &mut account, &mut book, plan, now)?;
+            self.switch_plan(&mut batch, &mut account, &mut book, plan, now)
+                .await?;
         }
         let balance = book.balance();
         if book.changed() {
             book.write(&mut batch)?;
         }
-        self.commit(batch)?;
+        self.commit(batch).await?;
         Ok(balance)
     }
 
     /// Lets the user select `plan` (billing after checkout, operators for
     /// enterprise). Granting an entitlement the user has, or free, does
     /// nothing.
-    pub fn grant_entitlement(&self, user_id: &str, plan: Plan) -> Result<()> {
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+    pub async fn grant_entitlement(&self, user_id: &str, plan: Plan) -> Result<()> {
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         if plan == Plan::Free || account.entitlements.contains(&plan) {
             return Ok(());
         }
@@ -58,14 +59,14 @@ impl Accounts {
         account.updated_at = self.now();
         let mut batch = Batch::new();
         batch.put(USERS, user_id.as_bytes(), &account)?;
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// Withdraws an entitlement (subscription ended); a user on that plan
     /// moves to free in the same write.
-    pub fn revoke_entitlement(&self, user_id: &str, plan: Plan) -> Result<()> {
-        let _guard = self.lock(user_id);
-        let mut account = self.stored_account(user_id)?;
+    pub async fn revoke_entitlement(&self, user_id: &str, plan: Plan) -> Result<()> {
+        let _guard = self.lock(user_id).await;
+        let mut account = self.stored_account(user_id).await?;
         if !account.entitlements.contains(&plan) && account.plan != plan {
             return Ok(());
         }
@@ -74,18 +75,19 @@ impl Accounts {
         account.updated_at = now;
         let mut batch = Batch::new();
         if account.plan == plan && plan != Plan::Free {
-            let mut book = self.book(&account, now)?;
-            self.switch_plan(&mut batch, &mut account, &mut book, Plan::Free, now)?;
+            let mut book = self.book(&account, now).await?;
+            self.switch_plan(&mut batch, &mut account, &mut book, Plan::Free, now)
+                .await?;
             book.write(&mut batch)?;
         } else {
             batch.put(USERS, user_id.as_bytes(), &account)?;
         }
-        self.commit(batch)
+        self.commit(batch).await
     }
 
     /// Moves `account` to `plan` with a new cycle, writing the account and a
     /// `plan_changed` notification into `batch`; the caller writes `book`.
-    pub(super) fn switch_plan(
+    pub(super) async fn switch_plan(
         &self,
         batch: &mut Batch,
         account: &mut StoredAccount,
@@ -132,83 +134,104 @@ impl Accounts {
             NotificationKind::PlanChanged,
             &said,
             now,
-        )?;
+        )
+        .await?;
         Ok(())
     }
 
     /// Bytes of uploads the user stores.
-    pub fn storage_used(&self, user_id: &str) -> Result<u64> {
-        self.stored_account(user_id)?;
-        self.storage_counter(user_id)
+    pub async fn storage_used(&self, user_id: &str) -> Result<u64> {
+        self.stored_account(user_id).await?;
+        self.storage_counter(user_id).await
     }
 
     /// [`Self::storage_used`] as the store has it, for a request outside
     /// the account's actor (an upload's check on any node); async.
     pub async fn stored_storage_used(&self, user_id: &str) -> Result<u64> {
-        let account = self.read_async::<StoredAccount>(USERS, user_id.as_bytes());
-        account.await?.ok_or(AccountError::NotFound("account"))?;
-        Ok(self
-            .read_async(STORAGE, user_id.as_bytes())
-            .await?
-            .unwrap_or(0))
+        let account = self
+            .read::<StoredAccount>(USERS, user_id.as_bytes())
+            .await?;
+        account.ok_or(AccountError::NotFound("account"))?;
+        Ok(self.read(STORAGE, user_id.as_bytes()).await?.unwrap_or(0))
     }
 
     /// Counts `bytes` more against the user's quota, or fails with
     /// [`AccountError::QuotaExceeded`] and counts nothing. Returns the new
     /// total.
-    pub fn add_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
-        self.add_storage_with(user_id, bytes, Vec::new())
+    pub async fn add_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
+        self.add_storage_with(user_id, bytes, Vec::new()).await
     }
 
     /// [`Self::add_storage`], writing `with` (the upload's record) in the
     /// same batch.
-    pub fn add_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
-        let _guard = self.lock(user_id);
-        let account = self.stored_account(user_id)?;
-        let used = self.storage_counter(user_id)?;
-        let limit = self.plans.get(account.plan).storage_bytes;
-        let total = used.saturating_add(bytes);
-        if total > limit {
-            return Err(AccountError::QuotaExceeded {
-                needed: bytes,
-                used,
-                limit,
-            });
-        }
-        self.write_storage(user_id, total, with)?;
-        Ok(total)
+    pub async fn add_storage_with(
+        &self,
+        user_id: &str,
+        bytes: u64,
+        with: Vec<KvOp>,
+    ) -> Result<u64> {
+        self.change_storage(user_id, with, |used, account| {
+            let limit = self.plans.get(account.plan).storage_bytes;
+            let total = used.saturating_add(bytes);
+            if total > limit {
+                return Err(AccountError::QuotaExceeded {
+                    needed: bytes,
+                    used,
+                    limit,
+                });
+            }
+            Ok(total)
+        })
+        .await
     }
 
     /// Counts `bytes` less (not below zero); returns the new total.
-    pub fn remove_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
-        self.remove_storage_with(user_id, bytes, Vec::new())
+    pub async fn remove_storage(&self, user_id: &str, bytes: u64) -> Result<u64> {
+        self.remove_storage_with(user_id, bytes, Vec::new()).await
     }
 
     /// [`Self::remove_storage`], writing `with` (the upload record's
     /// deletion) in the same batch.
-    pub fn remove_storage_with(&self, user_id: &str, bytes: u64, with: Vec<KvOp>) -> Result<u64> {
-        let _guard = self.lock(user_id);
-        self.stored_account(user_id)?;
-        let used = self.storage_counter(user_id)?;
-        let total = used.saturating_sub(bytes);
-        self.write_storage(user_id, total, with)?;
+    pub async fn remove_storage_with(
+        &self,
+        user_id: &str,
+        bytes: u64,
+        with: Vec<KvOp>,
+    ) -> Result<u64> {
+        self.change_storage(user_id, with, |used, _| Ok(used.saturating_sub(bytes)))
+            .await
+    }
+
+    /// Sets the user's storage counter to what `total` makes of it (and of
+    /// the account), writing `with` in the same batch; returns the total.
+    async fn change_storage(
+        &self,
+        user_id: &str,
+        with: Vec<KvOp>,
+        total: impl FnOnce(u64, &StoredAccount) -> Result<u64>,
+    ) -> Result<u64> {
+        let _guard = self.lock(user_id).await;
+        let account = self.stored_account(user_id).await?;
+        let used = self.storage_counter(user_id).await?;
+        let total = total(used, &account)?;
+        self.write_storage(user_id, total, with).await?;
         Ok(total)
     }
 
     /// The user's storage counter: held by the account's actor, else
     /// read from the store.
-    fn storage_counter(&self, user_id: &str) -> Result<u64> {
-        match self.held_storage(user_id)? {
+    async fn storage_counter(&self, user_id: &str) -> Result<u64> {
+        match self.held_storage(user_id).await? {
             Some(used) => Ok(used),
-            None => Ok(self.read(STORAGE, user_id.as_bytes())?.unwrap_or(0)),
+            None => Ok(self.read(STORAGE, user_id.as_bytes()).await?.unwrap_or(0)),
         }
     }
 
-    fn write_storage(&self, user_id: &str, total: u64, with: Vec<KvOp>) -> Result<()> {
+    async fn write_storage(&self, user_id: &str, total: u64, with: Vec<KvOp>) -> Result<()> {
         let mut batch = Batch::new();
         batch.extend(with);
         batch.put(STORAGE, user_id.as_bytes(), &total)?;
-        self.commit(batch)
+        self.commit(batch).await
     }
 }
 
@@ -220,14 +243,15 @@ mod tests {
 
     const GIB: u64 = 1024 * 1024 * 1024;
 
-    #[test]
-    fn paid_plans_need_an_entitlement() {
+    #[tokio::test]
+    async fn paid_plans_need_an_entitlement() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let user = ana.id.as_str();
         let err = fx
             .accounts
             .select_plan(user, Plan::Pro)
+            .await
             .expect_err("not bought");
         assert!(matches!(err, AccountError::PlanNotAllowed(_)), "{err:?}");
         assert!(
@@ -237,65 +261,86 @@ mod tests {
         let err = fx
             .accounts
             .select_plan(user, Plan::Enterprise)
+            .await
             .expect_err("operators only");
         assert!(matches!(err, AccountError::PlanNotAllowed(_)), "{err:?}");
         assert_eq!(
-            fx.accounts.get_account(user).expect("account").plan,
+            fx.accounts.get_account(user).await.expect("account").plan,
             Plan::Free
         );
 
         fx.accounts
             .grant_entitlement(user, Plan::Pro)
+            .await
             .expect("grant");
         fx.accounts
             .grant_entitlement(user, Plan::Pro)
+            .await
             .expect("grant twice");
         assert_eq!(
-            fx.accounts.get_account(user).expect("account").entitlements,
+            fx.accounts
+                .get_account(user)
+                .await
+                .expect("account")
+                .entitlements,
             [Plan::Pro]
         );
         let pro = fx
             .accounts
             .select_plan(user, Plan::Pro)
+            .await
             .expect("select pro");
         assert_eq!(
             (pro.plan, pro.credits, pro.total_credits),
             (Plan::Pro, 1200, 1200)
         );
-        let notes = fx.accounts.notifications(user).expect("notifications");
+        let notes = fx
+            .accounts
+            .notifications(user)
+            .await
+            .expect("notifications");
         assert_eq!(
             notes[0].kind,
             crate::accounts::NotificationKind::PlanChanged
         );
 
-        let ledger_len = fx.accounts.ledger(user, 1, 1).expect("ledger").total;
-        fx.accounts.select_plan(user, Plan::Pro).expect("same plan");
+        let ledger_len = fx.accounts.ledger(user, 1, 1).await.expect("ledger").total;
+        fx.accounts
+            .select_plan(user, Plan::Pro)
+            .await
+            .expect("same plan");
         assert_eq!(
-            fx.accounts.ledger(user, 1, 1).expect("ledger").total,
+            fx.accounts.ledger(user, 1, 1).await.expect("ledger").total,
             ledger_len
         );
     }
 
-    #[test]
-    fn switching_starts_a_cycle_without_minting_credits() {
+    #[tokio::test]
+    async fn switching_starts_a_cycle_without_minting_credits() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let user = ana.id.as_str();
         fx.accounts
             .grant_entitlement(user, Plan::Creator)
+            .await
             .expect("grant");
         fx.advance(10 * DAY_MS);
         let creator = fx
             .accounts
             .select_plan(user, Plan::Creator)
+            .await
             .expect("creator");
         assert_eq!((creator.credits, creator.total_credits), (360, 360));
         assert_eq!(creator.renews_at, iso8601(fx.now() + CYCLE_MS));
 
-        fx.accounts.reserve(user, "p1", 100).expect("reserve");
-        fx.accounts.charge(user, "p1", 100).expect("charge");
-        fx.accounts.reserve(user, "p2", 10).expect("reserve");
-        let free = fx.accounts.select_plan(user, Plan::Free).expect("free");
+        fx.accounts.reserve(user, "p1", 100).await.expect("reserve");
+        fx.accounts.charge(user, "p1", 100).await.expect("charge");
+        fx.accounts.reserve(user, "p2", 10).await.expect("reserve");
+        let free = fx
+            .accounts
+            .select_plan(user, Plan::Free)
+            .await
+            .expect("free");
         assert_eq!(
             (free.credits, free.total_credits, free.reserved),
             (0, 60, 10)
@@ -303,6 +348,7 @@ mod tests {
         let back = fx
             .accounts
             .select_plan(user, Plan::Creator)
+            .await
             .expect("creator again");
         assert_eq!(
             (back.credits, back.total_credits),
@@ -311,64 +357,77 @@ mod tests {
         );
     }
 
-    #[test]
-    fn revoking_the_current_plan_moves_to_free() {
+    #[tokio::test]
+    async fn revoking_the_current_plan_moves_to_free() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let user = ana.id.as_str();
         fx.accounts
             .grant_entitlement(user, Plan::Pro)
+            .await
             .expect("grant");
-        fx.accounts.select_plan(user, Plan::Pro).expect("pro");
+        fx.accounts.select_plan(user, Plan::Pro).await.expect("pro");
         fx.accounts
             .revoke_entitlement(user, Plan::Pro)
+            .await
             .expect("revoke");
-        let account = fx.accounts.get_account(user).expect("account");
+        let account = fx.accounts.get_account(user).await.expect("account");
         assert_eq!((account.plan, account.entitlements.len()), (Plan::Free, 0));
         assert_eq!(
-            fx.accounts.balance(user).expect("balance").total_credits,
+            fx.accounts
+                .balance(user)
+                .await
+                .expect("balance")
+                .total_credits,
             60
         );
-        assert!(fx.accounts.select_plan(user, Plan::Pro).is_err());
+        assert!(fx.accounts.select_plan(user, Plan::Pro).await.is_err());
     }
 
-    #[test]
-    fn storage_quota_follows_the_plan() {
+    #[tokio::test]
+    async fn storage_quota_follows_the_plan() {
         let fx = Fixture::new();
-        let (ana, _) = fx.user("ana");
+        let (ana, _) = fx.user("ana").await;
         let user = ana.id.as_str();
         assert_eq!(
             fx.accounts.plan_limits(Plan::Free).upload_max_bytes,
             500 * 1024 * 1024
         );
         assert_eq!(
-            fx.accounts.add_storage(user, 4 * GIB).expect("add"),
+            fx.accounts.add_storage(user, 4 * GIB).await.expect("add"),
             4 * GIB
         );
         let err = fx
             .accounts
             .add_storage(user, 2 * GIB)
+            .await
             .expect_err("over 5 GiB");
         assert!(
             matches!(err, AccountError::QuotaExceeded { used, limit, .. } if used == 4 * GIB && limit == 5 * GIB),
             "{err:?}"
         );
-        assert_eq!(fx.accounts.storage_used(user).expect("used"), 4 * GIB);
+        assert_eq!(fx.accounts.storage_used(user).await.expect("used"), 4 * GIB);
         fx.accounts
             .grant_entitlement(user, Plan::Creator)
+            .await
             .expect("grant");
         fx.accounts
             .select_plan(user, Plan::Creator)
+            .await
             .expect("creator");
         fx.accounts
             .add_storage(user, 2 * GIB)
+            .await
             .expect("50 GiB quota");
         assert_eq!(
-            fx.accounts.remove_storage(user, 10 * GIB).expect("remove"),
+            fx.accounts
+                .remove_storage(user, 10 * GIB)
+                .await
+                .expect("remove"),
             0
         );
         assert!(matches!(
-            fx.accounts.storage_used("nobody"),
+            fx.accounts.storage_used("nobody").await,
             Err(AccountError::NotFound(_))
         ));
     }

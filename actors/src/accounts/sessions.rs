@@ -69,7 +69,7 @@ impl AccountDesk {
             Some(a) => a,
             None => match self
                 .accounts
-                .read_async::<StoredAccount>(USERS, key.user_id.as_bytes())
+                .read::<StoredAccount>(USERS, key.user_id.as_bytes())
                 .await?
             {
                 Some(a) => Account::from(&a),

@@ -79,10 +79,6 @@ impl Batch {
         &self.ops
     }
 
-    pub(crate) fn into_ops(self) -> Vec<KvOp> {
-        self.ops
-    }
-
     /// Adds writes prepared elsewhere, to be applied with the others.
     pub(crate) fn extend(&mut self, ops: Vec<KvOp>) {
         self.ops.extend(ops);
@@ -90,14 +86,14 @@ impl Batch {
 
     /// [`Self::commit`], under a lease when one is given (refused once the
     /// lease is lost; `storage::leases`).
-    pub(crate) fn commit_under(
+    pub(crate) async fn commit_under(
         self,
         kv: &dyn KvStore,
         fence: Option<&crate::storage::leases::Fence>,
     ) -> Result<()> {
         match (fence, kv.leases()) {
-            (Some(f), Some(l)) => l.apply_fenced(f, self.ops)?,
-            _ => kv.apply(self.ops)?,
+            (Some(f), Some(l)) => l.apply_fenced(f, self.ops).await?,
+            _ => kv.apply_async(self.ops).await?,
         }
         Ok(())
     }

@@ -7,9 +7,10 @@ fn input(json: &str) -> TemplateInput {
     serde_json::from_str(json).expect("template input")
 }
 
-fn defaults(fx: &Fixture, user_id: &str) -> Vec<String> {
+async fn defaults(fx: &Fixture, user_id: &str) -> Vec<String> {
     fx.accounts
         .list_templates(user_id)
+        .await
         .expect("list")
         .into_iter()
         .filter(|t| t.is_default)
@@ -17,10 +18,10 @@ fn defaults(fx: &Fixture, user_id: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn creation_inherits_the_default_template_and_clamps() {
+#[tokio::test]
+async fn creation_inherits_the_default_template_and_clamps() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let user = account.id.as_str();
     fx.accounts
         .update_template(
@@ -28,6 +29,7 @@ fn creation_inherits_the_default_template_and_clamps() {
             &account.default_template_id,
             &input(r##"{"fontSize": 90, "fontColor": "#123", "backgroundColor": "#000"}"##),
         )
+        .await
         .expect("update default");
 
     let created = fx
@@ -39,6 +41,7 @@ fn creation_inherits_the_default_template_and_clamps() {
                       "watermarkPosition": "Top-Left", "id": "ignored"}"#,
             ),
         )
+        .await
         .expect("create");
     assert_eq!(created.name, "Big");
     assert_eq!(created.style.font_size, 90.0, "inherited from the default");
@@ -68,7 +71,7 @@ fn creation_inherits_the_default_template_and_clamps() {
         (r#"{"name": "x", "description": "{long}"}"#, "description"),
     ] {
         let body = body.replace("{long}", &"d".repeat(501));
-        match fx.accounts.create_template(user, &input(&body)) {
+        match fx.accounts.create_template(user, &input(&body)).await {
             Err(AccountError::InvalidInput(message)) => {
                 assert!(message.starts_with(field), "{message}")
             }
@@ -79,13 +82,14 @@ fn creation_inherits_the_default_template_and_clamps() {
     assert!(fx
         .accounts
         .create_template(user, &input(&long_name))
+        .await
         .is_err());
 }
 
-#[test]
-fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
+#[tokio::test]
+async fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let user = account.id.as_str();
     let t = fx
         .accounts
@@ -93,6 +97,7 @@ fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
             user,
             &input(r##"{"name": "A", "backgroundColor": "#FF000080"}"##),
         )
+        .await
         .expect("create");
     fx.advance(1000);
     let updated = fx
@@ -102,6 +107,7 @@ fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
             &t.id,
             &input(r#"{"positionY": -5, "description": "d"}"#),
         )
+        .await
         .expect("update");
     assert_eq!(updated.style.position_y, 0.0);
     assert_eq!(updated.name, "A");
@@ -112,21 +118,26 @@ fn update_keeps_omitted_fields_and_tells_null_from_omitted() {
     let cleared = fx
         .accounts
         .update_template(user, &t.id, &input(r#"{"backgroundColor": null}"#))
+        .await
         .expect("clear");
     assert_eq!(cleared.style.background_color, None);
-    assert_eq!(fx.accounts.get_template(user, &t.id).expect("get"), cleared);
+    assert_eq!(
+        fx.accounts.get_template(user, &t.id).await.expect("get"),
+        cleared
+    );
 }
 
-#[test]
-fn exactly_one_default_and_it_cannot_be_deleted() {
+#[tokio::test]
+async fn exactly_one_default_and_it_cannot_be_deleted() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("ana");
+    let (account, _) = fx.user("ana").await;
     let user = account.id.as_str();
     let first = account.default_template_id.clone();
 
     let err = fx
         .accounts
         .delete_template(user, &first)
+        .await
         .expect_err("default");
     assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
     assert!(err
@@ -136,41 +147,46 @@ fn exactly_one_default_and_it_cannot_be_deleted() {
     let second = fx
         .accounts
         .create_template(user, &input(r#"{"name": "B", "isDefault": true}"#))
+        .await
         .expect("create default");
     assert!(second.is_default);
-    assert_eq!(defaults(&fx, user), [second.id.as_str()]);
+    assert_eq!(defaults(&fx, user).await, [second.id.as_str()]);
     let err = fx
         .accounts
         .update_template(user, &second.id, &input(r#"{"isDefault": false}"#))
+        .await
         .expect_err("unsetting the default");
     assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
 
     let moved = fx
         .accounts
         .update_template(user, &first, &input(r#"{"isDefault": true}"#))
+        .await
         .expect("move back");
     assert!(moved.is_default);
-    assert_eq!(defaults(&fx, user), [first.as_str()]);
+    assert_eq!(defaults(&fx, user).await, [first.as_str()]);
     fx.accounts
         .delete_template(user, &second.id)
+        .await
         .expect("delete non-default");
-    let left = fx.accounts.list_templates(user).expect("list");
+    let left = fx.accounts.list_templates(user).await.expect("list");
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].id, first);
     assert_eq!(
         fx.accounts
             .get_account(user)
+            .await
             .expect("account")
             .default_template_id,
         first
     );
 }
 
-#[test]
-fn other_users_templates_are_not_found() {
+#[tokio::test]
+async fn other_users_templates_are_not_found() {
     let fx = Fixture::new();
-    let (ana, _) = fx.user("ana");
-    let (bob, _) = fx.user("bob");
+    let (ana, _) = fx.user("ana").await;
+    let (bob, _) = fx.user("bob").await;
     let bobs = bob.default_template_id.as_str();
     let not_found = |result: Result<TemplateView>| {
         assert!(
@@ -178,28 +194,34 @@ fn other_users_templates_are_not_found() {
             "{result:?}"
         )
     };
-    not_found(fx.accounts.get_template(&ana.id, bobs));
+    not_found(fx.accounts.get_template(&ana.id, bobs).await);
     not_found(
         fx.accounts
-            .update_template(&ana.id, bobs, &input(r#"{"name": "x"}"#)),
+            .update_template(&ana.id, bobs, &input(r#"{"name": "x"}"#))
+            .await,
     );
-    not_found(fx.accounts.get_template(&ana.id, "../../etc"));
+    not_found(fx.accounts.get_template(&ana.id, "../../etc").await);
     let err = fx
         .accounts
         .delete_template(&ana.id, bobs)
+        .await
         .expect_err("delete");
     assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
     assert_eq!(
-        fx.accounts.get_template(&bob.id, bobs).expect("own").name,
+        fx.accounts
+            .get_template(&bob.id, bobs)
+            .await
+            .expect("own")
+            .name,
         "Default"
     );
 }
 
-#[test]
-fn resolves_ids_presets_json_and_refuses_garbage() {
+#[tokio::test]
+async fn resolves_ids_presets_json_and_refuses_garbage() {
     let fx = Fixture::new();
-    let (ana, _) = fx.user("ana");
-    let (bob, _) = fx.user("bob");
+    let (ana, _) = fx.user("ana").await;
+    let (bob, _) = fx.user("bob").await;
     let user = ana.id.as_str();
     let custom = fx
         .accounts
@@ -207,20 +229,23 @@ fn resolves_ids_presets_json_and_refuses_garbage() {
             user,
             &input(r#"{"name": "Mine", "fontSize": 99, "isDefault": true}"#),
         )
+        .await
         .expect("create");
-    let resolve = |spec: &str| fx.accounts.resolve_template(user, spec);
+    let resolve = async |spec: &str| fx.accounts.resolve_template(user, spec).await;
 
-    assert_eq!(resolve(&custom.id).expect("id").font_size, 99.0);
+    assert_eq!(resolve(&custom.id).await.expect("id").font_size, 99.0);
     assert_eq!(
-        resolve("").expect("empty").font_size,
+        resolve("").await.expect("empty").font_size,
         99.0,
         "the default template"
     );
-    assert_eq!(resolve("default").expect("default").font_size, 99.0);
-    let karaoke = resolve(" Karaoke ").expect("preset");
+    assert_eq!(resolve("default").await.expect("default").font_size, 99.0);
+    let karaoke = resolve(" Karaoke ").await.expect("preset");
     assert_eq!(Some(karaoke), CaptionStyle::preset("karaoke"));
 
-    let json = resolve(r#"{"fontColor": "0f0", "strokeWidth": 99}"#).expect("json");
+    let json = resolve(r#"{"fontColor": "0f0", "strokeWidth": 99}"#)
+        .await
+        .expect("json");
     assert_eq!(
         json.font_size, 99.0,
         "JSON inherits the user's default template"
@@ -229,34 +254,47 @@ fn resolves_ids_presets_json_and_refuses_garbage() {
     assert_eq!(json.stroke_width, 20.0, "clamped");
 
     for garbage in ["comic-sans", "{not json", r#"{"fontSize": "big"}"#] {
-        match resolve(garbage) {
+        match resolve(garbage).await {
             Err(AccountError::InvalidInput(message)) => {
                 assert!(message.starts_with("captionTemplate:"), "{message}")
             }
             other => panic!("expected InvalidInput for {garbage}, got {other:?}"),
         }
     }
-    let err = resolve(&bob.default_template_id).expect_err("bob's template");
+    let err = resolve(&bob.default_template_id)
+        .await
+        .expect_err("bob's template");
     assert!(matches!(err, AccountError::NotFound(_)), "{err:?}");
     let missing = uuid::Uuid::new_v4().to_string();
-    assert!(matches!(resolve(&missing), Err(AccountError::NotFound(_))));
+    assert!(matches!(
+        resolve(&missing).await,
+        Err(AccountError::NotFound(_))
+    ));
 }
 
-#[test]
-fn template_count_is_capped() {
+#[tokio::test]
+async fn template_count_is_capped() {
     let fx = Fixture::new();
-    let (ana, _) = fx.user("ana");
+    let (ana, _) = fx.user("ana").await;
     for i in 1..MAX_TEMPLATES {
         let body = input(&format!(r#"{{"name": "t{i}"}}"#));
-        fx.accounts.create_template(&ana.id, &body).expect("create");
+        fx.accounts
+            .create_template(&ana.id, &body)
+            .await
+            .expect("create");
     }
     let err = fx
         .accounts
         .create_template(&ana.id, &input(r#"{"name": "one too many"}"#))
+        .await
         .expect_err("cap");
     assert!(matches!(err, AccountError::Conflict(_)), "{err:?}");
     assert_eq!(
-        fx.accounts.list_templates(&ana.id).expect("list").len(),
+        fx.accounts
+            .list_templates(&ana.id)
+            .await
+            .expect("list")
+            .len(),
         MAX_TEMPLATES
     );
 }
@@ -292,10 +330,10 @@ fn version_one_templates_are_read_with_emphasis_on() {
     assert_eq!(again, off);
 }
 
-#[test]
-fn keyword_emphasis_is_a_template_field() {
+#[tokio::test]
+async fn keyword_emphasis_is_a_template_field() {
     let fx = Fixture::new();
-    let (account, _) = fx.user("eve");
+    let (account, _) = fx.user("eve").await;
     let user = account.id.as_str();
     let t = fx
         .accounts
@@ -303,22 +341,26 @@ fn keyword_emphasis_is_a_template_field() {
             user,
             &input(r#"{"name": "Plain", "emphasizeKeywords": false}"#),
         )
+        .await
         .unwrap();
     assert!(!t.style.emphasize_keywords);
     let kept = fx
         .accounts
         .update_template(user, &t.id, &input(r#"{"fontSize": 60}"#))
+        .await
         .unwrap();
     assert!(!kept.style.emphasize_keywords, "omitted: kept");
     assert!(
         !fx.accounts
             .resolve_template(user, "Plain")
+            .await
             .unwrap()
             .emphasize_keywords
     );
     assert!(
         fx.accounts
             .resolve_template(user, "default")
+            .await
             .unwrap()
             .emphasize_keywords
     );

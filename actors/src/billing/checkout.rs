@@ -182,7 +182,7 @@ impl Billing {
         let mut activated = false;
         if session.is_paid() && session.subscription_mode {
             let meta = |k: &str| session.metadata.get(k).map(String::as_str).unwrap_or("");
-            let recorded = desk.accounts.checkout_record_async(&session.id).await?;
+            let recorded = desk.accounts.checkout_record(&session.id).await?;
             let choice = match recorded {
                 Some(r) => PlanChoice {
                     plan: r.plan,

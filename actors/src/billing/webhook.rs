@@ -95,7 +95,7 @@ impl Billing {
             event_type: kind.to_string(),
             result,
         };
-        if desk.accounts.event_applied_async(id).await? {
+        if desk.accounts.event_applied(id).await? {
             return Ok(outcome("duplicate"));
         }
         let applied = match kind {
@@ -136,7 +136,7 @@ impl Billing {
             .map(str::to_string);
         let accounts = &desk.accounts;
         if let Some(c) = customer {
-            if let Some(user) = accounts.user_for_customer_async(&c).await? {
+            if let Some(user) = accounts.user_for_customer(&c).await? {
                 return Ok(Some(user));
             }
         }
@@ -314,7 +314,7 @@ impl Billing {
         session_id: &str,
         metadata: Option<&Value>,
     ) -> Result<Option<PlanChoice>, BillingError> {
-        if let Some(record) = desk.accounts.checkout_record_async(session_id).await? {
+        if let Some(record) = desk.accounts.checkout_record(session_id).await? {
             return Ok(Some(PlanChoice {
                 plan: record.plan,
                 frequency: record.frequency,

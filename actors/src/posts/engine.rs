@@ -178,12 +178,12 @@ impl Publishing {
         match post::outcome_notification(&old, &new) {
             Some((kind, said)) => {
                 let subject = Subject::Post(kv::encode(&new)?);
-                let (accounts, user) = (self.host.desk.accounts.clone(), new.user_id.clone());
-                crate::tasks::blocking(move || {
-                    accounts.notify_with(&user, kind, &said, ops, Some(&subject), fence.as_ref())
-                })
-                .await
-                .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
+                let accounts = &self.host.desk.accounts;
+                let user = &new.user_id;
+                accounts
+                    .notify_with(user, kind, &said, ops, Some(&subject), fence.as_ref())
+                    .await
+                    .map_err(|e| kv::StorageError::Backend(format!("notification: {e}")))?;
                 // Written outside the account's actor (versioned): the
                 // memory it holds here is stale now.
                 self.host.desk.unload(&new.user_id);

@@ -65,9 +65,8 @@ pub trait Accounting: Send + Sync + 'static {
 
     /// Writes a notification (and its webhook deliveries for `subject`)
     /// together with `with`, from outside the account's actor, whose
-    /// memory is dropped when it succeeds. Blocking: call it off the async
-    /// threads.
-    fn notify_with(
+    /// memory is dropped when it succeeds.
+    async fn notify_with(
         &self,
         user_id: &str,
         kind: NotificationKind,
@@ -157,7 +156,7 @@ impl Accounting for AccountDesk {
         .await
     }
 
-    fn notify_with(
+    async fn notify_with(
         &self,
         user_id: &str,
         kind: NotificationKind,
@@ -166,7 +165,8 @@ impl Accounting for AccountDesk {
         subject: Option<&Subject>,
     ) -> Result<()> {
         self.accounts
-            .notify_with(user_id, kind, said, with, subject, None)?;
+            .notify_with(user_id, kind, said, with, subject, None)
+            .await?;
         self.unload(user_id);
         Ok(())
     }

@@ -249,21 +249,19 @@ impl Projects {
                 value: kv::encode(&c)?,
             },
         ];
-        let Some(said) = announce.cloned() else {
+        let Some(said) = announce else {
             self.kv.apply_async(ops).await?;
             return Ok(Some(c));
         };
         let subject = Subject::Clip(kv::encode(&c)?);
-        let (accounts, user) = (self.accounts.clone(), user.to_string());
-        crate::tasks::blocking(move || {
-            let kind = NotificationKind::ClipRendered;
-            accounts.notify_with(&user, kind, &said, ops, Some(&subject))
-        })
-        .await
-        .map_err(|e| match e {
-            AccountError::Storage(e) => e,
-            e => kv::StorageError::Backend(format!("notification: {e}")),
-        })?;
+        let kind = NotificationKind::ClipRendered;
+        self.accounts
+            .notify_with(user, kind, said, ops, Some(&subject))
+            .await
+            .map_err(|e| match e {
+                AccountError::Storage(e) => e,
+                e => kv::StorageError::Backend(format!("notification: {e}")),
+            })?;
         Ok(Some(c))
     }
 

@@ -73,7 +73,7 @@ impl Accounting for FakeAccount {
     async fn resolve_style(&self, _: &str, _: String) -> crate::accounts::Result<CaptionStyle> {
         Ok(CaptionStyle::default())
     }
-    fn notify_with(
+    async fn notify_with(
         &self,
         _: &str,
         _: NotificationKind,

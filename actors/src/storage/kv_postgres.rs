@@ -16,8 +16,8 @@
 //!   thread waits for the server. A caller that stops waiting drops the
 //!   connection in use (the server rolls back a transaction it was in);
 //!   the pool opens another when needed;
-//! - the blocking methods are called from the blocking pool (`tasks::blocking`),
-//!   `block_in_place` and other threads that may wait. They spawn the same
+//! - the blocking methods (tools and tests; the domains use the async
+//!   side) are called from threads that may wait. They spawn the same
 //!   work on a small private tokio runtime and wait for its answer on a
 //!   channel: no runtime is entered or nested on the caller's thread,
 //!   which would panic inside another runtime.

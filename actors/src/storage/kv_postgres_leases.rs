@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use super::sql::{apply_batch, fetch, write_one};
 use super::PostgresStore;
-use crate::storage::error::Result;
 use crate::storage::kv::{KvFuture, KvOp};
 use crate::storage::leases::{Fence, Leases};
 
@@ -102,7 +101,7 @@ impl Leases for PostgresStore {
         )
     }
 
-    fn apply_fenced_async<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()> {
+    fn apply_fenced<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()> {
         let n = batch.len();
         let ns = self.inner.namespace.clone();
         let (f, batch) = (Arc::new(fence.clone()), Arc::new(batch));
@@ -119,27 +118,6 @@ impl Leases for PostgresStore {
                     let r = apply_batch(&mut conn, &ns, &batch, Some(&f)).await;
                     (conn, r)
                 })
-            },
-        )
-    }
-
-    fn apply_fenced(&self, fence: &Fence, batch: Vec<KvOp>) -> Result<()> {
-        let n = batch.len();
-        let ns = self.inner.namespace.clone();
-        let (f, batch) = (Arc::new(fence.clone()), Arc::new(batch));
-        self.run(
-            || {
-                format!(
-                    "applying a batch of {n} writes under the lease {:?}",
-                    fence.key
-                )
-            },
-            move |mut conn| {
-                let (ns, f, batch) = (ns.clone(), f.clone(), batch.clone());
-                async move {
-                    let r = apply_batch(&mut conn, &ns, &batch, Some(&f)).await;
-                    (conn, r)
-                }
             },
         )
     }

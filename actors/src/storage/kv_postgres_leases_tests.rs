@@ -62,9 +62,7 @@ async fn an_expired_lease_is_taken_over_with_a_larger_token_and_the_stale_holder
         None,
         "held by a"
     );
-    a.apply_fenced_async(&fa, put("p1", "a: stage 1"))
-        .await
-        .unwrap();
+    a.apply_fenced(&fa, put("p1", "a: stage 1")).await.unwrap();
     assert!(a.renew(&fa, TTL).await.unwrap());
 
     // a is paused past its expiry (the server's clock decides).
@@ -79,7 +77,7 @@ async fn an_expired_lease_is_taken_over_with_a_larger_token_and_the_stale_holder
     // a wakes up: it can neither renew nor write, and writes nothing.
     assert!(!a.renew(&fa, TTL).await.unwrap());
     let err = a
-        .apply_fenced_async(&fa, put("p1", "a: stale"))
+        .apply_fenced(&fa, put("p1", "a: stale"))
         .await
         .unwrap_err();
     assert!(
@@ -90,23 +88,14 @@ async fn an_expired_lease_is_taken_over_with_a_larger_token_and_the_stale_holder
         b.get_async("projects", b"p1").await.unwrap(),
         Some(b"a: stage 1".to_vec())
     );
-    b.apply_fenced_async(&fb, put("p1", "b: stage 2"))
-        .await
-        .unwrap();
+    b.apply_fenced(&fb, put("p1", "b: stage 2")).await.unwrap();
     assert_eq!(
         a.get_async("projects", b"p1").await.unwrap(),
         Some(b"b: stage 2".to_vec())
     );
     // a's release of a lease it lost changes nothing.
     a.release(&fa).await.unwrap();
-    // The blocking twin (the writes of blocking code) fences alike.
-    tokio::task::block_in_place(|| {
-        assert!(matches!(
-            a.apply_fenced(&fa, put("p1", "a: stale again")),
-            Err(StorageError::Fenced { .. })
-        ));
-        b.apply_fenced(&fb, put("p1", "b: stage 3")).unwrap();
-    });
+    b.apply_fenced(&fb, put("p1", "b: stage 3")).await.unwrap();
     assert_eq!(
         a.get_async("projects", b"p1").await.unwrap(),
         Some(b"b: stage 3".to_vec())
@@ -124,7 +113,7 @@ async fn a_released_lease_is_free_at_once_and_every_acquisition_fences_the_previ
     let second = a.acquire(key, "node-a", TTL).await.unwrap().unwrap();
     assert_eq!(second.token, first.token + 1);
     assert!(matches!(
-        a.apply_fenced_async(&first, put("q", "old")).await,
+        a.apply_fenced(&first, put("q", "old")).await,
         Err(StorageError::Fenced { .. })
     ));
     a.release(&second).await.unwrap();
@@ -135,7 +124,7 @@ async fn a_released_lease_is_free_at_once_and_every_acquisition_fences_the_previ
         .expect("released: free");
     assert_eq!(third.token, second.token + 1);
     assert!(matches!(
-        a.apply_fenced_async(&second, put("q", "released")).await,
+        a.apply_fenced(&second, put("q", "released")).await,
         Err(StorageError::Fenced { .. })
     ));
     assert_eq!(

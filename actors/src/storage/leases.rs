@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use super::batch::KvOp;
-use super::error::{KvFuture, Result};
+use super::error::KvFuture;
 
 /// A lease as held: the proof a fenced write presents.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,9 +30,8 @@ pub struct Fence {
     pub token: i64,
 }
 
-/// Leases in the shared store (see the module documentation). Async
-/// (awaited on the caller's task), but for [`Leases::apply_fenced`], which
-/// also has a blocking twin for the writes made in blocking code.
+/// Leases in the shared store (see the module documentation), awaited on
+/// the caller's task.
 pub trait Leases: Send + Sync {
     /// Takes `key` for `holder` for `ttl` when it is free (never taken,
     /// released or expired) or already `holder`'s; `None` while another
@@ -55,8 +54,5 @@ pub trait Leases: Send + Sync {
     /// Applies `batch` atomically only while `fence` is still the current,
     /// unexpired lease of its key; otherwise nothing is written and the
     /// result is [`super::error::StorageError::Fenced`].
-    fn apply_fenced_async<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()>;
-
-    /// [`Leases::apply_fenced_async`] for blocking code.
-    fn apply_fenced(&self, fence: &Fence, batch: Vec<KvOp>) -> Result<()>;
+    fn apply_fenced<'a>(&'a self, fence: &'a Fence, batch: Vec<KvOp>) -> KvFuture<'a, ()>;
 }

@@ -98,7 +98,7 @@ impl NodeLeases {
     /// still current ([`kv::StorageError::Fenced`] otherwise).
     pub async fn apply_under(&self, fence: Option<&Fence>, ops: Vec<KvOp>) -> kv::Result<()> {
         match (fence, self.kv.leases()) {
-            (Some(f), Some(l)) => l.apply_fenced_async(f, ops).await,
+            (Some(f), Some(l)) => l.apply_fenced(f, ops).await,
             _ => self.kv.apply_async(ops).await,
         }
     }

@@ -60,7 +60,11 @@ pub enum DelivererError {
 }
 
 /// Called once when a webhook is disabled: `(user id, url)`.
-pub type OnDisabled = Arc<dyn Fn(&str, &str) + Send + Sync>;
+pub type OnDisabled = Arc<
+    dyn Fn(String, String) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// `[webhooks]` settings.
 #[derive(Clone, Debug)]
@@ -231,8 +235,7 @@ impl Deliverer {
         )
         .await?;
         if disabled {
-            let (f, user) = (self.on_disabled.clone(), hook.user_id.clone());
-            crate::tasks::blocking(move || f(&user, &url)).await;
+            (self.on_disabled)(hook.user_id.clone(), url).await;
         }
         Ok(())
     }

@@ -314,7 +314,7 @@ pub async fn test(
         webhook_id: hook.id.clone(),
     };
     let (ops, delivery) =
-        outbox::delivery_ops_async(kv, &hook, &new_id(), EventType::Test, &subject, now)
+        outbox::delivery_ops(kv, &hook, &new_id(), EventType::Test, &subject, now)
             .await?
             .ok_or(WebhookError::Backlog)?;
     kv.apply_async(ops).await?;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use tokio::sync::Notify;
 
 use super::records::{
-    delete, deliveries_prefix, delivery_key, put, queue_key, stored_webhooks, DeliveryStatus,
+    delete, deliveries_prefix, delivery_key, put, queue_key, stored_webhooks_async, DeliveryStatus,
     EventType, StoredDelivery, StoredWebhook, Subject, DELIVERIES, MAX_DELIVERIES, MAX_PENDING,
     QUEUE,
 };
@@ -36,7 +36,7 @@ pub async fn rung() {
 /// webhook of `user_id` subscribed to it (none when there is none). Add
 /// them to the write that makes the change, then [`ring`]. A webhook with
 /// [`MAX_PENDING`] deliveries waiting gets no more (logged).
-pub fn enqueue(
+pub async fn enqueue(
     kv: &dyn KvStore,
     user_id: &str,
     event: EventType,
@@ -45,11 +45,11 @@ pub fn enqueue(
 ) -> kv::Result<Vec<KvOp>> {
     let mut ops = Vec::new();
     let id = super::records::new_id();
-    for hook in stored_webhooks(kv, user_id)? {
+    for hook in stored_webhooks_async(kv, user_id).await? {
         if hook.disabled || !hook.events.contains(&event) {
             continue;
         }
-        match delivery_ops(kv, &hook, &id, event, subject, now)? {
+        match delivery_ops(kv, &hook, &id, event, subject, now).await? {
             Some((more, _)) => ops.extend(more),
             None => tracing::warn!(
                 webhook = %hook.id,
@@ -65,26 +65,7 @@ pub fn enqueue(
 /// oldest finished deliveries beyond [`MAX_DELIVERIES`] (a waiting one is
 /// never dropped). `None` when [`MAX_PENDING`] are waiting already.
 #[allow(clippy::type_complexity)]
-pub(crate) fn delivery_ops(
-    kv: &dyn KvStore,
-    hook: &StoredWebhook,
-    id: &str,
-    event: EventType,
-    subject: &Subject,
-    now: i64,
-) -> kv::Result<Option<(Vec<KvOp>, StoredDelivery)>> {
-    let prefix = deliveries_prefix(&hook.user_id, &hook.id);
-    let kept = kv.count_prefix(DELIVERIES, &prefix)?;
-    let oldest = match prune_window(kept) {
-        Some((skip, look)) => kv.scan_prefix_page(DELIVERIES, &prefix, skip, look)?,
-        None => Vec::new(),
-    };
-    build(hook, id, event, subject, now, kept, oldest)
-}
-
-/// [`delivery_ops`] for async code (a request's test event).
-#[allow(clippy::type_complexity)]
-pub(crate) async fn delivery_ops_async(
+pub(crate) async fn delivery_ops(
     kv: &dyn KvStore,
     hook: &StoredWebhook,
     id: &str,

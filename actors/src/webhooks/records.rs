@@ -188,11 +188,6 @@ pub(crate) fn new_id() -> String {
 }
 
 /// The webhooks of `user_id`, oldest first.
-pub(crate) fn stored_webhooks(kv: &dyn KvStore, user_id: &str) -> kv::Result<Vec<StoredWebhook>> {
-    oldest_first(kv.scan_prefix(WEBHOOKS, format!("{user_id}/").as_bytes())?)
-}
-
-/// [`stored_webhooks`] for async code (a request's read).
 pub(crate) async fn stored_webhooks_async(
     kv: &dyn KvStore,
     user_id: &str,

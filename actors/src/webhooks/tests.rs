@@ -89,7 +89,9 @@ async fn events_go_to_subscribed_enabled_webhooks_only() {
         remaining: 1,
         monthly: 60,
     };
-    let ops = outbox::enqueue(&kv, "u1", EventType::ProjectCompleted, &subject, 2_000).unwrap();
+    let ops = outbox::enqueue(&kv, "u1", EventType::ProjectCompleted, &subject, 2_000)
+        .await
+        .unwrap();
     kv.apply(ops).unwrap();
     let (one, total) = deliveries(&kv, "u1", &completed.id, 0, 10).await.unwrap();
     assert_eq!((one.len(), total), (1, 1));
@@ -117,7 +119,9 @@ async fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
     };
     let extra = 7;
     for i in 0..MAX_DELIVERIES as i64 + extra {
-        let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 10_000 + i).unwrap();
+        let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 10_000 + i)
+            .await
+            .unwrap();
         kv.apply(ops).unwrap();
     }
     // None is dropped while it waits.
@@ -132,7 +136,9 @@ async fn a_webhook_keeps_waiting_deliveries_and_its_newest_finished_ones() {
         d.queue_key = None;
         kv.put(DELIVERIES, &k, &encode(&d).unwrap()).unwrap();
     }
-    let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 20_000).unwrap();
+    let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 20_000)
+        .await
+        .unwrap();
     kv.apply(ops).unwrap();
     let (page, total) = deliveries(&kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(total, MAX_DELIVERIES);
@@ -149,10 +155,16 @@ async fn a_full_backlog_refuses_more() {
         monthly: 60,
     };
     for i in 0..(MAX_DELIVERIES + MAX_PENDING) as i64 {
-        kv.apply(outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, i).unwrap())
-            .unwrap();
+        kv.apply(
+            outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, i)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
     }
-    let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 5_000).unwrap();
+    let ops = outbox::enqueue(&kv, "u1", EventType::CreditsLow, &subject, 5_000)
+        .await
+        .unwrap();
     assert!(ops.is_empty(), "not queued past the backlog");
     assert!(matches!(
         test(&kv, "u1", &h.id, 5_001).await,
@@ -236,8 +248,9 @@ async fn failures_are_retried_and_disable_the_webhook() {
             kv.clone(),
             settings(),
             Arc::new(NoViews),
-            Arc::new(move |u: &str, url: &str| {
-                told.lock().unwrap().push((u.to_string(), url.to_string()))
+            Arc::new(move |u: String, url: String| {
+                told.lock().unwrap().push((u, url));
+                Box::pin(async {})
             }),
         )
         .unwrap(),
@@ -247,8 +260,12 @@ async fn failures_are_retried_and_disable_the_webhook() {
         monthly: 60,
     };
     let now = delivery::now_ms();
-    kv.apply(outbox::enqueue(&*kv, "u1", EventType::CreditsLow, &subject, now).unwrap())
-        .unwrap();
+    kv.apply(
+        outbox::enqueue(&*kv, "u1", EventType::CreditsLow, &subject, now)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(d.sweep().await.unwrap(), 1);
     let (page, _) = deliveries(&*kv, "u1", &h.id, 0, 1).await.unwrap();
     assert_eq!(page[0].attempts, 1);
@@ -279,7 +296,7 @@ async fn a_success_is_recorded_once() {
             kv.clone(),
             settings(),
             Arc::new(NoViews),
-            Arc::new(|_: &str, _: &str| {}),
+            Arc::new(|_: String, _: String| Box::pin(async {})),
         )
         .unwrap(),
     );
