@@ -35,14 +35,19 @@ pub async fn catch_panic<T>(
     .await
 }
 
+/// Work that panicked, with the panic's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
 /// [`blocking`] for work whose panic has an answer of its own (an HTTP
-/// 500, a command's failure): the panic's message as `Err`.
+/// 500, a command's failure): the panic as `Err`.
 pub async fn blocking_caught<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
+) -> Result<T, Panicked> {
     catch_panic(blocking(work))
         .await
-        .map_err(|payload| panic_text(&*payload))
+        .map_err(|payload| Panicked(panic_text(&*payload)))
 }
 
 /// A panic's message (its payload when that is text).
@@ -158,7 +163,7 @@ mod tests {
         // Blocking work's panic likewise, with a formatted message.
         assert_eq!(blocking_caught(|| 6 * 7).await, Ok(42));
         let hashed = blocking_caught(|| -> u8 { panic!("no {} left", "entropy") });
-        assert_eq!(hashed.await, Err("no entropy left".to_string()));
+        assert_eq!(hashed.await, Err(Panicked("no entropy left".to_string())));
     }
 
     /// Beyond its bound a task is declined; a finished one (also by a

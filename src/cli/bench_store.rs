@@ -88,7 +88,7 @@ async fn bench(args: BenchStoreArgs) -> anyhow::Result<()> {
     let kv: Arc<dyn KvStore> = Arc::new(
         blocking_caught(move || PostgresStore::open(PostgresOptions::new(url, "bench-store")))
             .await
-            .map_err(anyhow::Error::msg)??,
+            .map_err(|e| anyhow::anyhow!("opening the store panicked: {e}"))??,
     );
     let ops = (0..KEYS)
         .map(|i| KvOp::Put {

@@ -292,7 +292,10 @@ impl Actor for AccountActor {
     ) -> std::result::Result<(), ActorProcessingErr> {
         s.meta.received();
         crate::faults::check(crate::faults::Point::Account);
-        handle(s, msg).await;
+        // Boxed: the state of the largest operation's future is allocated
+        // while a message is handled, not kept in every live actor's task
+        // (+7 KB per actor, 100,000 live: `make bench-api`).
+        Box::pin(handle(s, msg)).await;
         Ok(())
     }
 }

@@ -517,12 +517,7 @@ pub fn put_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8], value: &T)
     kv.put(tree, key, &encode(value)?)
 }
 
-/// Reads a value stored by [`put_value`].
-pub fn get_value<T: Record>(kv: &dyn KvStore, tree: &str, key: &[u8]) -> Result<Option<T>> {
-    decode_at(tree, key, kv.get(tree, key)?)
-}
-
-/// [`get_value`] for async code ([`KvStore::get_async`]).
+/// Reads a value stored by [`put_value`] ([`KvStore::get_async`]).
 pub async fn get_value_async<T: Record>(
     kv: &dyn KvStore,
     tree: &str,

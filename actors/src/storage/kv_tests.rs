@@ -168,8 +168,8 @@ fn sled_writes_are_durable_when_they_return() {
     assert_eq!(kv.get("t", b"deleted").expect("get"), None);
 }
 
-#[test]
-fn typed_values_round_trip() {
+#[tokio::test]
+async fn typed_values_round_trip() {
     let kv = MemoryStore::new();
     let job = Job {
         id: "job-1".into(),
@@ -179,21 +179,26 @@ fn typed_values_round_trip() {
     };
     put_value(&kv, "jobs", b"job-1", &job).expect("put_value");
     assert_eq!(
-        get_value::<Job>(&kv, "jobs", b"job-1").expect("get_value"),
+        get_value_async::<Job>(&kv, "jobs", b"job-1")
+            .await
+            .expect("get_value"),
         Some(job)
     );
-    assert_eq!(get_value::<Job>(&kv, "jobs", b"none").expect("get"), None);
+    let none = get_value_async::<Job>(&kv, "jobs", b"none").await;
+    assert_eq!(none.expect("get"), None);
     let queued = encode(&State::Queued).expect("encode");
     assert_eq!(decode::<State>(&queued).expect("decode"), State::Queued);
 }
 
-#[test]
-fn undecodable_values_are_corrupt() {
+#[tokio::test]
+async fn undecodable_values_are_corrupt() {
     let kv = MemoryStore::new();
     // A version-1 header, then bytes that are no `Job`.
     kv.put("jobs", b"bad", &[0xff, 0, 1, 0xff, 0xff])
         .expect("put");
-    let err = get_value::<Job>(&kv, "jobs", b"bad").expect_err("garbage must not decode");
+    let err = get_value_async::<Job>(&kv, "jobs", b"bad")
+        .await
+        .expect_err("garbage must not decode");
     assert!(
         matches!(err, StorageError::Corrupt(ref m) if m.contains("\"bad\"")),
         "{err}"
