@@ -160,7 +160,7 @@ pub(crate) fn merge_spans(spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 }
 
 /// Speaker: the crop cuts to the active face and follows its smoothed path
-/// while it talks.
+/// while it talks; a shot in which neither face is seen is fitted.
 pub fn follow_speaker(
     pair: [&Track; 2],
     timeline: &SpeakerTimeline,
@@ -192,13 +192,27 @@ pub fn follow_speaker(
     if points.is_empty() {
         points.push((0.0, left_edge(pair[0].cx, cw, src.0)));
     }
+    let samples = pair[0].positions.len().max(pair[1].positions.len());
+    let fit = shot_ranges(samples, cuts)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            !r.is_empty()
+                && pair.iter().all(|t| {
+                    t.positions
+                        .get(r.clone())
+                        .is_none_or(|p| p.iter().all(Option::is_none))
+                })
+        })
+        .map(|(k, _)| shot_times(k, cuts, samples))
+        .collect();
     let cy = (pair[0].cy + pair[1].cy) / 2.0;
     Composition::Follow {
         w: cw,
         h: ch,
         y: crop_top(cy, ch, src.1),
         path: simplify(points),
-        fit: Vec::new(),
+        fit: merge_spans(fit),
     }
 }
 

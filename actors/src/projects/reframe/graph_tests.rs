@@ -90,6 +90,33 @@ fn the_crop_jumps_at_a_cut_and_a_faceless_shot_is_fitted() {
     assert_eq!(shot_ranges(5, &[]), vec![0..5]);
 }
 
+/// Speaker: a shot in which neither of the two is seen (a title card, a
+/// wide shot with faces too small to find) is fitted, not cropped at where
+/// a face was before.
+#[test]
+fn the_speaker_crop_fits_a_shot_without_either_face() {
+    let with_positions = |cx: f64| Track {
+        positions: faced_then_not()
+            .into_iter()
+            .map(|f| f.map(|f| (0, face::Face { cx, ..f })))
+            .collect(),
+        ..track(cx, 0.2)
+    };
+    let (a, b) = (with_positions(0.25), with_positions(0.75));
+    let steps = (5.0 / STEP) as usize;
+    let timeline = SpeakerTimeline {
+        active: vec![0; steps],
+        confidence: 1.0,
+        switches: 0,
+    };
+    let Composition::Follow { fit, .. } =
+        follow_speaker([&a, &b], &timeline, &[2.5], (1920, 1080), (1080, 1920))
+    else {
+        panic!("not a followed crop");
+    };
+    assert_eq!(fit, vec![(2.5, 6.0)]);
+}
+
 /// A split-screen source: each box stays in its own panel, even when
 /// 3.5 face widths would reach over the seam.
 #[test]

@@ -405,7 +405,7 @@ fn compose(
                 seen: None,
             },
             _ => single(format!(
-                "{}, but fewer than two faces: following one",
+                "{}, but two people of similar size are not on screen together for long: following the one in each shot",
                 decision.reason
             )),
         },

@@ -10,7 +10,10 @@
 //! that agrees best with the evidence, less [`SWITCH_COST`] per change, in
 //! which every shot of a face lasts at least [`MIN_HOLD`] (half that at
 //! the clip's start and end), so a one-second "mm-hm" does not switch the
-//! crop and nothing flickers. Seen whole, the
+//! crop and nothing flickers. A source's own shot changes bound this: in a
+//! shot that shows only one of the two (a close-up, a reaction shot of a
+//! cut-edited interview) that one is shown, and at a shot change the face
+//! shown may change however short the shot before was. Seen whole, the
 //! crop cuts when the talk turns, not a second of evidence later as a
 //! running hysteresis would. The crop cuts to the talker (podcast framing)
 //! and stays still while the same person talks.
@@ -209,7 +212,8 @@ pub fn timeline(
         .filter(|e| e.1 && lead(e.0).is_some())
         .count();
     let scores: Vec<f64> = ev.iter().map(|e| if e.1 { e.0 } else { 0.0 }).collect();
-    let active = best_sequence(&scores, (MIN_HOLD / STEP).round() as usize);
+    let shots = on_screen(pair, analysis, n);
+    let active = best_sequence(&scores, &shots, (MIN_HOLD / STEP).round() as usize);
     let switches = active.windows(2).filter(|p| p[0] != p[1]).count();
     SpeakerTimeline {
         active,
@@ -218,21 +222,69 @@ pub fn timeline(
     }
 }
 
+/// Per step: which of the pair may be shown (a face is on screen in a shot
+/// when its track is in any sample of the shot; a shot with neither leaves
+/// both, and is fitted by the graph), and whether a new shot starts there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Shown {
+    pub(crate) allowed: [bool; 2],
+    pub(crate) cut: bool,
+}
+
+fn on_screen(pair: [&Track; 2], analysis: &FaceAnalysis, steps: usize) -> Vec<Shown> {
+    // Shot `k` lies between cuts `k - 1` and `k` (as `FaceAnalysis::shots`).
+    let mut seen = vec![[false; 2]; analysis.cuts.len() + 1];
+    for (sample, shot) in analysis.shots().into_iter().enumerate() {
+        for (who, t) in pair.iter().enumerate() {
+            seen[shot][who] |= t.positions.get(sample).is_some_and(Option::is_some);
+        }
+    }
+    let shot_at = |k: usize| {
+        let t = k as f64 * STEP;
+        analysis.cuts.iter().filter(|c| **c <= t + 1e-9).count()
+    };
+    (0..steps)
+        .map(|k| {
+            let shot = shot_at(k);
+            let allowed = match seen[shot] {
+                [false, false] => [true, true],
+                a => a,
+            };
+            Shown {
+                allowed,
+                cut: k > 0 && shot != shot_at(k - 1),
+            }
+        })
+        .collect()
+}
+
 /// The face (0 or 1) shown at each step: of all sequences in which every
-/// run lasts at least `hold` steps (the first and the last at least half
-/// that, unless the clip is shorter), the one with the most evidence for
-/// the face shown (`score[k]` for face 0, `-score[k]` for face 1) less
-/// [`SWITCH_COST`] per change. Exact, by dynamic programming over (face, steps in the run
-/// so far, counted up to `hold`); ties go to face 0 (the larger).
-fn best_sequence(score: &[f64], hold: usize) -> Vec<usize> {
+/// run within a shot lasts at least `hold` steps (the first and the last
+/// at least half that, unless the clip is shorter), and which show at each
+/// step a face `shown` allows, the one with the most evidence for the face
+/// shown (`score[k]` for face 0, `-score[k]` for face 1) less
+/// [`SWITCH_COST`] per change within a shot (a change at a shot change is
+/// free, whatever the run before it). Exact, by dynamic programming over
+/// (face, steps in the run so far, counted up to `hold`); ties go to face 0
+/// (the larger). Steps past the end of `shown` allow both faces.
+fn best_sequence(score: &[f64], shown: &[Shown], hold: usize) -> Vec<usize> {
     let n = score.len();
     let hold = hold.max(1);
     if n == 0 {
         return Vec::new();
     }
+    let free = Shown {
+        allowed: [true, true],
+        cut: false,
+    };
+    let shown = |k: usize| shown.get(k).copied().unwrap_or(free);
     // State `face * hold + (run - 1)`; run is capped at `hold`.
     let states = 2 * hold;
-    let gain = |face: usize, k: usize| if face == 0 { score[k] } else { -score[k] };
+    let gain = |face: usize, k: usize| match (shown(k).allowed[face], face) {
+        (false, _) => f64::NEG_INFINITY,
+        (true, 0) => score[k],
+        (true, _) => -score[k],
+    };
     // The first run starts half a hold in: it may end after half a hold
     // (the clip's start is no cut to flicker against), and so may the last.
     let edge = hold / 2;
@@ -255,8 +307,10 @@ fn best_sequence(score: &[f64], hold: usize) -> Vec<usize> {
                 }
             };
             offer(face * hold + run.min(hold - 1), here + gain(face, k));
-            if run == hold {
-                let other = 1 - face;
+            let other = 1 - face;
+            if shown(k).cut {
+                offer(other * hold, here + gain(other, k));
+            } else if run == hold {
                 offer(other * hold, here - SWITCH_COST + gain(other, k));
             }
         }
@@ -331,189 +385,5 @@ pub fn jitter(points: &[(f64, f64)], duration: f64, fps: f64, cut_px: f64) -> Ji
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::media::face::Face;
-
-    fn track(cx: f64, steps: usize) -> Track {
-        let samples = steps.div_ceil(MOTION_FPS as usize);
-        let index = if cx < 0.5 { 0 } else { 1 };
-        Track {
-            cx,
-            cy: 0.4,
-            size: 0.2,
-            presence: 1.0,
-            positions: vec![
-                Some((
-                    index,
-                    Face {
-                        cx,
-                        cy: 0.4,
-                        size: 0.2
-                    }
-                ));
-                samples
-            ],
-        }
-    }
-
-    /// `talker(k)`: 0 left, 1 right, None silence.
-    fn inputs(
-        steps: usize,
-        talker: impl Fn(usize) -> Option<usize>,
-        stereo: bool,
-        mouths: bool,
-    ) -> (FaceAnalysis, StereoEnergy) {
-        let mut a = FaceAnalysis::default();
-        let mut e = StereoEnergy::default();
-        for k in 0..steps {
-            if k % MOTION_FPS as usize == 0 {
-                a.faces.push(vec![
-                    Face {
-                        cx: 0.25,
-                        cy: 0.4,
-                        size: 0.2,
-                    },
-                    Face {
-                        cx: 0.75,
-                        cy: 0.4,
-                        size: 0.2,
-                    },
-                ]);
-            }
-            let t = talker(k);
-            // Mouths flap while talking (and blink noise otherwise).
-            let m = |who| {
-                if mouths && t == Some(who) {
-                    6.0 + (k % 3) as f64
-                } else {
-                    0.8
-                }
-            };
-            a.mouth.push(vec![m(0), m(1)]);
-            let (l, r) = match (t, stereo) {
-                (None, _) => (0.0005, 0.0005),
-                (Some(_), false) => (0.2, 0.2),
-                (Some(0), true) => (0.2, 0.03),
-                (Some(_), true) => (0.03, 0.2),
-            };
-            e.left.push(l);
-            e.right.push(r);
-        }
-        (a, e)
-    }
-
-    /// Left talks 0–6 s, right 6–12 s, with a 1 s interjection of the other
-    /// side at 3 s (an "mm-hm, right") that must not switch the crop.
-    fn alternating(k: usize) -> Option<usize> {
-        let t = k as f64 * STEP;
-        if (2.99..3.99).contains(&t) {
-            Some(1)
-        } else if (5.8..6.0).contains(&t) {
-            None
-        } else if t < 6.0 {
-            Some(0)
-        } else {
-            Some(1)
-        }
-    }
-
-    fn check(stereo: bool, mouths: bool) {
-        let at = |secs: f64| (secs / STEP).round() as usize;
-        let steps = at(12.0);
-        let (a, e) = inputs(steps, alternating, stereo, mouths);
-        let (l, r) = (track(0.25, steps), track(0.75, steps));
-        let tl = timeline([&l, &r], &a, &e);
-        assert_eq!(tl.switches, 1, "{tl:?}");
-        assert!(
-            tl.active[..at(5.0)].iter().all(|&f| f == 0),
-            "{:?}",
-            tl.active
-        );
-        assert!(
-            tl.active[at(8.0)..].iter().all(|&f| f == 1),
-            "{:?}",
-            tl.active
-        );
-        // Seen whole, the cut comes where the talk turns, not a lead later.
-        let turn = tl.active.iter().position(|&f| f == 1).unwrap();
-        assert!(turn.abs_diff(at(6.0)) <= at(0.3), "turned at step {turn}");
-        assert!(tl.confidence > 0.8, "{tl:?}");
-    }
-
-    #[test]
-    fn the_best_sequence_cuts_where_the_talk_turns() {
-        // Face 0 for 4 s, face 1 for 3 s, with a 1 s burst of face 1 at
-        // 1.5 s and noise that flips sign every step.
-        let score: Vec<f64> = (0..70)
-            .map(|k| {
-                let noise = if k % 2 == 0 { 0.3 } else { -0.3 };
-                match k {
-                    15..25 => -0.5,
-                    0..40 => 0.4 + noise,
-                    _ => -0.4 + noise,
-                }
-            })
-            .collect();
-        let seq = best_sequence(&score, 20);
-        assert!(seq[..40].iter().all(|&f| f == 0), "{seq:?}");
-        assert!(seq[40..].iter().all(|&f| f == 1), "{seq:?}");
-        // Runs shorter than half the hold are not allowed at either end;
-        // half a hold is.
-        let late: Vec<f64> = (0..40).map(|k| if k < 35 { 0.3 } else { -0.3 }).collect();
-        assert!(best_sequence(&late, 20).iter().all(|&f| f == 0));
-        let early: Vec<f64> = (0..40).map(|k| if k < 5 { 0.2 } else { -0.2 }).collect();
-        assert!(best_sequence(&early, 20).iter().all(|&f| f == 1));
-        let ends: Vec<f64> = (0..40).map(|k| if k < 28 { 0.3 } else { -0.3 }).collect();
-        let seq = best_sequence(&ends, 20);
-        assert!(
-            seq[..28].iter().all(|&f| f == 0) && seq[28..].iter().all(|&f| f == 1),
-            "{seq:?}"
-        );
-        // Shorter than one hold: the better face throughout.
-        assert_eq!(best_sequence(&[-0.5, 0.1, -0.2], 20), vec![1, 1, 1]);
-        assert_eq!(best_sequence(&[0.0; 5], 20), vec![0; 5]);
-        assert!(best_sequence(&[], 20).is_empty());
-    }
-
-    #[test]
-    fn stereo_balance_alone_finds_the_talker() {
-        check(true, false);
-    }
-
-    #[test]
-    fn mouth_motion_alone_finds_the_talker() {
-        check(false, true);
-    }
-
-    #[test]
-    fn no_evidence_means_no_confidence() {
-        let (a, e) = inputs(30, |_| Some(0), false, false);
-        let (l, r) = (track(0.25, 30), track(0.75, 30));
-        let tl = timeline([&l, &r], &a, &e);
-        assert_eq!((tl.switches, tl.confidence), (0, 0.0));
-    }
-
-    #[test]
-    fn jitter_counts_cuts_apart() {
-        let pts = [(0.0, 100.0), (1.0, 110.0), (1.001, 600.0), (2.0, 600.0)];
-        let j = jitter(&pts, 2.0, 10.0, 50.0);
-        assert_eq!(j.cuts, 1);
-        assert!(
-            j.mean_px_per_frame > 0.5 && j.mean_px_per_frame < 1.5,
-            "{j:?}"
-        );
-    }
-
-    #[test]
-    fn energy_is_per_channel() {
-        let mut bytes = Vec::new();
-        for _ in 0..(RATE as f64 * STEP) as usize {
-            bytes.extend_from_slice(&16384i16.to_le_bytes());
-            bytes.extend_from_slice(&0i16.to_le_bytes());
-        }
-        let e = energy_of(&bytes);
-        assert_eq!(e.left.len(), 1);
-        assert!((e.left[0] - 0.5).abs() < 1e-6 && e.right[0] == 0.0);
-    }
-}
+#[path = "speaker_tests.rs"]
+mod tests;
