@@ -140,7 +140,10 @@ fn track_blocking(
         true => (MOTION_FPS, FRAMES_PER_SAMPLE),
         false => (SAMPLE_FPS, 1),
     };
-    // Shot changes are scored on the same decoded frames, at 160 px.
+    // Shot changes are scored on the same decoded frames, at 160 px, scaled
+    // by area averaging: swscale's default bicubic widens its filter with
+    // the factor (8x for 720p), and cost 0.57 s of CPU for 60 s of 720p25
+    // against 0.24 s (the same cuts, scores within 0.004, on the corpus).
     let cut_list = tempfile::NamedTempFile::new().map_err(|e| StageError::io("temp file", e))?;
     let cut_path = cut_list
         .path()
@@ -149,7 +152,7 @@ fn track_blocking(
         .replace('\'', "");
     let graph = format!(
         "[0:v]split=2[f][s];[f]fps={fps},scale={w}:{h},format=gray[out];\
-         [s]scale=160:-2,select='gt(scene\\,{SCENE_THRESHOLD})',\
+         [s]scale=160:-2:flags=area,select='gt(scene\\,{SCENE_THRESHOLD})',\
          metadata=print:file='{cut_path}',nullsink"
     );
     let mut cmd = pass_command(input, start, duration, &graph);

@@ -31,7 +31,7 @@ pub async fn detect(
         .replace('\\', "/")
         .replace('\'', "");
     let filter = format!(
-        "scale=160:-2,select='gt(scene\\,{SCENE_THRESHOLD})',metadata=print:file='{list_path}'"
+        "scale=160:-2:flags=area,select='gt(scene\\,{SCENE_THRESHOLD})',metadata=print:file='{list_path}'"
     );
     let mut args: Vec<String> = vec!["-nostdin".into(), "-v".into(), "error".into()];
     if start > 0.0 {
