@@ -196,14 +196,7 @@ pub fn follow_speaker(
     let fit = shot_ranges(samples, cuts)
         .into_iter()
         .enumerate()
-        .filter(|(_, r)| {
-            !r.is_empty()
-                && pair.iter().all(|t| {
-                    t.positions
-                        .get(r.clone())
-                        .is_none_or(|p| p.iter().all(Option::is_none))
-                })
-        })
+        .filter(|(_, r)| !r.is_empty() && !pair.iter().any(|t| t.seen_in(r.clone())))
         .map(|(k, _)| shot_times(k, cuts, samples))
         .collect();
     let cy = (pair[0].cy + pair[1].cy) / 2.0;

@@ -23,7 +23,7 @@ use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
 use super::tracks::Track;
-use crate::media::face::{FaceAnalysis, MOTION_FPS};
+use crate::media::face::{shot_ranges, FaceAnalysis, MOTION_FPS};
 use crate::media::process::{last_error_line, run};
 use crate::projects::stages::StageError;
 
@@ -226,33 +226,32 @@ pub fn timeline(
 /// when its track is in any sample of the shot; a shot with neither leaves
 /// both, and is fitted by the graph), and whether a new shot starts there.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Shown {
-    pub(crate) allowed: [bool; 2],
-    pub(crate) cut: bool,
+struct Shown {
+    allowed: [bool; 2],
+    cut: bool,
 }
 
 fn on_screen(pair: [&Track; 2], analysis: &FaceAnalysis, steps: usize) -> Vec<Shown> {
-    // Shot `k` lies between cuts `k - 1` and `k` (as `FaceAnalysis::shots`).
-    let mut seen = vec![[false; 2]; analysis.cuts.len() + 1];
-    for (sample, shot) in analysis.shots().into_iter().enumerate() {
-        for (who, t) in pair.iter().enumerate() {
-            seen[shot][who] |= t.positions.get(sample).is_some_and(Option::is_some);
-        }
-    }
-    let shot_at = |k: usize| {
-        let t = k as f64 * STEP;
-        analysis.cuts.iter().filter(|c| **c <= t + 1e-9).count()
-    };
+    // Shot `k` lies between cuts `k - 1` and `k`.
+    let seen: Vec<[bool; 2]> = shot_ranges(analysis.faces.len(), &analysis.cuts)
+        .into_iter()
+        .map(|r| [pair[0].seen_in(r.clone()), pair[1].seen_in(r)])
+        .collect();
+    let mut shot = 0;
     (0..steps)
         .map(|k| {
-            let shot = shot_at(k);
+            let t = k as f64 * STEP;
+            let before = shot;
+            while analysis.cuts.get(shot).is_some_and(|c| *c <= t + 1e-9) {
+                shot += 1;
+            }
             let allowed = match seen[shot] {
                 [false, false] => [true, true],
                 a => a,
             };
             Shown {
                 allowed,
-                cut: k > 0 && shot != shot_at(k - 1),
+                cut: shot != before,
             }
         })
         .collect()

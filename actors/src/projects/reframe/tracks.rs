@@ -53,6 +53,13 @@ impl Track {
             .collect()
     }
 
+    /// Whether the track is in any of these samples (a shot's, say).
+    pub fn seen_in(&self, samples: std::ops::Range<usize>) -> bool {
+        self.positions
+            .get(samples)
+            .is_some_and(|p| p.iter().any(Option::is_some))
+    }
+
     /// The face's index in `FaceAnalysis::faces[sample]`, if present there.
     pub fn index_in(&self, sample: usize) -> Option<usize> {
         self.positions
