@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench-quality: clip quality on real footage (issue 28). Runs
 # `clipforge clip` on every file of ../shared/media/manifest.json with the
-# defaults, with `--layout speaker` on the two-person files and with
+# defaults, with `--layout speaker` (and `--layout speaker --preset 15-30`)
+# on the two-person files and with
 # `--aspect 1:1` on one landscape file (the split-screen debate), and prints
 # per file and per clip: layout and reason, speaker switches, face kept
 # (OpenCV frontal Haar on the clip and the same source instants, 2 samples

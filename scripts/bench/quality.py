@@ -1,8 +1,9 @@
 """Clip quality on real footage (make bench-quality, issue 28).
 
 Runs `clipforge clip --json --replay-dir` on every file of the corpus's
-manifest.json with the defaults, again with `--layout speaker` on the
-two-person files (manifest `speakers` == 2) and with `--aspect 1:1` on one
+manifest.json with the defaults, again with `--layout speaker` (and with
+`--layout speaker --preset 15-30`, shorter clips) on the two-person files
+(manifest `speakers` == 2) and with `--aspect 1:1` on one
 landscape file, timing each run, then measures every clip it wrote:
 
 * layout and reason: `layout` / `layoutReason` of the output's clips.json;
@@ -196,6 +197,10 @@ def runs_of(manifest, square):
         runs.append((e, "default", []))
         if int(e.get("speakers", 1)) == 2:
             runs.append((e, "speaker", ["--layout", "speaker"]))
+            # Shorter clips: a file whose default clip holds no two-shot
+            # (the vertical interview's, 6.5-28 s, is its close-ups) gets
+            # a clip of its two-shot too.
+            runs.append((e, "speaker-15-30", ["--layout", "speaker", "--preset", "15-30"]))
         if e["file"] == square:
             runs.append((e, "aspect-1x1", ["--aspect", "1:1"]))
     return runs

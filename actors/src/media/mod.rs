@@ -14,6 +14,7 @@ pub mod heap;
 pub mod loudness;
 mod mouth;
 pub mod process;
+mod profile;
 pub mod scenes;
 pub mod spare_cpu;
 pub mod vad;

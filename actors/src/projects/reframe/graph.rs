@@ -159,6 +159,23 @@ pub(crate) fn merge_spans(spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
+/// The speaker crop's width as a share of the source's when the output's
+/// shape leaves no room to move across (a vertical two-shot into 9:16).
+pub const SPEAKER_ZOOM: f64 = 2.0 / 3.0;
+
+/// The speaker crop: the output's shape in the source, or, when that is
+/// the source's whole width, [`SPEAKER_ZOOM`] of it, so that cutting to the
+/// talker still changes the picture.
+pub fn speaker_box(src: (u32, u32), out: (u32, u32)) -> (u32, u32) {
+    let (cw, ch) = crop_box(src.0, src.1, out.0, out.1);
+    if cw + 2 < src.0 {
+        return (cw, ch);
+    }
+    let even = |v: f64| ((v / 2.0).floor() as u32 * 2).max(2);
+    let w = even(src.0 as f64 * SPEAKER_ZOOM);
+    (w, even(w as f64 * ch as f64 / cw as f64).min(ch))
+}
+
 /// Speaker: the crop cuts to the active face and follows its smoothed path
 /// while it talks; a shot in which neither face is seen is fitted.
 pub fn follow_speaker(
@@ -168,25 +185,50 @@ pub fn follow_speaker(
     src: (u32, u32),
     out: (u32, u32),
 ) -> Composition {
-    let (cw, ch) = crop_box(src.0, src.1, out.0, out.1);
+    let (cw, ch) = speaker_box(src, out);
+    // A gap in a track takes the nearest face of the same shot (one from
+    // the shot before a cut put the crop where that shot had the face);
+    // a shot the track is not in at all, the nearest anywhere.
+    let samples_of = |t: &Track| -> FaceSamples {
+        let filled = t.filled();
+        let mut out: FaceSamples = t.positions.iter().map(|p| p.map(|(_, f)| f)).collect();
+        for r in shot_ranges(out.len(), cuts) {
+            if !t.seen_in(r.clone()) {
+                for i in r {
+                    out[i] = Some(filled[i]);
+                }
+            }
+        }
+        out
+    };
     let paths: Vec<Vec<f64>> = pair
         .iter()
-        .map(|t| smooth_by_shot(&t.filled().into_iter().map(Some).collect(), cuts))
+        .map(|t| smooth_by_shot(&samples_of(t), cuts))
         .collect();
-    let x_of = |who: usize, k: usize| {
+    // The sample that frames time `t`: the one before it, unless a shot
+    // change falls between the two (then the new shot's first).
+    let sample_at = |t: f64| {
+        let s = (t * SAMPLE_FPS) as usize;
+        match cuts.iter().rev().find(|&&c| c <= t) {
+            Some(&c) if (s as f64) < c * SAMPLE_FPS => (c * SAMPLE_FPS).ceil() as usize,
+            _ => s,
+        }
+    };
+    let x_of = |who: usize, t: f64| {
         let p = &paths[who];
-        let s = ((k as f64 * STEP * SAMPLE_FPS) as usize).min(p.len().saturating_sub(1));
+        let s = sample_at(t).min(p.len().saturating_sub(1));
         left_edge(p.get(s).copied().unwrap_or(0.5), cw, src.0)
     };
     let mut points = Vec::new();
     let mut prev: Option<usize> = None;
     for (k, &who) in timeline.active.iter().enumerate() {
         let t = k as f64 * STEP;
-        if let Some(p) = prev.filter(|p| *p != who) {
-            // A cut: hold the old framing up to the switch.
-            points.push((t - 0.001, x_of(p, k)));
+        let cut = k > 0 && cuts.iter().any(|&c| c > t - STEP && c <= t);
+        if let Some(p) = prev.filter(|p| *p != who || cut) {
+            // A switch or a shot change: hold the old framing up to it.
+            points.push((t - 0.001, x_of(p, t - STEP)));
         }
-        points.push((t, x_of(who, k)));
+        points.push((t, x_of(who, t)));
         prev = Some(who);
     }
     if points.is_empty() {

@@ -14,6 +14,16 @@ fn crop_box_has_the_output_shape() {
     assert_eq!(crop_box(1920, 1080, 1920, 1080), (1920, 1080));
 }
 
+/// The speaker crop moves across a landscape source; a source of the
+/// output's shape is zoomed in on instead (else the crop is the whole
+/// frame, and cutting to the talker changes nothing).
+#[test]
+fn the_speaker_crop_zooms_where_it_cannot_move() {
+    assert_eq!(speaker_box((1920, 1080), (1080, 1920)), (606, 1080));
+    assert_eq!(speaker_box((480, 854), (1080, 1920)), (320, 568));
+    assert_eq!(speaker_box((1080, 1920), (1080, 1080)), (720, 720));
+}
+
 #[test]
 fn piecewise_expression_interpolates() {
     let e = piecewise(&[(0.0, 10.0), (1.0, 20.0)]);
