@@ -48,9 +48,24 @@ const SENTENCE_PAUSE_SECS: f64 = 1.2;
 /// A sentence longer than this many words is closed at the next comma or pause.
 const MAX_SENTENCE_WORDS: usize = 40;
 
-fn ends_sentence(text: &str) -> bool {
-    let t = text.trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
+/// Whether `text` (a word, or words) ends a sentence: a final stop,
+/// question or exclamation mark (closing quotes and brackets aside) that is
+/// not an abbreviation's.
+pub fn ends_sentence(text: &str) -> bool {
+    let t = text
+        .trim()
+        .trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
     t.ends_with(['.', '?', '!', '…', '。', '？', '！'])
+        && !is_abbreviation(t.rsplit(char::is_whitespace).next().unwrap_or(t))
+}
+
+/// English abbreviations whose full stop is not a sentence's ("Roe v.
+/// Wade", "Mr. Smith"); only those that hardly ever end one.
+fn is_abbreviation(word: &str) -> bool {
+    const ABBREVIATIONS: [&str; 9] = [
+        "mr.", "mrs.", "ms.", "dr.", "prof.", "v.", "vs.", "e.g.", "i.e.",
+    ];
+    ABBREVIATIONS.iter().any(|a| word.eq_ignore_ascii_case(a))
 }
 
 impl Transcript {
@@ -204,6 +219,25 @@ mod tests {
         assert_eq!(texts, ["Hello there.", "Why not?", "Next one"]);
         assert_eq!((s[1].first_word, s[1].end_word), (2, 4));
         assert_eq!(s[2].start, 3.5);
+    }
+
+    /// The debate of ../shared/media: "Roe v." closed a sentence.
+    #[test]
+    fn an_abbreviation_does_not_close_a_sentence() {
+        let words = vec![
+            w("her", 0.0, 0.2),
+            w("view", 0.2, 0.5),
+            w("on", 0.5, 0.6),
+            w("Roe", 0.6, 0.9),
+            w("v.", 0.9, 1.0),
+            w("Wade.", 1.1, 1.4),
+            w("Ask", 1.6, 1.8),
+            w("Dr.", 1.8, 2.0),
+            w("Who.", 2.0, 2.3),
+        ];
+        let s = sentences_from_words(&words);
+        let texts: Vec<_> = s.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["her view on Roe v. Wade.", "Ask Dr. Who."]);
     }
 
     #[test]

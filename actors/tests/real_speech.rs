@@ -36,9 +36,9 @@ fn ctx() -> StageCtx {
     StageCtx::new(CancellationToken::new(), Progress::silent())
 }
 
-/// The transcript of `name` with no language given, and the clips the
-/// default `auto` preset chooses from it.
-async fn transcribe_and_cut(name: &str) -> (Transcript, Vec<ClipPlan>) {
+/// The transcript of `name` with no language given and its loudness
+/// (dB per window), and the clips the default `auto` preset chooses.
+async fn transcribe_and_cut(name: &str) -> (Transcript, Vec<f32>, Vec<ClipPlan>) {
     let input = media_dir().join(name);
     let secs = common::duration_of(&input);
     let out = transcribe::run(
@@ -52,14 +52,23 @@ async fn transcribe_and_cut(name: &str) -> (Transcript, Vec<ClipPlan>) {
     )
     .await
     .expect("transcribe");
-    let plans = cut::run(
+    let plans = cut_with(name, &out.transcript, &out.loudness_db, "auto").await;
+    (out.transcript, out.loudness_db, plans)
+}
+
+/// The clips `preset` chooses from `name`'s transcript (`auto` is the
+/// flexible default; any other preset is held to its range).
+async fn cut_with(name: &str, t: &Transcript, loudness_db: &[f32], preset: &str) -> Vec<ClipPlan> {
+    let input = media_dir().join(name);
+    let secs = common::duration_of(&input);
+    cut::run(
         &input,
-        &out.transcript,
-        &out.loudness_db,
+        t,
+        loudness_db,
         None,
         &CutOptions {
-            range: preset_range("auto").unwrap(),
-            flexible_range: true,
+            range: preset_range(preset).unwrap(),
+            flexible_range: preset == "auto",
             max_clips: 10,
             skip_cuts: false,
             start: 0.0,
@@ -71,8 +80,7 @@ async fn transcribe_and_cut(name: &str) -> (Transcript, Vec<ClipPlan>) {
         &ctx(),
     )
     .await
-    .unwrap_or_else(|e| panic!("{name}: no clip with the defaults: {e}"));
-    (out.transcript, plans)
+    .unwrap_or_else(|e| panic!("{name}: no clip with --preset {preset}: {e}"))
 }
 
 /// Whether `c` may appear in text of `language`: its own scripts, Latin
@@ -130,8 +138,8 @@ fn tail(words: &[Word], n: usize) -> String {
 /// that every word of `last_words` is among the transcript's final dozen,
 /// and that the default preset makes at least one clip of it (every file
 /// here has 8–54 s of speech, most less than the preset's 20 s minimum).
-async fn check(name: &str, language: &str, last_words: &[&str]) -> Transcript {
-    let (t, plans) = transcribe_and_cut(name).await;
+async fn check(name: &str, language: &str, last_words: &[&str]) -> (Transcript, Vec<f32>) {
+    let (t, loudness_db, plans) = transcribe_and_cut(name).await;
     assert!(!plans.is_empty(), "{name}: no clip");
     for p in &plans {
         assert!(
@@ -175,7 +183,7 @@ async fn check(name: &str, language: &str, last_words: &[&str]) -> Transcript {
             tail(&t.words, 12)
         );
     }
-    t
+    (t, loudness_db)
 }
 
 /// A sentence-final word followed by a pause of almost 2 s (one window, a
@@ -293,7 +301,8 @@ async fn talkshow_two_people_shot_changes_en() {
 
 #[tokio::test]
 async fn debate_split_screen_crosstalk_en() {
-    let t = check("debate-split-screen-crosstalk-en.mp4", "en", &["view"]).await;
+    let name = "debate-split-screen-crosstalk-en.mp4";
+    let (t, loudness_db) = check(name, "en", &["view"]).await;
     // The moderator's question over Trump's answer, which faster-whisper
     // hears: lost while our samples were 3 dB louder than its own (ffmpeg's
     // float downmix of the stereo track) and our features had a frame past
@@ -304,11 +313,17 @@ async fn debate_split_screen_crosstalk_en() {
         "the moderator's question is missing: {}",
         text.join(" ")
     );
+    // With --preset 15-30 (17 s of talk), the one clip that fits either
+    // opens at "You don't know", which follows "all right." with no pause
+    // (crosstalk), or at the start of the speech: the cut is in silence.
+    let plans = cut_with(name, &t, &loudness_db, "15-30").await;
+    assert!(!plans.is_empty(), "no 15-30 clip");
+    check_cuts(&media_dir().join(name), &t, &plans);
 }
 
 #[tokio::test]
 async fn interview_graphics_ko() {
-    let t = check("interview-graphics-ko.mp4", "ko", &[]).await;
+    let (t, _) = check("interview-graphics-ko.mp4", "ko", &[]).await;
     let hangul = t
         .words
         .iter()
@@ -320,7 +335,7 @@ async fn interview_graphics_ko() {
 
 #[tokio::test]
 async fn lecture_slides_voiceover_zh() {
-    let t = check("lecture-slides-voiceover-zh.mp4", "zh", &[]).await;
+    let (t, _) = check("lecture-slides-voiceover-zh.mp4", "zh", &[]).await;
     // Words of a language without spaces are whole characters, never a
     // sentence glued into one "word".
     let longest = t

@@ -35,7 +35,11 @@ landscape file, timing each run, then measures every clip it wrote:
   clip frame are found after its caption pixels (a few pixels around them
   included) are inpainted (cv2.inpaint, Telea), so that caption text can
   neither pose as a face nor hide one; a sample is an overlap when such a
-  face box intersects a caption box.
+  face box intersects a caption box and a face box of a neighbouring
+  sample (0.5 s before or after) covers the same place (IoU >= 0.3): as
+  for "face kept", a box seen in one sample alone is detector noise (on
+  the corpus: a tie with a microphone, a pair of hands). The unsmoothed
+  count is printed as well.
 * boundaries, against the whole transcript in the output's transcript.json
   (source times): the clip starts at a sentence start (its first word is
   the transcript's first or follows a word ending in . ? ! 。 ？ ！ …),
@@ -303,7 +307,8 @@ def main():
                   f"{fmt_ratio(e[0]) + '/' + fmt_ratio(e[1]):<11} {bd.get('tail', float('nan')):<7.2f} {bare:6.2f}")
             print(f"        reason: {c.get('layoutReason', '')}")
             print(f"        faces: the source shows one in {fr['src_face']}/{fr['samples']} samples, the clip too in "
-                  f"{fr['kept']} (unsmoothed {raw}); captions on screen in {fr['captioned']}/{fr['samples']}")
+                  f"{fr['kept']} (unsmoothed {raw}); captions on screen in {fr['captioned']}/{fr['samples']}; "
+                  f"overlaps {fr['overlaps']} (unsmoothed {fr.get('raw_overlaps', fr['overlaps'])})")
             print(f"        title ({len(title)} chars): {title}")
             notes = []
             if not bd.get("start_ok", True):
@@ -367,9 +372,11 @@ def summary(results):
     over = [(c["frames"]["overlaps"], f"{r['file'].rsplit('.', 1)[0]}/{r['variant']}/clip-{c['index']}")
             for r in results for c in r["clips"] if c["frames"]["overlaps"]]
     total = sum(c["frames"]["samples"] for r in results for c in r["clips"])
+    raw = sum(c["frames"].get("raw_overlaps", 0) for r in results for c in r["clips"])
     unmeasured = sum(1 for r in results for c in r["clips"] if c["frames"].get("captions"))
     line(not over and not unmeasured, "0 caption/face overlaps",
-         f"{sum(n for n, _ in over)} of {total} samples" + (" in " + ", ".join(f"{k} ({n})" for n, k in over) if over else "")
+         f"{sum(n for n, _ in over)} of {total} samples (unsmoothed {raw})"
+         + (" in " + ", ".join(f"{k} ({n})" for n, k in over) if over else "")
          + (f"; {unmeasured} clip(s) without a kept .ass" if unmeasured else ""), measured=total > 0)
 
     seen = {}

@@ -22,6 +22,7 @@ CAPTION_DIFF = 40        # a pixel this far from the grey is caption (its box)
 INPAINT_DIFF = 12        # ... or at least its anti-aliased edge (inpainted)
 SAVE_PER_KIND = 3
 MIN_SKIN = 0.3
+PERSIST_IOU = 0.3        # the same face in the next sample (0.5 s on) overlaps this much
 
 
 def sh(cmd, **kw):
@@ -254,9 +255,10 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
     sources = source_samples(src, start, cuts, n, ssize)
     captions = caption_frames(ass, clip_size, rate, dur, csize, work) if ass and os.path.exists(ass) else None
     r = {"samples": 0, "src_face": 0, "kept": 0, "overlaps": 0, "captioned": 0, "saved": [],
-         "raw_src_face": 0, "raw_kept": 0}
+         "raw_src_face": 0, "raw_kept": 0, "raw_overlaps": 0}
     saved = {"face-lost": 0, "overlap": 0}
     raw_s, raw_c, recent = [], [], {}
+    boxes = {}  # sample -> the clip's face boxes (the last three samples)
 
     def save(k, kind):
         if saved[kind] >= SAVE_PER_KIND:
@@ -270,12 +272,22 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
         saved[kind] += 1
 
     def decide(k):
-        """Face kept of sample k, once k + 1 is known (or is the last)."""
+        """Face kept and overlap of sample k, once k + 1 is known (or is the last)."""
         s_face, c_face = majority(raw_s, k), majority(raw_c, k)
         r["src_face"] += s_face
         r["kept"] += s_face and c_face
         if s_face and not c_face:
             save(k, "face-lost")
+        caps = recent[k][4]
+        over = [f for f in boxes[k] if any(intersects(f, c) for c in caps)]
+        r["raw_overlaps"] += bool(over)
+        # As for "face kept", a box in one sample alone (0.5 s) is detector
+        # noise: an overlap needs the face in a neighbouring sample too, at
+        # the same place.
+        near = boxes.get(k - 1, []) + boxes.get(k + 1, [])
+        if any(iou(f, g) >= PERSIST_IOU for f in over for g in near):
+            r["overlaps"] += 1
+            save(k, "overlap")
 
     for k, (cf, sf) in enumerate(zip(clips, sources)):
         if k >= n or sf is None:
@@ -285,15 +297,14 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
         fs, fc = faces(sf), faces(without_captions(cf, cap) if cap is not None else cf)
         recent[k] = (sf, fs, cf, fc, caps)
         recent.pop(k - 3, None)
+        boxes[k] = fc
+        boxes.pop(k - 3, None)
         raw_s.append(bool(fs))
         raw_c.append(bool(fc))
         r["samples"] += 1
         r["captioned"] += bool(caps)
         r["raw_src_face"] += bool(fs)
         r["raw_kept"] += bool(fs) and bool(fc)
-        if any(intersects(f, c) for f in fc for c in caps):
-            r["overlaps"] += 1
-            save(k, "overlap")
         if k >= 1:
             decide(k - 1)
     if raw_s:

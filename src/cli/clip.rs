@@ -267,6 +267,11 @@ pub async fn run(args: ClipArgs) -> ExitCode {
             "--prompt is longer than {MAX_PROMPT_CHARS} characters"
         ));
     }
+    if let Some(dir) = &args.replay_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(format!("--replay-dir {}: {e}", dir.display()));
+        }
+    }
     let pipeline = match args.model.pipeline() {
         Ok(p) => p,
         Err(e) => return usage_error(format!("configuration: {e}")),

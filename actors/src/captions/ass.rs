@@ -10,7 +10,7 @@ use std::ops::Range;
 use super::ass_format::{alpha_value, num, push_dialogue, style_field, to_cs, StyleLine};
 pub use super::ass_format::{escape_text, format_time, Animation, AssColor};
 use super::ass_lines::{
-    ends_sentence, karaoke_words, line_text, text_units, timed_lines, TimedLine, CHAR_WIDTH_EM,
+    karaoke_words, line_text, text_units, timed_lines, TimedLine, CHAR_WIDTH_EM,
 };
 use super::emphasis::emphasis_tags;
 use super::split_unspaced_words;
@@ -20,7 +20,7 @@ use super::watermark::watermark_font_size;
 use super::watermark::WATERMARK_CHAR_WIDTH_EM;
 use crate::captions::template::CaptionStyle;
 use crate::script::{separator, unspaced_word};
-use crate::transcript::Word;
+use crate::transcript::{ends_sentence, Word};
 
 /// What [`build_ass`] needs besides the words and the style.
 #[derive(Clone, Debug, PartialEq)]

@@ -16,13 +16,6 @@ const LINE_LINGER: f64 = 0.3;
 /// Estimated advance of one character, as a share of the font size.
 pub(crate) const CHAR_WIDTH_EM: f64 = 0.6;
 
-pub(crate) fn ends_sentence(text: &str) -> bool {
-    let t = text
-        .trim()
-        .trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
-    t.ends_with(['.', '?', '!', '…', '。', '？', '！'])
-}
-
 /// Width of text in "average characters": CJK and other wide characters count
 /// for about one em, the rest for [`CHAR_WIDTH_EM`].
 pub(crate) fn text_units(text: &str) -> f64 {

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use super::ass_format::{alpha_value, AssColor};
 use crate::script::unspaced_word;
+use crate::transcript::ends_sentence;
 
 /// A word of at least this many letters is rare unless listed in [`COMMON_LONG`].
 pub const RARE_LETTERS: usize = 8;
@@ -124,11 +125,6 @@ fn is_rare(w: &str) -> bool {
         .flat_map(char::to_lowercase)
         .collect();
     letters.chars().count() >= RARE_LETTERS && !COMMON_LONG.contains(&letters.as_str())
-}
-
-fn ends_sentence(w: &str) -> bool {
-    w.trim_end_matches(['"', '\'', ')', ']', '»', '”', '’'])
-        .ends_with(['.', '?', '!', '…', '。', '？', '！'])
 }
 
 /// Tags (open, close) that draw a salient word in the highlight colour;

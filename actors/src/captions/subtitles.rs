@@ -5,7 +5,7 @@ use super::ass_lines::is_wide;
 use super::split_unspaced_words;
 pub use super::subtitle_error::{SubtitleError, TimingError};
 use crate::script::join;
-use crate::transcript::Word;
+use crate::transcript::{ends_sentence, Word};
 
 /// One subtitle cue; `text` may hold one '\n' between its two lines.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,11 +112,6 @@ fn layout_lines(words: &[&str]) -> Option<String> {
 /// Display width of `text` in columns: wide (CJK) characters take two.
 fn columns(text: &str) -> usize {
     text.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum()
-}
-
-fn ends_sentence(text: &str) -> bool {
-    let t = text.trim_end_matches(['"', '\'', ')', ']', '»', '”', '’']);
-    t.ends_with(['.', '?', '!', '…', '。', '？', '！'])
 }
 
 fn ends_clause(text: &str) -> bool {

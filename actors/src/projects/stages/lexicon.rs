@@ -153,9 +153,7 @@ pub fn is_exclamation(text: &str) -> bool {
 }
 
 pub fn ends_terminal(text: &str) -> bool {
-    text.trim_end()
-        .trim_end_matches(['"', '\'', ')', ']', '»', '”', '’'])
-        .ends_with(['.', '?', '!', '…', '。', '？', '！'])
+    crate::transcript::ends_sentence(text)
 }
 
 /// How strongly a sentence grabs attention as a clip's opening, 0..=1.

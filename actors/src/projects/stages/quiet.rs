@@ -68,17 +68,27 @@ pub fn snap_plans(input: &Path, t: &Transcript, span: (f64, f64), plans: &mut [C
 
 /// Silence after a clip's last word below which its end is inside speech.
 pub const MIN_END_PAUSE: f64 = 0.25;
+/// Silence before a clip's first word below which its start is inside
+/// speech (one voice running into another, a run-on).
+pub const MIN_START_PAUSE: f64 = 0.15;
 
 /// Whether the word before `end_word` is followed by at least
 /// [`MIN_END_PAUSE`] of silence (or ends the speech).
 pub(crate) fn ends_at_pause(t: &Transcript, end_word: usize) -> bool {
-    match (
-        end_word.checked_sub(1).and_then(|i| t.words.get(i)),
-        t.words.get(end_word),
-    ) {
-        (Some(last), Some(next)) => next.start - last.end >= MIN_END_PAUSE,
-        _ => true,
-    }
+    silence_before(t, end_word).is_none_or(|s| s >= MIN_END_PAUSE)
+}
+
+/// Whether the word at `first_word` follows at least [`MIN_START_PAUSE`] of
+/// silence (or begins the speech).
+pub(crate) fn starts_at_pause(t: &Transcript, first_word: usize) -> bool {
+    silence_before(t, first_word).is_none_or(|s| s >= MIN_START_PAUSE)
+}
+
+/// Seconds between word `i - 1`'s end and word `i`'s start; `None` at the
+/// speech's edges.
+fn silence_before(t: &Transcript, i: usize) -> Option<f64> {
+    let before = t.words.get(i.checked_sub(1)?)?;
+    Some(t.words.get(i)?.start - before.end)
 }
 
 /// [`quietest`]; when the audio cannot be read again (it was read whole by

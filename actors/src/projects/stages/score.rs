@@ -176,6 +176,14 @@ pub fn select_clips_steered(
     {
         scored.retain(|c| super::quiet::ends_at_pause(t, c.end_word));
     }
+    // Likewise a sentence start right after another voice or a run-on has
+    // no quiet point before it. Clips whose both cuts are at a pause (the
+    // start and end of the speech count) are taken first; the others still
+    // fill the places no clean clip overlaps.
+    let clean = |c: &Scored| {
+        u8::from(super::quiet::starts_at_pause(t, c.first_word))
+            + u8::from(super::quiet::ends_at_pause(t, c.end_word))
+    };
 
     // With a prompt, the clips that hold a passage about it come first.
     let passages = prompt.map_or_else(Vec::new, |p| {
@@ -189,6 +197,7 @@ pub fn select_clips_steered(
     scored.sort_by(|a, b| {
         tier(b)
             .cmp(&tier(a))
+            .then(clean(b).cmp(&clean(a)))
             .then(b.score.cmp(&a.score))
             .then(a.start.total_cmp(&b.start))
             .then((a.end - a.start).total_cmp(&(b.end - b.start)))

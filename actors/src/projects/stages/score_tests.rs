@@ -542,3 +542,33 @@ mod steer_tests;
 
 #[path = "score_opening_tests.rs"]
 mod opening_tests;
+
+/// Issue 28, the debate with `--preset 15-30`: the best-hooked start (a
+/// question) follows another voice's "all right." with no pause, so no cut
+/// before it is quiet; the clip from the start of the speech is taken.
+#[test]
+fn a_clip_does_not_open_inside_crosstalk() {
+    let sentences = [
+        "And so the election is all right.",
+        "Why is it on the ballot?",
+        "Because the court decided it last year and nobody asked the voters.",
+        "It is on the ballot and the court knows exactly why it is there.",
+    ];
+    let mut t = transcript(&sentences, 2.8, 0.5);
+    let first = t.sentences[1].first_word;
+    let shift = t.words[first].start - t.words[first - 1].end;
+    for w in &mut t.words[first..] {
+        w.start -= shift;
+        w.end -= shift;
+    }
+    t.sentences = sentences_from_words(&t.words);
+    let from_question = t.words.last().unwrap().end - t.words[first].start;
+    let range = (from_question, from_question + 5.0);
+    let clips = select_clips(&t, &Signals::default(), range, 1);
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert_eq!(clips[0].first_word, 0, "{clips:?}");
+    // Without the crosstalk, the question opens the clip.
+    let t = transcript(&sentences, 2.8, 0.5);
+    let clips = select_clips(&t, &Signals::default(), range, 1);
+    assert_eq!(clips[0].first_word, t.sentences[1].first_word, "{clips:?}");
+}
