@@ -257,8 +257,8 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
     r = {"samples": 0, "src_face": 0, "kept": 0, "overlaps": 0, "captioned": 0, "saved": [],
          "raw_src_face": 0, "raw_kept": 0, "raw_overlaps": 0}
     saved = {"face-lost": 0, "overlap": 0}
-    raw_s, raw_c, recent = [], [], {}
-    boxes = {}  # sample -> the clip's face boxes (the last three samples)
+    raw_s, raw_c, recent = [], [], {}  # recent: the last three samples
+    clip_boxes = lambda k: recent[k][3] if k in recent else []
 
     def save(k, kind):
         if saved[kind] >= SAVE_PER_KIND:
@@ -279,12 +279,12 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
         if s_face and not c_face:
             save(k, "face-lost")
         caps = recent[k][4]
-        over = [f for f in boxes[k] if any(intersects(f, c) for c in caps)]
+        over = [f for f in clip_boxes(k) if any(intersects(f, c) for c in caps)]
         r["raw_overlaps"] += bool(over)
         # As for "face kept", a box in one sample alone (0.5 s) is detector
         # noise: an overlap needs the face in a neighbouring sample too, at
         # the same place.
-        near = boxes.get(k - 1, []) + boxes.get(k + 1, [])
+        near = clip_boxes(k - 1) + clip_boxes(k + 1)
         if any(iou(f, g) >= PERSIST_IOU for f in over for g in near):
             r["overlaps"] += 1
             save(k, "overlap")
@@ -297,8 +297,6 @@ def measure_frames(src, clip_path, ass, start, cuts, clip_size, rate, src_wh, du
         fs, fc = faces(sf), faces(without_captions(cf, cap) if cap is not None else cf)
         recent[k] = (sf, fs, cf, fc, caps)
         recent.pop(k - 3, None)
-        boxes[k] = fc
-        boxes.pop(k - 3, None)
         raw_s.append(bool(fs))
         raw_c.append(bool(fc))
         r["samples"] += 1
